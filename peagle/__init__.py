@@ -1,0 +1,1 @@
+"""P-EAGLE speculative decoding on Amazon SageMaker: config, catalogs, planner, CLI."""

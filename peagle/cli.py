@@ -1,0 +1,48 @@
+"""The `peagle` command line.
+
+Each subcommand lives in the module that owns its logic and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` to a function
+``(argparse.Namespace) -> int`` (the exit code). Heavy imports (torch, vllm, boto3)
+stay inside handlers so `peagle plan` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# module path -> the subcommands it registers; importing is cheap by contract.
+_COMMAND_MODULES = (
+    "peagle.commands_plan",  # catalog, plan
+    "peagle.local.cli",  # local
+    "peagle.client.cli",  # invoke
+    "peagle.bench.cli",  # bench
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="peagle",
+        description="P-EAGLE speculative decoding on Amazon SageMaker with vLLM.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name and module_name.startswith(error.name):
+                continue  # that part of the CLI is not in this checkout
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
