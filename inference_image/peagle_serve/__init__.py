@@ -1,0 +1,1 @@
+"""Container launcher: a thin, pinned wrapper over vLLM's OpenAI server."""

@@ -1,0 +1,1 @@
+"""Catalogs as data: model pairs, instance types, workload profiles."""
