@@ -1,0 +1,5 @@
+import sys
+
+from peagle.cli import main
+
+sys.exit(main())

@@ -1,0 +1,109 @@
+"""Typed rows of the catalogs. The YAML tables in this folder are the data;
+these models are the one place their shape is checked."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors: a typo in a catalog or deployment file must not be ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProfileName(str, Enum):
+    CHATBOT = "chatbot"
+    CODEGEN = "codegen"
+    BATCH = "batch"
+
+
+class TargetModel(StrictModel):
+    hf_id: str
+    weight_bytes: PositiveFloat
+    quantization: Literal["bf16", "fp16", "fp8", "mxfp4", "awq", "gptq"]
+    kv_layers: PositiveInt = Field(description="layers holding KV cache")
+    kv_heads: PositiveInt
+    head_dim: PositiveInt
+    attention_heads: PositiveInt
+    max_position_embeddings: PositiveInt
+
+
+class DrafterModel(StrictModel):
+    hf_id: str
+    format: Literal["eagle3", "speculators"] = Field(
+        description="eagle3: an Eagle3 head with P-EAGLE weights; speculators: a "
+        "speculators-format checkpoint that vLLM maps to eagle3 + parallel drafting"
+    )
+    weight_bytes: PositiveFloat
+    layers: PositiveInt
+    trained_k: PositiveInt = Field(description="draft positions the drafter was trained for")
+
+
+class ModelPair(StrictModel):
+    description: str = ""
+    target: TargetModel
+    drafter: DrafterModel
+    recommended_k: dict[ProfileName, PositiveInt]
+    min_compute_capability: float = Field(8.0, ge=7.5)
+    min_vllm_version: str = "0.16.0"
+    known_fixes: list[str] = []
+    vllm_flags: dict[str, bool | int | float | str] = {}
+    notes: list[str] = []
+
+
+class InstanceType(StrictModel):
+    gpu: str
+    gpu_count: PositiveInt
+    gpu_memory_gib: PositiveFloat
+    cc: float = Field(description="CUDA compute capability")
+    local_nvme: bool
+    price_per_hour_usd: PositiveFloat
+
+    @property
+    def total_gpu_memory_gib(self) -> float:
+        return self.gpu_count * self.gpu_memory_gib
+
+    @property
+    def supports_fp8(self) -> bool:
+        # FP8 tensor cores arrive with Ada (8.9) and Hopper (9.0).
+        return self.cc >= 8.9
+
+    def describe(self) -> str:
+        return f"{self.gpu_count} x {self.gpu_memory_gib:g} GiB {self.gpu}"
+
+
+class Sampling(StrictModel):
+    temperature: float = Field(ge=0.0, le=2.0)
+    top_p: float = Field(gt=0.0, le=1.0)
+    max_tokens: PositiveInt
+
+
+class Profile(StrictModel):
+    description: str
+    sampling: Sampling
+    max_model_len: PositiveInt
+    min_model_len: PositiveInt
+    max_num_seqs: PositiveInt
+    typical_context_tokens: PositiveInt
+    latency_sla_p90_seconds: PositiveFloat
+    ttft_target_seconds: PositiveFloat
+
+
+class InstanceCatalog(StrictModel):
+    price_region: str
+    price_date: str
+    price_source: str
+    instances: dict[str, InstanceType]
+
+
+class Catalog(StrictModel):
+    pairs: dict[str, ModelPair]
+    instances: dict[str, InstanceType]
+    profiles: dict[ProfileName, Profile]
+    price_region: str
+    price_date: str
+    price_source: str

@@ -1,0 +1,116 @@
+"""`peagle catalog` and `peagle plan`: what can be deployed, and what a choice resolves to."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from peagle.catalog import load_catalog
+from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
+from peagle.container_env import container_environment
+from peagle.errors import PeagleError
+from peagle.planner import plan_deployment
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    catalog = subparsers.add_parser("catalog", help="list model pairs, instance types and profiles")
+    catalog.add_argument("--json", action="store_true", help="machine-readable output")
+    catalog.set_defaults(handler=run_catalog)
+
+    plan = subparsers.add_parser(
+        "plan",
+        help="resolve model pair x instance x profile into vLLM settings (exit 2 if it does not fit)",
+        description="Plan a deployment. Without --deployment, --model and --instance are required.",
+    )
+    plan.add_argument("--deployment", help="a deployment YAML file (the CDK app's -c deployment=...)")
+    plan.add_argument("--model", help="model pair id (see `peagle catalog`)")
+    plan.add_argument("--instance", help="SageMaker instance type, e.g. ml.g6e.xlarge")
+    plan.add_argument("--instance-count", type=int)
+    plan.add_argument("--profile", help="chatbot, codegen or batch")
+    plan.add_argument("--speculative-tokens", type=int, metavar="K", help="draft tokens per step; 0 = off")
+    plan.add_argument("--env", action="store_true", help="also print the container environment")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.set_defaults(handler=run_plan)
+
+
+def _fail(error: Exception) -> int:
+    print(f"error: {error}", file=sys.stderr)
+    return 2
+
+
+def run_catalog(args: argparse.Namespace) -> int:
+    catalog = load_catalog()
+    if args.json:
+        print(json.dumps(catalog.model_dump(mode="json"), indent=2))
+        return 0
+    print("Model pairs (target + P-EAGLE drafter):")
+    print(f"  {'id':22} {'target':38} {'drafter':46} {'trained K':>9}  recommended K")
+    for pair_id, pair in catalog.pairs.items():
+        recommended = ", ".join(f"{name.value} {k}" for name, k in pair.recommended_k.items())
+        print(f"  {pair_id:22} {pair.target.hf_id:38} {pair.drafter.hf_id:46} {pair.drafter.trained_k:>9}  {recommended}")
+    print(f"\nInstance types (on-demand, {catalog.price_region}, prices of {catalog.price_date}):")
+    print(f"  {'type':18} {'GPUs':>4} {'GPU':5} {'GiB/GPU':>7} {'CC':>4} {'$/hour':>9}")
+    for name, inst in sorted(catalog.instances.items(), key=lambda item: item[1].price_per_hour_usd):
+        print(f"  {name:18} {inst.gpu_count:>4} {inst.gpu:5} {inst.gpu_memory_gib:>7g} {inst.cc:>4} {inst.price_per_hour_usd:>9.3f}")
+    print("\nProfiles:")
+    for name, profile in catalog.profiles.items():
+        print(f"  {name.value:8} {profile.description}")
+        print(
+            f"  {'':8} max_model_len {profile.max_model_len}, max_num_seqs {profile.max_num_seqs}, "
+            f"temperature {profile.sampling.temperature}, max_tokens {profile.sampling.max_tokens}, "
+            f"p90 latency SLA {profile.latency_sla_p90_seconds:g} s"
+        )
+    return 0
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    overrides = {
+        "model": args.model,
+        "instanceType": args.instance,
+        "instanceCount": args.instance_count,
+        "profile": args.profile,
+        "speculativeTokens": args.speculative_tokens,
+    }
+    assert set(overrides) == set(CONTEXT_OVERRIDES)
+    try:
+        if args.deployment:
+            config = load_deployment_config(args.deployment, overrides)
+        else:
+            if not args.model or not args.instance:
+                return _fail(ValueError("give --model and --instance, or --deployment FILE"))
+            config = config_from_overrides(overrides)
+        plan = plan_deployment(config)
+    except PeagleError as error:
+        return _fail(error)
+    if args.json:
+        document = {
+            "pair": plan.pair_id,
+            "instance_type": plan.instance_type,
+            "instance_count": plan.instance_count,
+            "profile": plan.profile_name.value,
+            "speculative_tokens": plan.speculative_tokens,
+            "tensor_parallel_size": plan.tensor_parallel_size,
+            "max_model_len": plan.max_model_len,
+            "max_num_seqs": plan.max_num_seqs,
+            "gpu_memory_utilization": plan.gpu_memory_utilization,
+            "kv_cache_dtype": plan.kv_cache_dtype,
+            "cost_per_hour_usd": plan.cost_per_hour_usd,
+            "memory_per_gpu_gib": {
+                "target": plan.memory.target_weights_gib,
+                "drafter": plan.memory.drafter_weights_gib,
+                "runtime": plan.memory.runtime_reserve_gib,
+                "kv_cache": plan.memory.kv_cache_gib,
+            },
+            "kv_cache_tokens": plan.memory.kv_cache_tokens,
+            "notes": list(plan.notes),
+            "environment": container_environment(plan, config),
+        }
+        print(json.dumps(document, indent=2))
+        return 0
+    print("\n".join(plan.summary_lines()))
+    if args.env:
+        print("\ncontainer environment:")
+        for key, value in container_environment(plan, config).items():
+            print(f"  {key}={value}")
+    return 0

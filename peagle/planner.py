@@ -1,0 +1,304 @@
+"""The planner: (model pair x instance type x profile x K) -> vLLM settings that fit.
+
+It works per GPU, the way vLLM allocates: with tensor parallelism over all of an
+instance's GPUs, each GPU holds 1/TP of the weights, a fixed runtime reserve and a
+slice of the KV cache. Whatever memory is left at gpu_memory_utilization after
+weights and reserve becomes KV cache; the plan checks that it holds at least one
+max_model_len sequence (vLLM refuses to start otherwise) and sizes max_num_seqs so
+the profile's typical request, plus its K speculative slots, fits.
+
+Estimates err on the safe side (gpt-oss sliding-window layers are counted as full
+layers); a plan that fits here leaves headroom on the GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, load_catalog
+from peagle.config import DeploymentConfig
+from peagle.errors import PlanError
+
+GIB = 1024**3
+MIN_COMPUTE_CAPABILITY = 7.5  # current vLLM: no V100 (7.0)
+GPU_MEMORY_UTILIZATION = 0.90
+# CUDA context, activations, sampler and CUDA graphs: measured vLLM deployments keep
+# 1.5-3 GiB per GPU outside weights and KV cache.
+RUNTIME_RESERVE_GIB = 2.5
+# Container start-up budgets (SageMaker allows 60-3600 s): conservative S3 download and
+# load rates so a cold instance in a busy region still makes it.
+DOWNLOAD_BYTES_PER_SECOND = 100e6
+LOAD_BYTES_PER_SECOND = 150e6
+MIN_TIMEOUT_SECONDS = 600
+MAX_TIMEOUT_SECONDS = 3600
+MODEL_LEN_STEP = 1024
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """Per-GPU memory breakdown in GiB."""
+
+    gpu_memory_gib: float
+    usable_gib: float  # at gpu_memory_utilization
+    target_weights_gib: float
+    drafter_weights_gib: float
+    runtime_reserve_gib: float
+    kv_cache_gib: float
+    kv_bytes_per_token: int  # per GPU, target + drafter layers
+    kv_cache_tokens: int  # whole replica
+
+    @property
+    def headroom_gib(self) -> float:
+        return self.gpu_memory_gib - self.usable_gib
+
+
+@dataclass(frozen=True)
+class Plan:
+    pair_id: str
+    pair: ModelPair
+    instance_type: str
+    instance: InstanceType
+    instance_count: int
+    profile_name: ProfileName
+    profile: Profile
+    tensor_parallel_size: int
+    speculative_tokens: int
+    max_model_len: int
+    max_num_seqs: int
+    gpu_memory_utilization: float
+    kv_cache_dtype: str
+    memory: MemoryFit
+    container_startup_timeout_seconds: int
+    model_download_timeout_seconds: int
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def speculation_enabled(self) -> bool:
+        return self.speculative_tokens > 0
+
+    @property
+    def cost_per_hour_usd(self) -> float:
+        return self.instance.price_per_hour_usd * self.instance_count
+
+    def summary_lines(self) -> list[str]:
+        catalog = load_catalog()
+        mem = self.memory
+        spec = (
+            f"P-EAGLE parallel drafting, K={self.speculative_tokens} "
+            f"(drafter trained for {self.pair.drafter.trained_k})"
+            if self.speculation_enabled
+            else "off (K=0)"
+        )
+        lines = [
+            f"model pair      {self.pair_id}: {self.pair.target.hf_id} + {self.pair.drafter.hf_id}",
+            f"instance        {self.instance_count} x {self.instance_type} ({self.instance.describe()}, CC {self.instance.cc})",
+            f"profile         {self.profile_name.value}: {self.profile.description}",
+            f"speculation     {spec}",
+            f"vLLM            tensor_parallel_size={self.tensor_parallel_size} max_model_len={self.max_model_len} "
+            f"max_num_seqs={self.max_num_seqs} gpu_memory_utilization={self.gpu_memory_utilization} "
+            f"kv_cache_dtype={self.kv_cache_dtype}",
+            f"sampling        temperature={self.profile.sampling.temperature} top_p={self.profile.sampling.top_p} "
+            f"max_tokens={self.profile.sampling.max_tokens}",
+            f"memory per GPU  {mem.gpu_memory_gib:.1f} GiB = target {mem.target_weights_gib:.1f} + drafter "
+            f"{mem.drafter_weights_gib:.1f} + runtime {mem.runtime_reserve_gib:.1f} + KV cache {mem.kv_cache_gib:.1f} "
+            f"+ headroom {mem.headroom_gib:.1f}",
+            f"KV cache        {mem.kv_cache_tokens:,} tokens per replica "
+            f"(~{mem.kv_cache_tokens // (self.profile.typical_context_tokens + self.speculative_tokens):,} "
+            f"requests of {self.profile.typical_context_tokens:,} tokens)",
+            f"timeouts        model download {self.model_download_timeout_seconds} s, "
+            f"container start-up {self.container_startup_timeout_seconds} s",
+            f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand "
+            f"({catalog.price_region}, prices of {catalog.price_date})",
+        ]
+        lines += [f"note            {note}" for note in self.notes]
+        return lines
+
+
+def _clamp_timeout(seconds: float) -> int:
+    return int(min(MAX_TIMEOUT_SECONDS, max(MIN_TIMEOUT_SECONDS, math.ceil(seconds))))
+
+
+def _kv_bytes_per_token_per_gpu(pair: ModelPair, tp: int, kv_dtype_bytes: int) -> int:
+    # KV heads are split across TP ranks; with TP > kv_heads vLLM replicates them.
+    heads_per_gpu = max(1, math.ceil(pair.target.kv_heads / tp))
+    layers = pair.target.kv_layers + pair.drafter.layers
+    return 2 * layers * heads_per_gpu * pair.target.head_dim * kv_dtype_bytes
+
+
+def _resolve_profile(config: DeploymentConfig) -> Profile:
+    base = load_catalog().profiles[config.profile]
+    overrides = config.profile_overrides.model_dump(exclude_none=True)
+    sampling_keys = {"temperature", "top_p", "max_tokens"}
+    sampling = base.sampling.model_copy(update={k: v for k, v in overrides.items() if k in sampling_keys})
+    profile = base.model_copy(
+        update={"sampling": sampling, **{k: v for k, v in overrides.items() if k not in sampling_keys}}
+    )
+    if profile.min_model_len > profile.max_model_len:
+        raise PlanError(
+            f"profile {config.profile.value}: min_model_len {profile.min_model_len} exceeds max_model_len "
+            f"{profile.max_model_len}; lower min_model_len or raise max_model_len in profile_overrides"
+        )
+    return profile
+
+
+def _resolve_speculative_tokens(config: DeploymentConfig, pair: ModelPair) -> int:
+    k = config.speculation.speculative_tokens
+    recommended = pair.recommended_k.get(config.profile, min(pair.drafter.trained_k, 3))
+    if k is None:
+        return min(recommended, pair.drafter.trained_k)
+    if k > pair.drafter.trained_k:
+        raise PlanError(
+            f"speculative_tokens K={k} exceeds what the {config.model} drafter "
+            f"({pair.drafter.hf_id}) was trained for (K <= {pair.drafter.trained_k}); drafts past that "
+            f"position are rarely accepted and only cost compute. Use 1..{pair.drafter.trained_k} "
+            f"(recommended for {config.profile.value}: {recommended}) or 0 to turn speculation off, "
+            f"e.g. -c speculativeTokens={recommended}"
+        )
+    return k
+
+
+def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance: InstanceType) -> None:
+    if instance.cc < MIN_COMPUTE_CAPABILITY:
+        raise PlanError(
+            f"{config.instance.type} has {instance.gpu} GPUs (compute capability {instance.cc}); current vLLM "
+            f"needs compute capability >= {MIN_COMPUTE_CAPABILITY}, so {instance.gpu} instances cannot serve this model"
+        )
+    if instance.cc < pair.min_compute_capability:
+        raise PlanError(
+            f"{config.model} ({pair.target.quantization} weights) needs compute capability >= "
+            f"{pair.min_compute_capability} (bf16/MXFP4 kernels); {config.instance.type} has {instance.gpu} "
+            f"GPUs with {instance.cc}"
+        )
+    tp = instance.gpu_count
+    if pair.target.attention_heads % tp:
+        raise PlanError(
+            f"{config.model} has {pair.target.attention_heads} attention heads, which do not split over the "
+            f"{tp} GPUs of {config.instance.type} (tensor parallel size must divide them)"
+        )
+
+
+def _plan_memory(
+    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, profile: Profile, k: int
+) -> tuple[MemoryFit, int, int, list[str]]:
+    tp = instance.gpu_count
+    kv_dtype_bytes = 1 if instance.supports_fp8 else 2
+    usable = instance.gpu_memory_gib * GPU_MEMORY_UTILIZATION
+    target = pair.target.weight_bytes / GIB / tp
+    drafter = (pair.drafter.weight_bytes / GIB / tp) if k > 0 else 0.0
+    kv_gib = usable - target - drafter - RUNTIME_RESERVE_GIB
+    needed_total = (pair.target.weight_bytes + (pair.drafter.weight_bytes if k else 0)) / GIB
+    if kv_gib <= 0:
+        raise PlanError(
+            f"{config.model} needs ~{needed_total:.0f} GiB of weights (target {pair.target.weight_bytes / GIB:.1f}"
+            + (f" + drafter {pair.drafter.weight_bytes / GIB:.1f}" if k else "")
+            + f") plus {RUNTIME_RESERVE_GIB} GiB runtime per GPU; {config.instance.type} has "
+            f"{instance.describe()} ({usable * tp:.1f} GiB usable at gpu_memory_utilization "
+            f"{GPU_MEMORY_UTILIZATION})"
+        )
+    kv_bytes = _kv_bytes_per_token_per_gpu(pair, tp, kv_dtype_bytes)
+    kv_tokens = int(kv_gib * GIB // kv_bytes)
+    notes: list[str] = []
+    max_model_len = min(profile.max_model_len, pair.target.max_position_embeddings)
+    if kv_tokens < max_model_len + k:
+        fitted = ((kv_tokens - k) // MODEL_LEN_STEP) * MODEL_LEN_STEP
+        if fitted < profile.min_model_len:
+            raise PlanError(
+                f"{config.model} on {config.instance.type} leaves KV cache for {kv_tokens:,} tokens, less than one "
+                f"request at the profile's min_model_len {profile.min_model_len:,}"
+            )
+        notes.append(
+            f"max_model_len lowered from {max_model_len} to {fitted} so one full-length request fits the KV cache"
+        )
+        max_model_len = fitted
+    per_request = profile.typical_context_tokens + k
+    max_num_seqs = min(profile.max_num_seqs, max(1, kv_tokens // per_request))
+    if max_num_seqs < profile.max_num_seqs:
+        notes.append(
+            f"max_num_seqs lowered from {profile.max_num_seqs} to {max_num_seqs}: the KV cache holds that many "
+            f"requests of {profile.typical_context_tokens} tokens; a larger instance serves more at once"
+        )
+    memory = MemoryFit(
+        gpu_memory_gib=instance.gpu_memory_gib,
+        usable_gib=usable,
+        target_weights_gib=target,
+        drafter_weights_gib=drafter,
+        runtime_reserve_gib=RUNTIME_RESERVE_GIB,
+        kv_cache_gib=kv_gib,
+        kv_bytes_per_token=kv_bytes,
+        kv_cache_tokens=kv_tokens,
+    )
+    return memory, max_model_len, max_num_seqs, notes
+
+
+def _plan_exactly(config: DeploymentConfig) -> Plan:
+    catalog = load_catalog()
+    pair = config.pair()
+    instance = catalog.instances[config.instance.type]
+    profile = _resolve_profile(config)
+    k = _resolve_speculative_tokens(config, pair)
+    _check_instance_support(config, pair, instance)
+    memory, max_model_len, max_num_seqs, notes = _plan_memory(config, pair, instance, profile, k)
+    weight_bytes = pair.target.weight_bytes + pair.drafter.weight_bytes
+    download = config.timeouts.model_download_seconds or _clamp_timeout(300 + weight_bytes / DOWNLOAD_BYTES_PER_SECOND)
+    startup = config.timeouts.container_startup_seconds or _clamp_timeout(600 + weight_bytes / LOAD_BYTES_PER_SECOND)
+    notes = [*notes, *pair.notes]
+    if k > 0 and k > pair.recommended_k.get(config.profile, k):
+        notes.append(
+            f"K={k} is above the recommended {pair.recommended_k[config.profile]} for {config.profile.value}: "
+            "measure with `peagle bench` before keeping it"
+        )
+    return Plan(
+        pair_id=config.model,
+        pair=pair,
+        instance_type=config.instance.type,
+        instance=instance,
+        instance_count=config.instance.count,
+        profile_name=config.profile,
+        profile=profile,
+        tensor_parallel_size=instance.gpu_count,
+        speculative_tokens=k,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+        kv_cache_dtype="fp8" if instance.supports_fp8 else "auto",
+        memory=memory,
+        container_startup_timeout_seconds=startup,
+        model_download_timeout_seconds=download,
+        notes=tuple(notes),
+    )
+
+
+def smallest_fitting_instance(config: DeploymentConfig) -> str | None:
+    """The cheapest catalog instance type on which the same pair, profile and K plan."""
+    for name, instance in sorted(load_catalog().instances.items(), key=lambda item: item[1].price_per_hour_usd):
+        candidate = config.model_copy(update={"instance": config.instance.model_copy(update={"type": name})})
+        try:
+            _plan_exactly(candidate)
+        except PlanError:
+            continue
+        return name
+    return None
+
+
+def plan_deployment(config: DeploymentConfig) -> Plan:
+    """Plan the deployment, or raise PlanError naming the cheapest instance type that works."""
+    try:
+        return _plan_exactly(config)
+    except PlanError as error:
+        message = str(error)
+        if "speculative_tokens" in message or "profile " in message:
+            raise  # not about the instance: another instance would not help
+        suggestion = smallest_fitting_instance(config)
+        if suggestion is None:
+            hint = (
+                "No instance type in the catalog fits; use a smaller or quantized pair (custom_pairs), "
+                "or lower profile_overrides.max_model_len"
+            )
+        else:
+            instance = load_catalog().instances[suggestion]
+            hint = (
+                f"Smallest that fits: {suggestion} ({instance.describe()}, ${instance.price_per_hour_usd:g}/hour); "
+                f"set instance.type in the deployment file or pass -c instanceType={suggestion}"
+            )
+        raise PlanError(f"{message}. {hint}") from None
