@@ -1,0 +1,128 @@
+"""`peagle invoke`: send one prompt to an endpoint or a local server and stream the answer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_REQUEST = 2
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, *, repeatable: bool = False) -> None:
+    """--url / --endpoint / --region, shared with `peagle bench`."""
+    action = "append" if repeatable else "store"
+    parser.add_argument("--url", action=action, help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--endpoint", action=action, help="a SageMaker endpoint name")
+    parser.add_argument("--region", help="AWS region of the endpoint (default: the AWS config's)")
+    parser.add_argument("--max-attempts", type=int, default=5, help="app-level attempts before giving up (default 5)")
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    """--profile and sampling overrides, shared with `peagle bench`."""
+    parser.add_argument("--profile", help="catalog workload profile for sampling defaults (chatbot, codegen, batch)")
+    parser.add_argument("--max-tokens", type=int, help="override the profile's max_tokens")
+    parser.add_argument("--temperature", type=float, help="override the profile's temperature")
+    parser.add_argument("--top-p", type=float, help="override the profile's top_p")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "invoke",
+        help="send one prompt and stream the answer",
+        description="Send one completion or chat request to a SageMaker endpoint (--endpoint) or a local "
+        "server (--url), streaming the text to stdout and timings to stderr. Exit 0 on success, "
+        "2 when the request was rejected (4xx, fix it), 1 on other failures.",
+    )
+    add_target_arguments(parser)
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--prompt", help="completion prompt ('-' reads stdin)")
+    what.add_argument("--message", help="one chat user message ('-' reads stdin)")
+    what.add_argument("--messages-file", type=Path, help="JSON file with an OpenAI messages list")
+    add_sampling_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of streaming text")
+    parser.set_defaults(handler=run_invoke)
+
+
+def build_request(args: argparse.Namespace, **content):
+    """A GenerationRequest from --profile and the sampling overrides."""
+    from peagle.client.request import GenerationRequest
+
+    overrides = {"max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p}
+    if args.profile:
+        return GenerationRequest.with_profile(args.profile, **content, **overrides)
+    return GenerationRequest(**content, **{name: value for name, value in overrides.items() if value is not None})
+
+
+def build_client(url: str | None, endpoint: str | None, args: argparse.Namespace):
+    from peagle.client.client import PeagleClient
+    from peagle.client.retry import RetryPolicy
+
+    policy = RetryPolicy(max_attempts=args.max_attempts)
+    if url:
+        return PeagleClient.for_url(url, retry_policy=policy)
+    return PeagleClient.for_endpoint(endpoint, region=args.region, retry_policy=policy)
+
+
+def _request_content(args: argparse.Namespace) -> dict:
+    if args.messages_file is not None:
+        return {"messages": json.loads(args.messages_file.read_text())}
+    if args.message is not None:
+        text = sys.stdin.read() if args.message == "-" else args.message
+        return {"messages": [{"role": "user", "content": text}]}
+    return {"prompt": sys.stdin.read() if args.prompt == "-" else args.prompt}
+
+
+def run_invoke(args: argparse.Namespace) -> int:
+    from peagle.client.errors import ClientConfigurationError, InvalidRequestError, PeagleClientError
+
+    if bool(args.url) == bool(args.endpoint):
+        print("error: give exactly one of --url or --endpoint", file=sys.stderr)
+        return EXIT_BAD_REQUEST
+    try:
+        request = build_request(args, **_request_content(args))
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_REQUEST
+
+    def print_delta(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    try:
+        with build_client(args.url, args.endpoint, args) as client:
+            result = client.generate(request, on_text=None if args.json else print_delta)
+    except (InvalidRequestError, ClientConfigurationError) as error:
+        print(f"\nerror: {error}", file=sys.stderr)
+        return EXIT_BAD_REQUEST
+    except PeagleClientError as error:
+        print(f"\nerror: {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+    if args.json:
+        payload = asdict(result)
+        payload["time_per_output_token_s"] = result.time_per_output_token_s
+        print(json.dumps(payload, indent=2))
+    else:
+        print()
+        print(_timing_summary(result), file=sys.stderr)
+    return EXIT_OK
+
+
+def _timing_summary(result) -> str:
+    parts = [f"request {result.request_id}"]
+    if result.usage is not None:
+        parts.append(f"{result.usage.prompt_tokens} prompt + {result.usage.completion_tokens} output tokens")
+    if result.timings.ttft_s is not None:
+        parts.append(f"TTFT {result.timings.ttft_s * 1000:.0f} ms")
+    if result.time_per_output_token_s is not None:
+        parts.append(f"TPOT {result.time_per_output_token_s * 1000:.1f} ms")
+    parts.append(f"e2e {result.timings.e2e_s:.2f} s")
+    parts.append(f"finish {result.finish_reason}")
+    if result.attempts > 1:
+        parts.append(f"{result.attempts} attempts")
+    return " | ".join(parts)

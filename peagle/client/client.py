@@ -1,0 +1,190 @@
+"""One generation API over two transports (SageMaker endpoint, plain URL).
+
+The retry loop lives here because only here is it known whether the first byte
+of the answer has arrived: before it, a classified-retryable failure is sent again
+after a jittered backoff; after it, any failure ends the request with
+``StreamInterruptedError`` (a resend would pay for and repeat the whole generation).
+"""
+
+from __future__ import annotations
+
+import json
+import random as _random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from peagle.client.errors import ModelServerError, PeagleClientError, StreamInterruptedError
+from peagle.client.request import GenerationRequest, GenerationResult, Timings
+from peagle.client.retry import RetryPolicy
+from peagle.client.sse import DONE_SENTINEL, SSEDecoder
+from peagle.client.stream_chunks import Usage, parse_stream_chunk
+
+
+class Transport(Protocol):
+    description: str
+
+    def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
+        """Send ``body``; yield response bytes as they arrive; raise ``PeagleClientError``."""
+
+    def close(self) -> None: ...
+
+
+class PeagleClient:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.transport = transport
+        self.retry_policy = retry_policy or RetryPolicy()
+        self._sleep = sleep
+        self._random = random
+        self._clock = clock
+
+    @classmethod
+    def for_url(cls, url: str, *, retry_policy: RetryPolicy | None = None, **transport_options: Any) -> PeagleClient:
+        from peagle.client.http_transport import HttpTransport
+
+        return cls(HttpTransport(url, **transport_options), retry_policy=retry_policy)
+
+    @classmethod
+    def for_endpoint(
+        cls,
+        endpoint_name: str,
+        *,
+        region: str | None = None,
+        runtime_client: Any = None,
+        retry_policy: RetryPolicy | None = None,
+        **transport_options: Any,
+    ) -> PeagleClient:
+        from peagle.client.sagemaker_transport import SageMakerTransport
+
+        transport = SageMakerTransport(endpoint_name, region=region, runtime_client=runtime_client, **transport_options)
+        return cls(transport, retry_policy=retry_policy)
+
+    def __enter__(self) -> PeagleClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        *,
+        request_id: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> GenerationResult:
+        """Send ``request``, stream the answer (``on_text`` gets each text delta), return it whole."""
+        request_id = request_id or uuid.uuid4().hex
+        body = json.dumps(request.to_body()).encode("utf-8")
+        started = self._clock()
+        chunks, first_chunk, attempts = self._open_with_retries(body, request_id)
+        accumulator = _StreamAccumulator(started, on_text)
+        try:
+            accumulator.add_bytes(first_chunk, self._clock())
+            for chunk in chunks:
+                accumulator.add_bytes(chunk, self._clock())
+            accumulator.finish(self._clock())
+        except PeagleClientError as error:
+            raise StreamInterruptedError(
+                f"The stream broke after the first byte and was not retried: {error.message}",
+                partial_text=accumulator.text,
+                status=error.status,
+                code=error.code,
+                attempts=attempts,
+            ) from error
+        finally:
+            chunks.close()
+        return accumulator.result(request_id, attempts)
+
+    def _open_with_retries(self, body: bytes, request_id: str) -> tuple[Any, bytes, int]:
+        """Send until the first byte arrives; retry only classified-retryable failures."""
+        policy = self.retry_policy
+        for attempt in range(1, policy.max_attempts + 1):
+            chunks = self.transport.stream_bytes(body, request_id)
+            try:
+                first_chunk = next(chunks)
+            except StopIteration:
+                error: PeagleClientError = ModelServerError("The server answered with an empty body.", status=0)
+            except PeagleClientError as raised:
+                error = raised
+            else:
+                return chunks, first_chunk, attempt
+            error.attempts = attempt
+            if not error.retryable or attempt == policy.max_attempts:
+                raise error
+            self._sleep(policy.delay_before_retry(attempt, self._random))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+
+class _StreamAccumulator:
+    """Turns arriving bytes into text, usage and per-chunk arrival times."""
+
+    def __init__(self, started: float, on_text: Callable[[str], None] | None) -> None:
+        self._started = started
+        self._on_text = on_text
+        self._decoder = SSEDecoder()
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._chunk_times: list[float] = []
+        self._finish_reason: str | None = None
+        self._usage: Usage | None = None
+        self._done = False
+        self._ended_at = started
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    def add_bytes(self, data: bytes, now: float) -> None:
+        self._handle_events(self._decoder.feed(data), now)
+
+    def finish(self, now: float) -> None:
+        self._handle_events(self._decoder.flush(), now)
+        self._ended_at = now
+        if not self._done and self._finish_reason is None:
+            raise ModelServerError("The stream ended before the server finished the generation ([DONE] missing).")
+
+    def _handle_events(self, events: Iterator[str], now: float) -> None:
+        for data in events:
+            if data == DONE_SENTINEL:
+                self._done = True
+                continue
+            chunk = parse_stream_chunk(data)
+            if chunk.error is not None:
+                raise ModelServerError(f"The server reported an error mid-stream: {chunk.error}")
+            if chunk.text or chunk.reasoning:
+                self._chunk_times.append(now - self._started)
+                self._text.append(chunk.text)
+                self._reasoning.append(chunk.reasoning)
+                if self._on_text is not None and chunk.text:
+                    self._on_text(chunk.text)
+            self._finish_reason = chunk.finish_reason or self._finish_reason
+            self._usage = chunk.usage or self._usage
+
+    def result(self, request_id: str, attempts: int) -> GenerationResult:
+        chunk_times = tuple(self._chunk_times)
+        timings = Timings(
+            ttft_s=chunk_times[0] if chunk_times else None,
+            e2e_s=self._ended_at - self._started,
+            chunk_times_s=chunk_times,
+        )
+        return GenerationResult(
+            text=self.text,
+            reasoning="".join(self._reasoning),
+            finish_reason=self._finish_reason,
+            usage=self._usage,
+            timings=timings,
+            request_id=request_id,
+            attempts=attempts,
+        )

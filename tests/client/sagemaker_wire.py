@@ -1,0 +1,124 @@
+"""Wire-format helpers for the client's unit tests: vLLM-shaped SSE bytes and SageMaker's
+event-stream wire format, so botocore's own EventStream parser decodes what the
+Stubber returns, exactly as it would decode a real InvokeEndpointWithResponseStream."""
+
+from __future__ import annotations
+
+import binascii
+import json
+import struct
+
+from botocore.eventstream import EventStream
+from botocore.parsers import EventStreamJSONParser
+from botocore.stub import Stubber
+
+from peagle.client import PeagleClient, RetryPolicy
+from peagle.client.sagemaker_transport import SageMakerTransport, make_runtime_client
+
+
+def vllm_sse_stream(pieces: list[str], *, completion_tokens: int | None = None, chat: bool = False) -> bytes:
+    """The bytes vLLM streams for a generation whose text deltas are ``pieces``."""
+    events = []
+    for index, piece in enumerate(pieces):
+        last = index == len(pieces) - 1
+        choice = {"index": 0, "finish_reason": "length" if last else None}
+        if chat:
+            choice["delta"] = {"content": piece}
+        else:
+            choice["text"] = piece
+        events.append({"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": None})
+    events.append({"id": "cmpl-1", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": completion_tokens or len(pieces), "total_tokens": 0}})
+    lines = [f"data: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events]
+    lines.append("data: [DONE]\n\n")
+    return "".join(lines).encode("utf-8")
+
+
+def split_at(data: bytes, *positions: int) -> list[bytes]:
+    bounds = [0, *positions, len(data)]
+    return [data[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
+def _header(name: str, value: str) -> bytes:
+    encoded_name, encoded_value = name.encode(), value.encode()
+    return bytes([len(encoded_name)]) + encoded_name + b"\x07" + struct.pack(">H", len(encoded_value)) + encoded_value
+
+
+def event_stream_message(headers: dict[str, str], payload: bytes) -> bytes:
+    """One message in the AWS event-stream binary framing (prelude, CRCs, headers, payload)."""
+    header_bytes = b"".join(_header(name, value) for name, value in headers.items())
+    total_length = 12 + len(header_bytes) + len(payload) + 4
+    prelude = struct.pack(">II", total_length, len(header_bytes))
+    prelude += struct.pack(">I", binascii.crc32(prelude))
+    message = prelude + header_bytes + payload
+    return message + struct.pack(">I", binascii.crc32(message))
+
+
+def payload_part(data: bytes) -> bytes:
+    headers = {":message-type": "event", ":event-type": "PayloadPart", ":content-type": "application/octet-stream"}
+    return event_stream_message(headers, data)
+
+
+def stream_exception(kind: str, message: str) -> bytes:
+    headers = {":message-type": "exception", ":exception-type": kind, ":content-type": "application/json"}
+    return event_stream_message(headers, json.dumps({"Message": message}).encode())
+
+
+class _RawStream:
+    """What botocore's EventStream reads from: ``.stream()`` yielding network chunks."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    def stream(self):
+        yield from self._chunks
+
+    def close(self) -> None:
+        pass
+
+
+class StubbedEndpoint:
+    """A real sagemaker-runtime client under botocore's Stubber.
+
+    ``add_stream`` queues a successful InvokeEndpointWithResponseStream whose Body is
+    a real botocore EventStream over ``wire_chunks`` (the Stubber validates response
+    dicts and cannot hold one, so an after-call hook puts it in place).
+    """
+
+    def __init__(self) -> None:
+        self.runtime = make_runtime_client("us-east-1")
+        self.stubber = Stubber(self.runtime)
+        self._bodies: list[list[bytes]] = []
+        operation = self.runtime.meta.service_model.operation_model("InvokeEndpointWithResponseStream")
+        self._body_shape = operation.output_shape.members["Body"]
+        self.runtime.meta.events.register(
+            "after-call.sagemaker-runtime.InvokeEndpointWithResponseStream", self._install_event_stream
+        )
+        self.sleeps: list[float] = []
+
+    def _install_event_stream(self, parsed, http_response, **kwargs) -> None:
+        if http_response.status_code == 200:
+            raw = _RawStream(self._bodies.pop(0))
+            parsed["Body"] = EventStream(raw, self._body_shape, EventStreamJSONParser(), "InvokeEndpointWithResponseStream")
+
+    def add_stream(self, wire_chunks: list[bytes]) -> None:
+        self._bodies.append(wire_chunks)
+        self.stubber.add_response(
+            "invoke_endpoint_with_response_stream", {"Body": {}, "ContentType": "text/event-stream"}
+        )
+
+    def add_error(self, code: str, http_status: int, message: str = "stubbed", **modeled_fields) -> None:
+        self.stubber.add_client_error(
+            "invoke_endpoint_with_response_stream",
+            service_error_code=code,
+            service_message=message,
+            http_status_code=http_status,
+            modeled_fields=modeled_fields or None,
+        )
+
+    def client(self, *, max_attempts: int = 5, random=lambda: 1.0) -> PeagleClient:
+        return PeagleClient(
+            SageMakerTransport("peagle-test", runtime_client=self.runtime),
+            retry_policy=RetryPolicy(max_attempts=max_attempts, base_delay_s=0.5, max_delay_s=20.0),
+            sleep=self.sleeps.append,  # record the backoff instead of waiting it out
+            random=random,
+        )
