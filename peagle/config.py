@@ -97,7 +97,11 @@ class TimeoutSettings(StrictModel):
 
 
 class DeploymentConfig(StrictModel):
-    name: str = Field("peagle", pattern=r"^[A-Za-z][A-Za-z0-9-]{0,30}$", description="stack name prefix")
+    name: str = Field(
+        "peagle",
+        pattern=r"^[a-z][a-z0-9-]{0,23}$",
+        description="lower-case prefix of stack and bucket names (<name>-endpoint, <name>-models-<account>-<region>)",
+    )
     model: str = Field("gpt-oss-20b", description="a catalog pair id or a key of custom_pairs")
     custom_pairs: dict[str, ModelPair] = {}
     instance: InstanceSettings = InstanceSettings()

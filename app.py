@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""The CDK app: load the deployment config once, plan it, create the stacks.
+
+Context keys: deployment (YAML path, default deployments/default.yaml) and the
+overrides model, instanceType, instanceCount, speculativeTokens, profile.
+"""
+
+import sys
+
+from aws_cdk import App, Environment, Tags, Validations
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
+
+from peagle.config import CONTEXT_OVERRIDES, DEFAULT_DEPLOYMENT_FILE, load_deployment_config
+from peagle.errors import PeagleError
+from peagle.planner import plan_deployment
+from stacks.artifacts_stack import ArtifactsStack
+from stacks.endpoint_stack import EndpointStack
+
+
+def build_app(app: App) -> App:
+    deployment_file = app.node.try_get_context("deployment") or DEFAULT_DEPLOYMENT_FILE
+    overrides = {key: app.node.try_get_context(key) for key in CONTEXT_OVERRIDES}
+    config = load_deployment_config(deployment_file, overrides)
+    plan = plan_deployment(config)
+    env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
+
+    if config.artifacts.s3_uri:
+        artifacts_stack = None
+    else:
+        artifacts_stack = ArtifactsStack(
+            app,
+            "PeagleArtifacts",
+            stack_name=f"{config.name}-artifacts",
+            env=env,
+            deployment_name=config.name,
+            description="P-EAGLE model artifacts bucket (weights staged with `peagle stage`)",
+        )
+    endpoint_stack = EndpointStack(
+        app,
+        "PeagleEndpoint",
+        stack_name=f"{config.name}-endpoint",
+        env=env,
+        description=f"P-EAGLE endpoint: {plan.pair_id} on {plan.instance_count} x {plan.instance_type}",
+        config=config,
+        plan=plan,
+        artifacts_key=artifacts_stack.artifacts.key if artifacts_stack else None,
+    )
+    Tags.of(app).add("project", "peagle-sagemaker")
+    Tags.of(app).add("peagle:deployment", config.name)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
+    return app
+
+
+def main() -> None:
+    app = App()
+    try:
+        build_app(app)
+    except PeagleError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

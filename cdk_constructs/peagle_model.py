@@ -1,0 +1,77 @@
+"""The SageMaker Model: the serving image, the plan as container environment, and the
+weights prefix mounted at /opt/ml/model (target/ and drafter/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from cdk_constructs.execution_role import SageMakerExecutionRole
+from cdk_constructs.model_artifacts import ModelArtifactsLocation
+
+INFERENCE_IMAGE_DIR = Path(__file__).resolve().parent.parent / "inference_image"
+
+
+class PeagleModel(Construct):
+    """A vLLM + P-EAGLE model. Its name is generated: a physical name would block updates."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        environment: dict[str, str],
+        artifacts: ModelArtifactsLocation,
+        network_isolation: bool = True,
+        subnet_ids: list[str] | None = None,
+        security_group_ids: list[str] | None = None,
+        image_directory: Path = INFERENCE_IMAGE_DIR,
+    ) -> None:
+        """
+        :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.container_env.
+        :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix).
+        :param network_isolation: no network or AWS credentials in the container (default: on).
+        :param subnet_ids: private subnets to run in (default: SageMaker's managed network).
+        :param image_directory: the Docker build context (default: inference_image/).
+        """
+        super().__init__(scope, id)
+        in_vpc = bool(subnet_ids)
+        self.image = ecr_assets.DockerImageAsset(
+            self, "Image", directory=str(image_directory), platform=ecr_assets.Platform.LINUX_AMD64
+        )
+        self.execution_role = SageMakerExecutionRole(
+            self, "ExecutionRole", artifacts=artifacts, image_repository=self.image.repository, in_vpc=in_vpc
+        )
+        self.artifacts = artifacts
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.execution_role.role.role_arn,
+            enable_network_isolation=network_isolation,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image.image_uri,
+                mode="SingleModel",
+                environment=environment,
+                model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                    s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                        s3_uri=artifacts.s3_uri,
+                        s3_data_type="S3Prefix",
+                        compression_type="None",
+                    )
+                ),
+            ),
+            vpc_config=(
+                sagemaker.CfnModel.VpcConfigProperty(subnets=subnet_ids, security_group_ids=security_group_ids or [])
+                if in_vpc
+                else None
+            ),
+        )
+        # SageMaker checks the role's permissions when it creates the model.
+        self.model.node.add_dependency(self.execution_role.policy)
+
+    @property
+    def model_name(self) -> str:
+        return self.model.attr_model_name

@@ -1,0 +1,1 @@
+"""Deployable units: each stack composes constructs from cdk_constructs/."""
