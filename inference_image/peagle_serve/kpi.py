@@ -1,0 +1,147 @@
+"""The ``peagle_kpi`` log line: vLLM's counters turned into per-interval KPIs.
+
+Under network isolation stdout (CloudWatch Logs) is the only way out of the
+container, so every ``PEAGLE_KPI_INTERVAL_SECONDS`` the launcher prints one JSON
+object per line; the CDK side's metric filters read its keys by name. Rates and
+means are over the interval: deltas of counters and of histogram sum/count.
+A value that is undefined in the interval (no requests, no drafts) is null.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from datetime import datetime, timezone
+
+from . import metrics as m
+from .metrics import MetricsSnapshot, fetch_metrics
+
+log = logging.getLogger("peagle_serve")
+
+KPI_EVENT = "peagle_kpi"
+
+
+def _delta(previous: MetricsSnapshot, current: MetricsSnapshot, name: str) -> float:
+    # Counters only grow while one engine lives; clamp in case a sample vanished.
+    return max(0.0, current.total(name) - previous.total(name))
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator > 0 else None
+
+
+def _histogram_mean(previous: MetricsSnapshot, current: MetricsSnapshot, name: str) -> float | None:
+    return _ratio(_delta(previous, current, name + "_sum"), _delta(previous, current, name + "_count"))
+
+
+def _gauge(current: MetricsSnapshot, name: str) -> float | None:
+    return current.total(name) if current.has(name) else None
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def compute_kpi(
+    previous: MetricsSnapshot,
+    current: MetricsSnapshot,
+    *,
+    model_pair: str,
+    speculative_tokens: int,
+) -> dict:
+    """One KPI record for the interval between two snapshots."""
+    seconds = max(current.taken_at - previous.taken_at, 1e-9)
+
+    finished_now = current.by_label(m.REQUEST_SUCCESS, "finished_reason")
+    finished_before = previous.by_label(m.REQUEST_SUCCESS, "finished_reason")
+    finished = {
+        reason: int(round(max(0.0, count - finished_before.get(reason, 0.0))))
+        for reason, count in sorted(finished_now.items())
+    }
+    finished_total = sum(finished.values())
+
+    drafts = _delta(previous, current, m.SPEC_DRAFTS)
+    draft_tokens = _delta(previous, current, m.SPEC_DRAFT_TOKENS)
+    accepted = _delta(previous, current, m.SPEC_ACCEPTED)
+    per_position_now = current.by_label(m.SPEC_ACCEPTED_PER_POS, "position")
+    per_position_before = previous.by_label(m.SPEC_ACCEPTED_PER_POS, "position")
+    per_position = None
+    if drafts > 0 and per_position_now:
+        per_position = [
+            _round((per_position_now[pos] - per_position_before.get(pos, 0.0)) / drafts)
+            for pos in sorted(per_position_now, key=int)
+        ]
+    mean_acceptance_length = _ratio(accepted, drafts)
+
+    return {
+        "event": KPI_EVENT,
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model_pair": model_pair,
+        "interval_seconds": round(seconds, 3),
+        "speculative_tokens": speculative_tokens,
+        "requests_per_second": _round(finished_total / seconds),
+        "generation_tokens_per_second": _round(_delta(previous, current, m.GENERATION_TOKENS) / seconds),
+        "prompt_tokens_per_second": _round(_delta(previous, current, m.PROMPT_TOKENS) / seconds),
+        "ttft_mean_seconds": _round(_histogram_mean(previous, current, m.TTFT)),
+        "tpot_mean_seconds": _round(_histogram_mean(previous, current, m.TPOT)),
+        "e2e_latency_mean_seconds": _round(_histogram_mean(previous, current, m.E2E_LATENCY)),
+        "queue_time_mean_seconds": _round(_histogram_mean(previous, current, m.QUEUE_TIME)),
+        "spec_acceptance_rate": _round(_ratio(accepted, draft_tokens)),
+        "spec_mean_acceptance_length": _round(
+            None if mean_acceptance_length is None else 1.0 + mean_acceptance_length
+        ),
+        "spec_acceptance_per_position": per_position,
+        "spec_drafts_per_second": _round(drafts / seconds) if speculative_tokens else None,
+        "requests_running": _gauge(current, m.REQUESTS_RUNNING),
+        "requests_waiting": _gauge(current, m.REQUESTS_WAITING),
+        "kv_cache_usage_ratio": _round(_gauge(current, m.KV_CACHE_USAGE)),
+        "requests_finished": finished,
+        "requests_finished_total_in_interval": finished_total,
+    }
+
+
+def write_stdout_line(record: dict) -> None:
+    # One os.write per line: vLLM writes to the same stdout, and a single write of
+    # a short line is not interleaved with theirs.
+    os.write(1, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+
+
+class KpiReporter(threading.Thread):
+    """Prints a KPI line every ``interval_seconds`` until ``stop()``."""
+
+    def __init__(self, base_url: str, interval_seconds: float, *, model_pair: str, speculative_tokens: int):
+        super().__init__(name="peagle-kpi", daemon=True)
+        self._base_url = base_url
+        self._interval = interval_seconds
+        self._model_pair = model_pair
+        self._speculative_tokens = speculative_tokens
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def run(self) -> None:
+        previous = self._snapshot()
+        while not self._stopped.wait(self._interval):
+            current = self._snapshot()
+            if current is None:
+                continue  # engine busy or shutting down; keep the old baseline
+            if previous is not None:
+                write_stdout_line(
+                    compute_kpi(
+                        previous, current,
+                        model_pair=self._model_pair,
+                        speculative_tokens=self._speculative_tokens,
+                    )
+                )
+            previous = current
+
+    def _snapshot(self) -> MetricsSnapshot | None:
+        try:
+            return fetch_metrics(self._base_url, timeout=max(2.0, min(10.0, self._interval)))
+        except OSError as error:
+            log.warning("KPI: could not read /metrics (%s)", error)
+            return None

@@ -1,0 +1,139 @@
+"""Turn settings + ``SM_VLLM_*`` + pass-through arguments into one vLLM command line.
+
+Everything here runs before the engine starts and raises ConfigError with every
+problem it finds, so a bad deployment fails in seconds with a message that says
+what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import vllm_args
+from .errors import ConfigError
+from .model_layout import Speculation, drafter_context_warning, parse_speculative_config, resolve_target
+from .settings import LauncherSettings
+
+log = logging.getLogger("peagle_serve")
+
+# vLLM's OpenAI server module. The `vllm` console script of the CPU build looks up a
+# distribution named `vllm` and fails, and the official image's SageMaker entrypoint
+# uses this module too. NB: this entrypoint ignores a positional model tag (only
+# `vllm serve` maps it), so the launcher always passes --model.
+VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+# Gates /ping until the self-check passed; JSON bodies on /invocations (readiness.py).
+READINESS_MIDDLEWARE = "peagle_serve.readiness.ContainerContractMiddleware"
+
+# Options the launcher owns: set through PEAGLE_* so it knows them too.
+_LAUNCHER_OWNED = {
+    "--port": "PEAGLE_PORT",
+    "--host": "PEAGLE_HOST",
+    "--shutdown-timeout": "PEAGLE_SHUTDOWN_DRAIN_SECONDS",
+}
+# Options that would blind the KPI line and the self-check.
+_BLINDING = ("--disable-log-stats",)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    argv: list[str]  # the full command, python executable first
+    model: str
+    served_model_name: str
+    model_pair: str
+    speculation: Speculation | None
+    host: str
+    port: int
+
+    @property
+    def speculative_tokens(self) -> int:
+        return self.speculation.num_speculative_tokens if self.speculation else 0
+
+    @property
+    def local_url(self) -> str:
+        # The launcher talks to vLLM over loopback whatever interface it listens on.
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+
+def build_launch_plan(
+    settings: LauncherSettings, environ: Mapping[str, str], passthrough: list[str]
+) -> LaunchPlan:
+    problems: list[str] = []
+    passthrough = list(passthrough)
+    # `serve <model> ...` like `vllm serve`: a leading positional is the model.
+    positional_model = None
+    if passthrough and not passthrough[0].startswith("-"):
+        positional_model = passthrough.pop(0)
+
+    args = vllm_args.args_from_sm_env(environ) + passthrough
+    for option, setting in _LAUNCHER_OWNED.items():
+        if vllm_args.has_option(args, option):
+            problems.append(f"{option} is set by the launcher: use {setting} instead "
+                            f"(SM_VLLM_{option[2:].upper().replace('-', '_')} / a pass-through {option} is not allowed)")
+    for option in _BLINDING:
+        if vllm_args.has_option(args, option):
+            problems.append(f"{option} switches off the metrics the KPI line and the "
+                            "speculation self-check read: remove SM_VLLM_DISABLE_LOG_STATS")
+
+    models, args = vllm_args.pop_option(args, "--model")
+    model_value = positional_model or (models[-1] if models else None)
+    try:
+        model = resolve_target(model_value, settings)
+    except ConfigError as error:
+        problems += error.problems
+        model = model_value or ""
+
+    speculation = None
+    spec_values, args = vllm_args.pop_option(args, "--speculative-config")
+    if spec_values and spec_values[-1] is not None:
+        try:
+            speculation = parse_speculative_config(spec_values[-1], settings)
+        except ConfigError as error:
+            problems += error.problems
+    if problems:
+        raise ConfigError(problems)
+
+    served_names = vllm_args.option_value(args, "--served-model-name")
+    served_model_name = served_names or model
+    max_model_len = vllm_args.option_value(args, "--max-model-len")
+    if speculation is not None:
+        warning = drafter_context_warning(
+            speculation, _served_max_model_len(model, max_model_len)
+        )
+        if warning:
+            log.warning("%s", warning)
+
+    argv = [sys.executable, "-m", VLLM_SERVER_MODULE, "--model", model]
+    argv += args
+    if speculation is not None:
+        argv += ["--speculative-config", json.dumps(speculation.config, separators=(",", ":"))]
+    argv += [
+        "--host", settings.host,
+        "--port", str(settings.port),
+        "--shutdown-timeout", str(settings.shutdown_drain_seconds),
+        "--middleware", READINESS_MIDDLEWARE,
+    ]
+    return LaunchPlan(
+        argv=argv,
+        model=model,
+        served_model_name=served_model_name,
+        model_pair=settings.model_pair or served_model_name,
+        speculation=speculation,
+        host=settings.host,
+        port=settings.port,
+    )
+
+
+def _served_max_model_len(model: str, max_model_len: str | None) -> int | None:
+    if max_model_len and max_model_len.isdigit():
+        return int(max_model_len)
+    try:
+        return json.loads((Path(model) / "config.json").read_text()).get("max_position_embeddings")
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,223 @@
+"""Start vLLM's OpenAI server, hold back /ping until it truly serves, supervise it.
+
+Sequence: settings and plan (exit 2 on any config problem) -> start vLLM in its own
+session -> wait for /health -> warm-up + speculation self-check (exit 3) -> open the
+/ping gate -> KPI line every interval -> wait. SIGTERM/SIGINT go to vLLM, which
+drains in-flight requests for ``PEAGLE_SHUTDOWN_DRAIN_SECONDS``; if vLLM dies on its
+own the launcher exits non-zero (SageMaker then replaces the instance).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from . import readiness, vllm_args
+from .errors import (
+    EXIT_CONFIG_ERROR,
+    EXIT_ENGINE_DIED,
+    EXIT_SELF_CHECK_FAILED,
+    EXIT_STARTUP_TIMEOUT,
+    ConfigError,
+    SelfCheckError,
+)
+from .kpi import KpiReporter
+from .launch_plan import LaunchPlan, build_launch_plan
+from .local_http import get_text
+from .self_check import run_self_check
+from .settings import LauncherSettings, load_settings
+
+log = logging.getLogger("peagle_serve")
+
+_HEALTH_POLL_SECONDS = 1.0
+
+
+def configure_logging() -> None:
+    if not log.handlers:
+        handler = logging.StreamHandler()  # stderr; stdout carries the KPI lines
+        handler.setFormatter(logging.Formatter("%(asctime)s peagle-launcher %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+def run(passthrough: list[str], environ: Mapping[str, str]) -> int:
+    """Run the server until it stops; returns the process exit code."""
+    configure_logging()
+    try:
+        settings = load_settings(environ)
+        plan = build_launch_plan(settings, environ, passthrough)
+    except ConfigError as error:
+        log.error("configuration error, nothing started:")
+        for problem in error.problems:
+            log.error("  - %s", problem)
+        return EXIT_CONFIG_ERROR
+    return _Supervisor(settings, plan, environ).run()
+
+
+class _Supervisor:
+    def __init__(self, settings: LauncherSettings, plan: LaunchPlan, environ: Mapping[str, str]):
+        self.settings = settings
+        self.plan = plan
+        self.environ = environ
+        self.process: subprocess.Popen | None = None
+        self.shutdown_requested = False
+        self._interrupts = 0
+
+    # --- lifecycle -------------------------------------------------------------
+    def run(self) -> int:
+        state_dir = Path(tempfile.mkdtemp(prefix="peagle-serve-"))
+        ready_file = state_dir / "ready"
+        previous_handlers = self._install_signal_handlers()
+        reporter = None
+        try:
+            self._start(ready_file)
+            status = self._wait_until_healthy()
+            if status is not None:
+                return status
+            if self.settings.speculation_self_check:
+                try:
+                    run_self_check(self.plan, self.settings)
+                except (SelfCheckError, OSError) as error:
+                    if self.shutdown_requested:
+                        return self._finish_shutdown()
+                    log.error("PEAGLE SELF-CHECK FAILED, stopping: %s", error)
+                    self._stop_engine()
+                    return EXIT_SELF_CHECK_FAILED
+            ready_file.touch()
+            log.info(
+                "ready: %s serving on %s (speculative tokens: %d)",
+                self.plan.model_pair, self.plan.local_url, self.plan.speculative_tokens,
+            )
+            if self.settings.kpi_interval_seconds > 0:
+                reporter = KpiReporter(
+                    self.plan.local_url, self.settings.kpi_interval_seconds,
+                    model_pair=self.plan.model_pair,
+                    speculative_tokens=self.plan.speculative_tokens,
+                )
+                reporter.start()
+            returncode = self.process.wait()
+            if reporter:
+                reporter.stop()
+            if self.shutdown_requested:
+                return self._finish_shutdown()
+            return self._engine_died(returncode)
+        finally:
+            if reporter:
+                reporter.stop()
+            self._kill_leftovers()
+            self._restore_signal_handlers(previous_handlers)
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+    def _start(self, ready_file: Path) -> None:
+        env = dict(self.environ)
+        env[readiness.READY_FILE_ENV] = str(ready_file)
+        # vLLM imports the /ping gate by module path; make sure it can find us.
+        package_parent = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        log.info("starting vLLM: %s", " ".join(vllm_args.redact(self.plan.argv[1:])))
+        # Own session: a terminal's Ctrl-C reaches only the launcher, which forwards
+        # one SIGTERM, so vLLM drains instead of being hit twice.
+        self.process = subprocess.Popen(self.plan.argv, env=env, start_new_session=True)
+
+    def _wait_until_healthy(self) -> int | None:
+        """None once /health is 200; otherwise the exit code to return."""
+        deadline = time.monotonic() + self.settings.startup_timeout_seconds
+        while True:
+            returncode = self.process.poll()
+            if returncode is not None:
+                if self.shutdown_requested:
+                    return self._finish_shutdown()
+                log.error("vLLM exited during start-up with status %s; its log above says why", returncode)
+                return _nonzero(returncode)
+            if self.shutdown_requested:
+                return self._finish_shutdown()
+            try:
+                status, _ = get_text(self.plan.local_url + "/health", timeout=2.0)
+                if status == 200:
+                    return None
+            except OSError:
+                pass  # not listening yet
+            if time.monotonic() > deadline:
+                log.error(
+                    "vLLM not healthy after %.0f s (PEAGLE_STARTUP_TIMEOUT_SECONDS); stopping",
+                    self.settings.startup_timeout_seconds,
+                )
+                self._stop_engine()
+                return EXIT_STARTUP_TIMEOUT
+            time.sleep(_HEALTH_POLL_SECONDS)
+
+    def _finish_shutdown(self) -> int:
+        returncode = self.process.wait()
+        log.info("vLLM stopped (status %s) after shutdown request", returncode)
+        return 0 if returncode in (0, -signal.SIGTERM, -signal.SIGINT) else _nonzero(returncode)
+
+    def _engine_died(self, returncode: int) -> int:
+        log.error("vLLM exited unexpectedly with status %s; exiting non-zero so the "
+                  "instance is replaced", returncode)
+        return _nonzero(returncode) if returncode != 0 else EXIT_ENGINE_DIED
+
+    def _stop_engine(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=self.settings.shutdown_drain_seconds + 5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _kill_leftovers(self) -> None:
+        # vLLM's engine-core and worker processes share its session; take down any
+        # that outlived the API server (e.g. after a crash).
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.process.poll() is None:
+            self.process.wait()
+
+    # --- signals ---------------------------------------------------------------
+    def _install_signal_handlers(self) -> dict:
+        previous = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    @staticmethod
+    def _restore_signal_handlers(previous: dict) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, _frame) -> None:
+        self._interrupts += 1
+        self.shutdown_requested = True
+        if self.process is None or self.process.poll() is not None:
+            return
+        if self._interrupts == 1:
+            log.info(
+                "%s received: vLLM drains in-flight requests for up to %d s",
+                signal.Signals(signum).name, self.settings.shutdown_drain_seconds,
+            )
+            self.process.send_signal(signal.SIGTERM)
+        else:
+            log.warning("second interrupt: killing vLLM now")
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _nonzero(returncode: int) -> int:
+    # A signal death (-N) becomes the shell convention 128+N; never report 0.
+    if returncode < 0:
+        return 128 - returncode
+    return returncode or EXIT_ENGINE_DIED

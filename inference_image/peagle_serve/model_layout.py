@@ -1,0 +1,170 @@
+"""Find the target and drafter checkpoints and check the drafter before vLLM loads it.
+
+SageMaker mounts the model data (one S3 prefix holding ``target/`` and ``drafter/``)
+at ``/opt/ml/model``. Local mode points at a directory on disk instead. A path that
+does not exist, a drafter config vLLM would reject mid-load, or a K the drafter was
+not trained for are all reported here, in seconds, instead of after minutes of
+weight loading.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .settings import LauncherSettings
+
+log = logging.getLogger("peagle_serve")
+
+# Where vLLM looks for the parallel-drafting mask token, in its order
+# (vllm/v1/spec_decode/llm_base_proposer.py, _init_parallel_drafting_params).
+MASK_TOKEN_KEYS = ("mask_token_id", "dspark_noise_token_id", "pard_token", "ptd_token_id")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """The speculative decoding the engine is asked to run."""
+
+    config: dict  # the JSON handed to --speculative-config, drafter path resolved
+    num_speculative_tokens: int
+    parallel_drafting: bool
+
+
+def resolve_target(model: str | None, settings: LauncherSettings) -> str:
+    """The value for ``--model``: a checked local directory or a hub id."""
+    root = settings.model_root_path
+    if model is None:
+        for candidate in (root / "target", root):
+            if (candidate / "config.json").is_file():
+                return str(candidate)
+        raise ConfigError(
+            f"no target model: SM_VLLM_MODEL is not set and neither {root}/target/config.json "
+            f"nor {root}/config.json exists. Set SM_VLLM_MODEL to the model directory, or "
+            f"put the target under {root}/target/ (PEAGLE_MODEL_ROOT={root})."
+        )
+    return _resolve_checkpoint(model, root, what="target model (SM_VLLM_MODEL)")
+
+
+def _resolve_checkpoint(value: str, root: Path, *, what: str) -> str:
+    path = Path(value).expanduser()
+    looks_like_path = path.is_absolute() or value.startswith((".", "~"))
+    candidates = [path] if looks_like_path else [root / value, path]
+    for candidate in candidates:
+        if candidate.is_dir():
+            if not (candidate / "config.json").is_file():
+                raise ConfigError(
+                    f"{what} directory {candidate} has no config.json: point it at the "
+                    "directory that holds the checkpoint's config.json and weights."
+                )
+            return str(candidate.resolve())
+    if not looks_like_path and _HUB_ID.match(value):
+        log.warning("%s %r is not a local directory; vLLM will fetch it from the hub "
+                    "(fails under network isolation)", what, value)
+        return value
+    tried = ", ".join(str(c) for c in candidates)
+    raise ConfigError(
+        f"{what} {value!r} not found (looked at {tried}). Check the S3 prefix holds "
+        f"{what.split()[0]}/ with config.json, or fix the path."
+    )
+
+
+def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculation:
+    """Validate ``--speculative-config`` JSON and resolve its drafter path."""
+    try:
+        config = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"SM_VLLM_SPECULATIVE_CONFIG is not valid JSON ({error}); expected e.g. "
+            '{"method":"eagle3","model":"/opt/ml/model/drafter",'
+            '"num_speculative_tokens":4,"parallel_drafting":true}'
+        ) from None
+    if not isinstance(config, dict):
+        raise ConfigError("SM_VLLM_SPECULATIVE_CONFIG must be a JSON object")
+
+    problems: list[str] = []
+    k = config.get("num_speculative_tokens")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        problems.append(
+            f"num_speculative_tokens={k!r} must be an integer >= 1; to turn speculation "
+            "off, leave SM_VLLM_SPECULATIVE_CONFIG unset"
+        )
+    elif settings.drafter_trained_k is not None and k > settings.drafter_trained_k:
+        problems.append(
+            f"num_speculative_tokens={k} is above the {settings.drafter_trained_k} tokens the "
+            f"drafter was trained for (PEAGLE_DRAFTER_TRAINED_K); positions past that are "
+            f"never accepted and only cost compute. Use K <= {settings.drafter_trained_k}."
+        )
+    parallel = config.get("parallel_drafting") is True
+    if not parallel:
+        # vLLM does not switch parallel drafting on by itself for eagle3 heads: a
+        # P-EAGLE drafter would then run sequentially, i.e. as plain EAGLE-3.
+        log.warning("speculative config has no \"parallel_drafting\": true; the drafter "
+                    "runs autoregressively (EAGLE-3 style), not P-EAGLE")
+
+    drafter = config.get("model")
+    if isinstance(drafter, str) and drafter:
+        try:
+            config["model"] = _resolve_checkpoint(
+                drafter, settings.model_root_path, what="drafter (speculative config \"model\")"
+            )
+        except ConfigError as error:
+            problems += error.problems
+        else:
+            if parallel and Path(config["model"]).is_dir():
+                problem = _mask_token_problem(Path(config["model"]))
+                if problem:
+                    problems.append(problem)
+    elif config.get("method") in ("eagle", "eagle3"):
+        problems.append(
+            "speculative config has no \"model\": set it to the drafter directory, e.g. "
+            "/opt/ml/model/drafter"
+        )
+    if problems:
+        raise ConfigError(problems)
+    return Speculation(config=config, num_speculative_tokens=k, parallel_drafting=parallel)
+
+
+def _mask_token_problem(drafter_dir: Path) -> str | None:
+    config_path = drafter_dir / "config.json"
+    try:
+        drafter_config = json.loads(config_path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        return f"drafter config {config_path} is unreadable: {error}"
+    dflash = drafter_config.get("dflash_config") or {}
+    if any(drafter_config.get(key) is not None for key in MASK_TOKEN_KEYS) or (
+        isinstance(dflash, dict) and dflash.get("mask_token_id") is not None
+    ):
+        return None
+    return (
+        f"drafter config {config_path} names no mask token, which parallel drafting "
+        f"needs: add one of {', '.join(MASK_TOKEN_KEYS)} (P-EAGLE drafters use "
+        "ptd_token_id, the id the drafter was trained with), or use a P-EAGLE drafter"
+    )
+
+
+def drafter_context_warning(speculation: Speculation, served_max_model_len: int | None) -> str | None:
+    """Warn when the drafter's context is shorter than what the server accepts.
+
+    vLLM silently skips drafting for sequences longer than the drafter's
+    max_model_len, so long prompts would run without speculation.
+    """
+    drafter = speculation.config.get("model")
+    if not drafter or not Path(drafter).is_dir():
+        return None
+    try:
+        drafter_config = json.loads((Path(drafter) / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    drafter_len = speculation.config.get("max_model_len") or drafter_config.get("max_position_embeddings")
+    if isinstance(drafter_len, int) and served_max_model_len and drafter_len < served_max_model_len:
+        return (
+            f"the drafter's context is {drafter_len} tokens but the server accepts "
+            f"{served_max_model_len}: vLLM does not draft for longer sequences. Use a "
+            "long-context drafter or lower SM_VLLM_MAX_MODEL_LEN."
+        )
+    return None

@@ -1,0 +1,87 @@
+"""Warm-up request and speculation self-check, run once after vLLM is healthy.
+
+"Speculation configured but silently off" is a known field failure (a drafter that
+never runs still lets the endpoint answer, just slower). With speculation
+configured, the warm-up request must move ``vllm:spec_decode_num_drafts_total``;
+otherwise the start fails, so SageMaker marks the deployment failed instead of
+serving without its drafter.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from . import metrics as m
+from .errors import SelfCheckError
+from .launch_plan import LaunchPlan
+from .local_http import get_text, post_json
+from .metrics import fetch_metrics
+from .settings import LauncherSettings
+
+log = logging.getLogger("peagle_serve")
+
+# Counters are updated by vLLM's output handler right after the response; allow
+# a short grace period before concluding nothing moved.
+_COUNTER_SETTLE_SECONDS = 5.0
+
+
+def run_self_check(plan: LaunchPlan, settings: LauncherSettings) -> None:
+    """Raise SelfCheckError (with the log line to print) when the engine is not serving as configured."""
+    base = plan.local_url
+    before = fetch_metrics(base)
+    if plan.speculation is not None and not before.has(m.SPEC_DRAFTS):
+        raise SelfCheckError(
+            f"speculation is configured (K={plan.speculative_tokens}) but vLLM exports no "
+            f"{m.SPEC_DRAFTS}: the engine runs without a drafter"
+        )
+
+    model_name = _served_model_name(base, plan)
+    started = time.monotonic()
+    status, body = post_json(
+        base + "/v1/completions",
+        {
+            "model": model_name,
+            "prompt": settings.self_check_prompt,
+            "max_tokens": settings.self_check_max_tokens,
+            "temperature": 0.0,
+        },
+        timeout=settings.self_check_timeout_seconds,
+    )
+    if status != 200:
+        raise SelfCheckError(f"warm-up request failed with HTTP {status}: {str(body)[:500]}")
+    log.info("warm-up request answered in %.2f s", time.monotonic() - started)
+
+    if plan.speculation is None:
+        return
+    deadline = time.monotonic() + _COUNTER_SETTLE_SECONDS
+    while True:
+        after = fetch_metrics(base)
+        drafts = after.total(m.SPEC_DRAFTS) - before.total(m.SPEC_DRAFTS)
+        if drafts > 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    if drafts <= 0:
+        raise SelfCheckError(
+            f"speculation is configured (K={plan.speculative_tokens}, drafter "
+            f"{plan.speculation.config.get('model')}) but the warm-up request made no drafts "
+            f"({m.SPEC_DRAFTS} did not move): the drafter is not in use. Check vLLM's log "
+            "above for why (e.g. a drafter context shorter than the prompt)"
+        )
+    accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
+    log.info(
+        "speculation self-check passed: %d drafts, mean acceptance length %.2f on the warm-up request",
+        drafts, 1.0 + accepted / drafts,
+    )
+
+
+def _served_model_name(base: str, plan: LaunchPlan) -> str:
+    import json
+
+    status, body = get_text(base + "/v1/models", timeout=10.0)
+    if status == 200:
+        try:
+            return json.loads(body)["data"][0]["id"]
+        except (ValueError, KeyError, IndexError):
+            pass
+    return plan.served_model_name

@@ -1,0 +1,218 @@
+"""The launcher's own settings (``PEAGLE_*``): one typed, documented registry.
+
+Every setting is declared once in ``SETTINGS``; ``load_settings`` reads them from an
+environment mapping, converts and validates all of them, and reports every problem
+at once before any engine starts. The README's settings table is generated from
+this registry (``python -m peagle_serve --print-settings``), so the two cannot drift.
+
+vLLM's own options are not here: they arrive as ``SM_VLLM_*`` (see ``vllm_args``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from .errors import ConfigError
+
+# SageMaker sends SIGKILL 30 s after SIGTERM; the drain must end before that.
+SAGEMAKER_SIGKILL_AFTER_SECONDS = 30
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_int(raw: str) -> int:
+    return int(raw.strip())
+
+
+def _parse_float(raw: str) -> float:
+    return float(raw.strip())
+
+
+def _parse_str(raw: str) -> str:
+    return raw.strip()
+
+
+def _parse_optional_int(raw: str) -> int | None:
+    return None if raw.strip() == "" else int(raw.strip())
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``PEAGLE_*`` variable: how to read it, its default, what it does."""
+
+    env: str
+    field: str
+    parse: Callable[[str], object]
+    default: object
+    doc: str
+    check: Callable[[object], str | None] = lambda value: None  # -> problem or None
+
+    @property
+    def type_name(self) -> str:
+        return {
+            _parse_bool: "bool",
+            _parse_int: "int",
+            _parse_float: "float (s)",
+            _parse_str: "string",
+            _parse_optional_int: "int",
+        }[self.parse]
+
+
+def _at_least(minimum: float) -> Callable[[object], str | None]:
+    return lambda value: None if value >= minimum else f"must be >= {minimum}"
+
+
+def _port(value: object) -> str | None:
+    return None if 1 <= value <= 65535 else "must be a TCP port (1-65535)"
+
+
+def _drain(value: object) -> str | None:
+    if not 0 <= value < SAGEMAKER_SIGKILL_AFTER_SECONDS:
+        return (
+            f"must be 0-{SAGEMAKER_SIGKILL_AFTER_SECONDS - 1}: SageMaker kills the "
+            f"container {SAGEMAKER_SIGKILL_AFTER_SECONDS} s after SIGTERM, so a longer "
+            "drain would be cut off mid-request"
+        )
+    return None
+
+
+def _trained_k(value: object) -> str | None:
+    return None if value is None or value >= 1 else "must be >= 1 (or unset)"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "PEAGLE_MODEL_PAIR", "model_pair", _parse_str, "",
+        "Model pair id, written into logs and every KPI line. Empty: the served model name.",
+    ),
+    Setting(
+        "PEAGLE_DRAFTER_TRAINED_K", "drafter_trained_k", _parse_optional_int, None,
+        "Most speculative tokens the drafter was trained for; a larger "
+        "`num_speculative_tokens` is rejected before start. Unset: not checked.",
+        _trained_k,
+    ),
+    Setting(
+        "PEAGLE_MODEL_ROOT", "model_root", _parse_str, "/opt/ml/model",
+        "Where SageMaker mounts the model data. With no `SM_VLLM_MODEL` the target is "
+        "`<root>/target` (or `<root>` itself); a relative drafter path in the "
+        "speculative config is looked up under it.",
+    ),
+    Setting(
+        "PEAGLE_HOST", "host", _parse_str, "0.0.0.0",
+        "Interface vLLM listens on (`--host`).",
+    ),
+    Setting(
+        "PEAGLE_PORT", "port", _parse_int, 8080,
+        "Port vLLM listens on (`--port`); SageMaker requires 8080.", _port,
+    ),
+    Setting(
+        "PEAGLE_SHUTDOWN_DRAIN_SECONDS", "shutdown_drain_seconds", _parse_int, 25,
+        "On SIGTERM, how long in-flight requests may finish (vLLM `--shutdown-timeout`). "
+        "Below SageMaker's 30 s SIGKILL.",
+        _drain,
+    ),
+    Setting(
+        "PEAGLE_STARTUP_TIMEOUT_SECONDS", "startup_timeout_seconds", _parse_float, 3600.0,
+        "How long the engine may take to load and become healthy before the launcher "
+        "gives up (exit 4). Match the endpoint's `ContainerStartupHealthCheckTimeoutInSeconds`.",
+        _at_least(1),
+    ),
+    Setting(
+        "PEAGLE_SPECULATION_SELF_CHECK", "speculation_self_check", _parse_bool, True,
+        "After start-up send one warm-up request; when speculation is configured it must "
+        "move `vllm:spec_decode_num_drafts_total`, else the start fails (exit 3). "
+        "`/ping` answers 200 only after this passed.",
+    ),
+    Setting(
+        "PEAGLE_SELF_CHECK_PROMPT", "self_check_prompt", _parse_str,
+        "Speculative decoding drafts several tokens and the target verifies them at once.",
+        "Prompt of the warm-up request (greedy, `PEAGLE_SELF_CHECK_MAX_TOKENS` tokens).",
+    ),
+    Setting(
+        "PEAGLE_SELF_CHECK_MAX_TOKENS", "self_check_max_tokens", _parse_int, 16,
+        "Tokens the warm-up request generates.", _at_least(2),
+    ),
+    Setting(
+        "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS", "self_check_timeout_seconds", _parse_float, 300.0,
+        "How long the warm-up request may take (the first request can be slow).",
+        _at_least(1),
+    ),
+    Setting(
+        "PEAGLE_KPI_INTERVAL_SECONDS", "kpi_interval_seconds", _parse_float, 60.0,
+        "Every this many seconds, read vLLM's `/metrics` and print one `peagle_kpi` JSON "
+        "line to stdout. 0 turns the KPI line off.",
+        _at_least(0),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    model_pair: str
+    drafter_trained_k: int | None
+    model_root: str
+    host: str
+    port: int
+    shutdown_drain_seconds: int
+    startup_timeout_seconds: float
+    speculation_self_check: bool
+    self_check_prompt: str
+    self_check_max_tokens: int
+    self_check_timeout_seconds: float
+    kpi_interval_seconds: float
+
+    @property
+    def model_root_path(self) -> Path:
+        return Path(self.model_root)
+
+
+assert {s.field for s in SETTINGS} == {f.name for f in fields(LauncherSettings)}
+
+
+def load_settings(environ: Mapping[str, str]) -> LauncherSettings:
+    """Read and validate every ``PEAGLE_*`` setting; raise one ConfigError listing all problems."""
+    values: dict[str, object] = {}
+    problems: list[str] = []
+    known = {setting.env for setting in SETTINGS}
+    for name in sorted(environ):
+        if name.startswith("PEAGLE_") and name not in known and not name.startswith("PEAGLE_INTERNAL_"):
+            problems.append(
+                f"{name} is not a launcher setting (known: {', '.join(sorted(known))})"
+            )
+    for setting in SETTINGS:
+        raw = environ.get(setting.env)
+        if raw is None:
+            values[setting.field] = setting.default
+            continue
+        try:
+            value = setting.parse(raw)
+        except ValueError:
+            problems.append(f"{setting.env}={raw!r} is not a valid {setting.type_name}")
+            continue
+        problem = setting.check(value)
+        if problem:
+            problems.append(f"{setting.env}={raw!r} {problem}")
+            continue
+        values[setting.field] = value
+    if problems:
+        raise ConfigError(problems)
+    return LauncherSettings(**values)
+
+
+def settings_table_markdown() -> str:
+    """The registry as a Markdown table (for inference_image/README.md)."""
+    rows = ["| variable | type | default | what it does |", "|---|---|---|---|"]
+    for setting in SETTINGS:
+        default = "unset" if setting.default is None else json.dumps(setting.default)
+        rows.append(f"| `{setting.env}` | {setting.type_name} | `{default}` | {setting.doc} |")
+    return "\n".join(rows)
