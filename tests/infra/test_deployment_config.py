@@ -1,0 +1,107 @@
+"""The deployment config: defaults, overrides from CDK context, and errors a user can act on."""
+
+import pytest
+
+from peagle.config import DeploymentConfig, config_from_overrides, load_deployment_config
+from peagle.errors import ConfigError
+
+from cdk_synth import REPO_ROOT, write_deployment
+
+DEFAULT_FILE = REPO_ROOT / "deployments" / "default.yaml"
+
+
+def test_default_deployment_file_loads():
+    config = load_deployment_config(DEFAULT_FILE)
+    assert config.model == "gpt-oss-20b"
+    assert config.instance.type == "ml.g6e.xlarge"
+    assert config.network.isolation is True
+    assert config.speculation.speculative_tokens is None
+
+
+def test_context_overrides_win_over_the_file_and_strings_are_coerced():
+    config = load_deployment_config(
+        DEFAULT_FILE,
+        {"model": "qwen3-8b", "instanceType": "ml.g5.xlarge", "instanceCount": "2", "speculativeTokens": "0",
+         "profile": "codegen"},
+    )  # fmt: skip
+    assert (config.model, config.instance.type, config.instance.count) == ("qwen3-8b", "ml.g5.xlarge", 2)
+    assert config.speculation.speculative_tokens == 0
+    assert config.profile.value == "codegen"
+
+
+def test_overrides_given_as_none_are_ignored():
+    assert load_deployment_config(DEFAULT_FILE, {"model": None}).model == "gpt-oss-20b"
+
+
+def test_unknown_model_and_instance_are_reported_together_with_the_allowed_values():
+    with pytest.raises(ConfigError) as error:
+        config_from_overrides({"model": "llama-9000", "instanceType": "ml.m5.large"})
+    message = str(error.value)
+    assert "2 problem" not in message  # one model-level check reports both lines
+    assert "model 'llama-9000' is not a known pair; use one of ['gpt-oss-120b', 'gpt-oss-20b'" in message
+    assert "instance.type 'ml.m5.large' is not in the instance catalog; use one of" in message
+    assert "ml.g6e.xlarge" in message
+
+
+def test_unknown_keys_are_rejected_not_ignored(tmp_path):
+    path = write_deployment(tmp_path, "model: gpt-oss-20b\ninstance:\n  type: ml.g6e.xlarge\n  size: big\n")
+    with pytest.raises(ConfigError, match=r"instance\.size: Extra inputs are not permitted"):
+        load_deployment_config(path)
+
+
+def test_field_errors_say_what_was_given(tmp_path):
+    path = write_deployment(tmp_path, "instance:\n  count: 0\nprofile: realtime\n")
+    with pytest.raises(ConfigError) as error:
+        load_deployment_config(path)
+    message = str(error.value)
+    assert "2 problem(s)" in message
+    assert "instance.count: Input should be greater than 0 (given: 0)" in message
+    assert "profile: Input should be 'chatbot', 'codegen' or 'batch' (given: 'realtime')" in message
+
+
+def test_s3_uri_must_be_a_prefix(tmp_path):
+    path = write_deployment(tmp_path, "artifacts:\n  s3_uri: s3://my-bucket/models/gpt\n")
+    with pytest.raises(ConfigError, match=r"is not an S3 prefix; use s3://<bucket>/<prefix>/ \(ending in '/'\)"):
+        load_deployment_config(path)
+
+
+def test_missing_file_and_bad_yaml_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match=r"not found; pass an existing file with -c deployment=<path>"):
+        load_deployment_config(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_deployment_config(write_deployment(tmp_path, "model: [unclosed\n"))
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_deployment_config(write_deployment(tmp_path, "- a list\n"))
+
+
+def test_unknown_override_key_is_rejected():
+    with pytest.raises(ConfigError, match=r"unknown override 'instance_type'; allowed: \['instanceCount'"):
+        config_from_overrides({"instance_type": "ml.g5.xlarge"})
+
+
+def test_custom_pair_is_validated_like_catalog_pairs(tmp_path):
+    path = write_deployment(
+        tmp_path,
+        """
+model: my-fp8-coder
+custom_pairs:
+  my-fp8-coder:
+    target: {hf_id: Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8, weight_bytes: 31.0e9, quantization: fp8,
+             kv_layers: 48, kv_heads: 4, head_dim: 128, attention_heads: 32, max_position_embeddings: 262144}
+    drafter: {hf_id: amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE, format: eagle3, weight_bytes: 1.6e9,
+              layers: 4, trained_k: 18}
+    recommended_k: {chatbot: 6, codegen: 10, batch: 4}
+""",
+    )
+    config = load_deployment_config(path)
+    assert config.pair().target.quantization == "fp8"
+
+    clash = write_deployment(tmp_path, "custom_pairs:\n  gpt-oss-20b: {}\n")
+    with pytest.raises(ConfigError, match="custom_pairs.gpt-oss-20b.target: Field required"):
+        load_deployment_config(clash)
+
+
+def test_name_must_fit_stack_and_bucket_naming():
+    with pytest.raises(ConfigError, match="name: String should match pattern"):
+        config_from_overrides({}, base={"name": "Has_Capitals"})
+    assert DeploymentConfig(name="team-a").name == "team-a"

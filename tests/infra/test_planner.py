@@ -1,0 +1,125 @@
+"""The planner: what fits, what does not, and what it says when it does not."""
+
+import pytest
+
+from peagle.config import config_from_overrides
+from peagle.errors import PlanError
+from peagle.planner import GIB, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, plan_deployment
+
+
+def plan(**overrides):
+    return plan_deployment(config_from_overrides(overrides))
+
+
+def test_default_pair_on_one_l40s_uses_the_card_k_and_fp8_kv_cache():
+    p = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge")
+    assert p.tensor_parallel_size == 1
+    assert p.speculative_tokens == 7  # chatbot K for gpt-oss-20b (P-EAGLE peaks at K=7)
+    assert p.kv_cache_dtype == "fp8"
+    assert (p.max_model_len, p.max_num_seqs) == (8192, 32)
+    assert p.cost_per_hour_usd == pytest.approx(2.336)
+
+
+def test_memory_breakdown_adds_up_to_the_usable_gpu_memory():
+    m = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge").memory
+    parts = m.target_weights_gib + m.drafter_weights_gib + m.runtime_reserve_gib + m.kv_cache_gib
+    assert parts == pytest.approx(m.usable_gib)
+    assert m.target_weights_gib == pytest.approx(13.8e9 / GIB)
+    assert m.kv_cache_tokens > 8192
+
+
+def test_gpt_oss_120b_on_one_a10g_fails_naming_the_cheapest_instance_that_fits():
+    with pytest.raises(PlanError) as error:
+        plan(model="gpt-oss-120b", instanceType="ml.g5.xlarge")
+    message = str(error.value)
+    assert message.startswith("gpt-oss-120b needs ~64 GiB of weights")
+    assert "ml.g5.xlarge has 1 x 24 GiB A10G" in message
+    assert "Smallest that fits: ml.g6.12xlarge (4 x 24 GiB L4" in message
+    assert "-c instanceType=ml.g6.12xlarge" in message
+    # and the suggestion really plans
+    assert plan(model="gpt-oss-120b", instanceType="ml.g6.12xlarge").tensor_parallel_size == 4
+
+
+@pytest.mark.parametrize("instance", ["ml.p3.2xlarge", "ml.p3.8xlarge", "ml.p3.16xlarge"])
+def test_v100_is_rejected_with_the_reason_and_an_alternative(instance):
+    with pytest.raises(PlanError, match=r"V100 GPUs \(compute capability 7.0\); current vLLM needs compute "
+                       r"capability >= 7.5.*Smallest that fits: ml\.g6\.xlarge"):  # fmt: skip
+        plan(model="gpt-oss-20b", instanceType=instance)
+
+
+def test_t4_cannot_run_mxfp4_or_bf16():
+    with pytest.raises(PlanError, match=r"gpt-oss-20b \(mxfp4 weights\) needs compute capability >= 8.0.*T4"):
+        plan(model="gpt-oss-20b", instanceType="ml.g4dn.12xlarge")
+
+
+def test_k_above_the_trained_count_is_rejected_without_an_instance_suggestion():
+    with pytest.raises(PlanError) as error:
+        plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", speculativeTokens=11)
+    message = str(error.value)
+    assert "K=11 exceeds what the gpt-oss-20b drafter (amazon/GPT-OSS-20B-P-EAGLE) was trained for (K <= 10)" in message
+    assert "recommended for chatbot: 7" in message and "or 0 to turn speculation off" in message
+    assert "Smallest that fits" not in message
+
+
+def test_k_at_the_trained_count_is_allowed_with_a_note():
+    p = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", speculativeTokens=10)
+    assert p.speculative_tokens == 10
+    assert any("above the recommended 7" in note for note in p.notes)
+
+
+def test_k_zero_turns_speculation_off_and_frees_the_drafter_memory():
+    on = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge")
+    off = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", speculativeTokens=0)
+    assert not off.speculation_enabled
+    assert off.memory.drafter_weights_gib == 0
+    assert off.memory.kv_cache_gib > on.memory.kv_cache_gib
+
+
+def test_profile_changes_k_context_and_concurrency():
+    batch = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", profile="batch")
+    assert batch.speculative_tokens == 3  # gains shrink at high batch: smaller K
+    assert batch.max_model_len == 32768
+    assert 64 < batch.max_num_seqs <= 128  # 8k-token requests: the KV cache, not the profile, caps it
+    assert batch.profile.sampling.temperature == 0.3
+
+
+def test_tight_memory_lowers_concurrency_and_says_so():
+    p = plan(model="qwen3-8b", instanceType="ml.g5.xlarge")
+    assert p.kv_cache_dtype == "auto"  # A10G has no FP8
+    assert p.max_num_seqs < 32
+    assert any("max_num_seqs lowered from 32" in note for note in p.notes)
+
+
+def test_max_model_len_is_lowered_to_fit_one_request_or_the_plan_fails():
+    p = plan(model="qwen3-8b", instanceType="ml.g6.xlarge", profile="batch")
+    assert 16384 <= p.max_model_len < 32768
+    assert any("max_model_len lowered from 32768" in note for note in p.notes)
+    with pytest.raises(PlanError, match=r"KV cache for [\d,]+ tokens, less than one request at the profile's "
+                       r"min_model_len 16,384.*Smallest that fits"):  # fmt: skip
+        plan(model="qwen3-8b", instanceType="ml.g5.xlarge", profile="batch")
+
+
+def test_tensor_parallel_spans_every_gpu_of_the_instance():
+    assert plan(model="gpt-oss-120b", instanceType="ml.p5.48xlarge").tensor_parallel_size == 8
+    assert plan(model="qwen3-coder-30b-a3b", instanceType="ml.g6e.12xlarge").tensor_parallel_size == 4
+
+
+def test_timeouts_scale_with_the_weights_within_sagemaker_limits():
+    small = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge")
+    large = plan(model="gpt-oss-120b", instanceType="ml.p5.48xlarge")
+    for p in (small, large):
+        for seconds in (p.container_startup_timeout_seconds, p.model_download_timeout_seconds):
+            assert MIN_TIMEOUT_SECONDS <= seconds <= MAX_TIMEOUT_SECONDS
+    assert large.model_download_timeout_seconds > small.model_download_timeout_seconds
+
+
+def test_cost_scales_with_instance_count():
+    assert plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", instanceCount=3).cost_per_hour_usd == pytest.approx(
+        3 * 2.336
+    )
+
+
+def test_profile_override_conflict_is_explained():
+    config = config_from_overrides({}, base={"profile_overrides": {"min_model_len": 9000}})
+    with pytest.raises(PlanError, match="min_model_len 9000 exceeds max_model_len 8192"):
+        plan_deployment(config)
