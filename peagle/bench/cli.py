@@ -1,0 +1,269 @@
+"""`peagle bench`: a concurrency sweep against URLs and/or endpoints, written to a report folder.
+
+Exit codes: 0 ok; 1 a target failed its warm-up or a level's error rate exceeded
+--max-error-rate; 2 bad arguments; 3 ran fine but regressed against --compare-to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from peagle.bench.prompts import BUCKET_WORDS, DEFAULT_BUCKETS
+from peagle.client.cli import add_sampling_arguments
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
+DEFAULT_MAX_TOKENS = 128
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="load-test endpoints or local servers and write a report",
+        description="Send the same prompts at each concurrency level to every target (--url / --endpoint, "
+        "repeatable, in order, each with an optional --label), then write report.md, results.json and PNG "
+        "plots to --out. Runs stored earlier join the report with --from-results (side by side, e.g. "
+        "speculation on vs off); --compare-to checks against a stored baseline. "
+        "Exit 0 ok, 1 failed requests or target, 2 bad arguments, 3 regression vs --compare-to.",
+    )
+    parser.add_argument("--url", action="append", default=[], help="a server speaking the container contract (repeatable)")
+    parser.add_argument("--endpoint", action="append", default=[], help="a SageMaker endpoint name (repeatable)")
+    parser.add_argument("--region", help="AWS region of the endpoints")
+    parser.add_argument("--label", action="append", default=[], help="a name per target, in the order given (default: the target)")
+    parser.add_argument("--from-results", action="append", default=[], type=Path, metavar="RESULTS_JSON", help="add the runs of a stored results.json to the report (repeatable)")
+    parser.add_argument("--out", type=Path, required=True, help="report folder (created)")
+    parser.add_argument("--concurrency", default="1,4", help="comma-separated levels (default 1,4)")
+    parser.add_argument("--requests", type=int, default=12, help="requests per concurrency level (default 12)")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests per target first (default 1)")
+    parser.add_argument("--buckets", default=",".join(DEFAULT_BUCKETS), help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)}, or 'none' (default {','.join(DEFAULT_BUCKETS)})")
+    parser.add_argument("--prompts-file", type=Path, help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompt set")
+    add_sampling_arguments(parser)
+    parser.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false", help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)")
+    price = parser.add_mutually_exclusive_group()
+    price.add_argument("--instance-type", help="catalog instance type, for cost per 1M output tokens")
+    price.add_argument("--price-per-hour", type=float, help="instance price in USD per hour, for cost per 1M output tokens")
+    parser.add_argument("--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions")
+    parser.add_argument("--tolerance", type=float, default=0.10, help="relative change counted as a regression (default 0.10)")
+    parser.add_argument("--max-error-rate", type=float, default=0.0, help="exit 1 when a level's error rate is above this (default 0)")
+    parser.add_argument("--max-attempts", type=int, default=5, help="client attempts per request (default 5)")
+    parser.add_argument("--server-note", help="free text recorded with the results, e.g. how the server was started")
+    parser.set_defaults(handler=run_bench)
+
+
+class BadArguments(ValueError):
+    pass
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from peagle.bench.runner import WarmupFailedError
+
+    try:
+        return _run(args)
+    except BadArguments as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_ARGUMENTS
+    except WarmupFailedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _run(args: argparse.Namespace) -> int:
+    from peagle.bench.report_folder import write_report_folder
+    from peagle.bench.results import load_results
+
+    targets = _targets(args)
+    stored_runs = []
+    for path in args.from_results:
+        stored_runs += _load(load_results, path).runs
+    if not targets and not stored_runs:
+        raise BadArguments("nothing to report: give --url/--endpoint targets and/or --from-results files")
+    baseline = _load(load_results, args.compare_to) if args.compare_to else None
+
+    settings = _settings(args) if targets else None
+    new_runs = _run_targets(targets, settings, args) if targets else []
+    runs = new_runs + stored_runs
+    if settings is not None:
+        environment, described = _environment(args), settings.describe
+    else:  # only stored runs: their own files say where and how they ran
+        environment = {"composed from": ", ".join(str(path) for path in args.from_results)}
+        described = _stored_settings(args.from_results, load_results)
+    results, regressions = write_report_folder(
+        runs,
+        args.out,
+        environment=environment,
+        settings=described,
+        baseline=baseline,
+        baseline_path=args.compare_to,
+        tolerance=args.tolerance,
+    )
+    _print_summary(results, args.out)
+
+    too_many_errors = [
+        f"{run.label} at concurrency {level.concurrency}: {level.error_rate:.0%} failed"
+        for run in new_runs
+        for level in run.levels
+        if level.error_rate > args.max_error_rate
+    ]
+    if too_many_errors:
+        print("error: error rate above --max-error-rate: " + "; ".join(too_many_errors), file=sys.stderr)
+        return EXIT_FAILED
+    if regressions:
+        print(f"regression: {len(regressions)} metric(s) worse than {args.compare_to} by more than {args.tolerance:.0%}; see report.md", file=sys.stderr)
+        return EXIT_REGRESSED
+    return EXIT_OK
+
+
+def _load(load_results, path: Path):
+    try:
+        return load_results(path)
+    except ValueError as error:
+        raise BadArguments(str(error)) from error
+
+
+def _targets(args: argparse.Namespace):
+    from peagle.bench.runner import BenchTarget
+
+    targets = [BenchTarget(label=url, url=url) for url in args.url]
+    targets += [BenchTarget(label=name, endpoint=name, region=args.region) for name in args.endpoint]
+    if args.label:
+        if len(args.label) != len(targets):
+            raise BadArguments(f"{len(args.label)} --label for {len(targets)} targets: give one per --url/--endpoint, in order")
+        targets = [BenchTarget(label=label, url=t.url, endpoint=t.endpoint, region=t.region) for label, t in zip(args.label, targets)]
+    labels = [target.label for target in targets]
+    if len(set(labels)) != len(labels):
+        raise BadArguments(f"labels must be unique, got {labels}")
+    return targets
+
+
+def _settings(args: argparse.Namespace):
+    from peagle.bench.prompts import load_prompt_file, synthetic_prompts
+    from peagle.bench.runner import BenchSettings
+
+    try:
+        concurrency = [int(part) for part in args.concurrency.split(",") if part.strip()]
+    except ValueError as error:
+        raise BadArguments(f"--concurrency takes comma-separated integers, got {args.concurrency!r}") from error
+    if not concurrency or min(concurrency) < 1:
+        raise BadArguments(f"--concurrency levels must be >= 1, got {args.concurrency!r}")
+    if args.requests < 1:
+        raise BadArguments("--requests must be >= 1")
+
+    buckets = [] if args.buckets == "none" else [b.strip() for b in args.buckets.split(",") if b.strip()]
+    try:
+        prompts = synthetic_prompts(buckets, seed=args.seed) if buckets else []
+        if args.prompts_file:
+            prompts += load_prompt_file(args.prompts_file)
+        template = _request_template(args)
+    except (ValueError, OSError) as error:
+        raise BadArguments(str(error)) from error
+    if not prompts:
+        raise BadArguments("no prompts: choose --buckets or give --prompts-file")
+
+    price, price_source = _price(args)
+    describe = {
+        "concurrency": ",".join(map(str, concurrency)),
+        "requests_per_level": args.requests,
+        "warmup_requests": args.warmup,
+        "prompts": f"synthetic buckets {','.join(buckets) or 'none'} (seed {args.seed})"
+        + (f" + {args.prompts_file}" if args.prompts_file else ""),
+        "sampling": f"profile {args.profile or 'none'}, max_tokens {template.max_tokens}, "
+        f"temperature {template.temperature}, top_p {_or_server_default(template.top_p)}, ignore_eos {args.ignore_eos}",
+    }
+    return BenchSettings(
+        concurrency=concurrency,
+        requests_per_level=args.requests,
+        prompts=prompts,
+        request_template=template,
+        warmup_requests=args.warmup,
+        price_per_hour_usd=price,
+        price_source=price_source,
+        max_attempts=args.max_attempts,
+        describe=describe,
+    )
+
+
+def _or_server_default(value) -> str:
+    return "server default" if value is None else str(value)
+
+
+def _request_template(args: argparse.Namespace):
+    """Sampling for every request: the profile's, else greedy (deterministic, and the
+    setting under which speculation on and off produce the same tokens)."""
+    from peagle.client import GenerationRequest
+
+    extra = {"ignore_eos": True} if args.ignore_eos else {}
+    if args.profile:
+        return GenerationRequest.with_profile(
+            args.profile, prompt="", max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, extra=extra
+        )
+    return GenerationRequest(
+        prompt="",
+        max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS,
+        temperature=0.0 if args.temperature is None else args.temperature,
+        top_p=args.top_p,
+        extra=extra,
+    )
+
+
+def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
+    if args.price_per_hour is not None:
+        return args.price_per_hour, "--price-per-hour"
+    if not args.instance_type:
+        return None, None
+    from peagle.catalog import load_catalog
+
+    catalog = load_catalog()
+    instance = catalog.instances.get(args.instance_type)
+    if instance is None:
+        raise BadArguments(f"unknown instance type {args.instance_type!r}; catalog has: {', '.join(sorted(catalog.instances))}")
+    return instance.price_per_hour_usd, f"catalog {args.instance_type}, {catalog.price_region}, {catalog.price_date}"
+
+
+def _run_targets(targets, settings, args: argparse.Namespace):
+    from tqdm import tqdm
+
+    from peagle.bench.runner import run_target
+    from peagle.client.cli import build_client
+
+    total = len(targets) * len(settings.concurrency) * settings.requests_per_level
+    # disable=None: no bar when stderr is not a terminal (CI logs stay clean).
+    with tqdm(total=total, unit="req", file=sys.stderr, disable=None, dynamic_ncols=True) as progress:
+        runs = []
+        for target in targets:
+
+            def on_done(concurrency, record, label=target.label):
+                progress.set_postfix_str(f"{label} c={concurrency}", refresh=False)
+                progress.update(1)
+
+            with build_client(target.url, target.endpoint, args) as client:
+                runs.append(run_target(target, settings, client, on_request_done=on_done))
+    return runs
+
+
+def _environment(args: argparse.Namespace) -> dict:
+    from peagle.bench.environment import describe_machine
+
+    environment = describe_machine()
+    if args.server_note:
+        environment["server"] = args.server_note
+    return environment
+
+
+def _stored_settings(paths, load_results) -> dict:
+    """When only stored runs are reported, keep each file's own settings."""
+    return {f"settings of {path}": "; ".join(f"{k}={v}" for k, v in load_results(path).settings.items()) for path in paths}
+
+
+def _print_summary(results, out_dir: Path) -> None:
+    print(f"Report: {out_dir / 'report.md'}")
+    for run in results.runs:
+        for level in run.levels:
+            tpot = f"{level.tpot_s.p50 * 1000:.1f} ms" if level.tpot_s else "n/a"
+            spec = level.speculation
+            accept = f", acceptance length {spec.mean_acceptance_length:.2f}" if spec and spec.mean_acceptance_length else ""
+            print(
+                f"  {run.label} c={level.concurrency}: {level.output_tokens_per_s:.1f} output tok/s, "
+                f"TPOT p50 {tpot}, errors {level.failed}/{level.requests}{accept}"
+            )

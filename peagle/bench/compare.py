@@ -1,0 +1,98 @@
+"""Comparing runs: side by side (e.g. speculation on vs off) and against a stored baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from peagle.bench.results import BenchResults, LevelResult, RunResult
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    title: str
+    read: Callable[[LevelResult], float | None]
+    higher_is_better: bool
+    scale: float = 1.0  # for display (seconds -> ms)
+    unit: str = ""
+
+
+def _p(attribute: str, percentile: str) -> Callable[[LevelResult], float | None]:
+    def read(level: LevelResult) -> float | None:
+        distribution = getattr(level, attribute)
+        return getattr(distribution, percentile) if distribution else None
+
+    return read
+
+
+def _acceptance(attribute: str) -> Callable[[LevelResult], float | None]:
+    return lambda level: getattr(level.speculation, attribute) if level.speculation else None
+
+
+METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric("output_tokens_per_s", "output tok/s", lambda level: level.output_tokens_per_s, True),
+        Metric("requests_per_s", "req/s", lambda level: level.requests_per_s, True),
+        Metric("ttft_p50", "TTFT p50", _p("ttft_s", "p50"), False, 1000, "ms"),
+        Metric("tpot_p50", "TPOT p50", _p("tpot_s", "p50"), False, 1000, "ms"),
+        Metric("itl_p50", "ITL p50", _p("itl_s", "p50"), False, 1000, "ms"),
+        Metric("e2e_p50", "e2e p50", _p("e2e_s", "p50"), False, 1, "s"),
+        Metric("e2e_p90", "e2e p90", _p("e2e_s", "p90"), False, 1, "s"),
+        Metric("acceptance_rate", "acceptance rate", _acceptance("acceptance_rate"), True),
+        Metric("acceptance_length", "acceptance length", _acceptance("mean_acceptance_length"), True),
+        Metric("cost_per_million", "$ / 1M output tok", lambda level: level.cost_per_million_output_tokens_usd, False),
+    )
+}
+
+SIDE_BY_SIDE_METRICS = ("output_tokens_per_s", "requests_per_s", "ttft_p50", "tpot_p50", "itl_p50", "e2e_p50", "e2e_p90", "acceptance_length")
+# What --compare-to checks. ITL is left out: it moves with chunking, not with speed.
+REGRESSION_METRICS = ("output_tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p90", "acceptance_rate")
+ERROR_RATE_SLACK = 0.01  # absolute: one failure in 100 more than the baseline
+
+
+def reference_run(runs: Sequence[RunResult]) -> RunResult:
+    """What ratios are taken against: the run with speculation off if there is one
+    (so a ratio > 1 in throughput is the speed-up of speculation), else the first."""
+    return next((run for run in runs if run.speculation == "off"), runs[0])
+
+
+def concurrency_levels(runs: Sequence[RunResult]) -> list[int]:
+    return sorted({level.concurrency for run in runs for level in run.levels})
+
+
+def ratio(value: float | None, reference: float | None) -> float | None:
+    if value is None or not reference:
+        return None
+    return value / reference
+
+
+def matching_baseline_run(run: RunResult, baseline: BenchResults) -> RunResult | None:
+    """The baseline run with the same label, or the only one if the baseline has one."""
+    same_label = [candidate for candidate in baseline.runs if candidate.label == run.label]
+    if same_label:
+        return same_label[0]
+    return baseline.runs[0] if len(baseline.runs) == 1 else None
+
+
+def find_regressions(current: RunResult, baseline: RunResult, tolerance: float) -> list[dict]:
+    """Every metric at every shared concurrency that got worse than ``tolerance`` (relative)."""
+    regressions = []
+    for level in current.levels:
+        reference = baseline.level(level.concurrency)
+        if reference is None:
+            continue
+        where = {"run": current.label, "baseline_run": baseline.label, "concurrency": level.concurrency}
+        if level.error_rate > reference.error_rate + ERROR_RATE_SLACK:
+            regressions.append({**where, "metric": "error_rate", "baseline": reference.error_rate, "current": level.error_rate, "change": level.error_rate - reference.error_rate})
+        for name in REGRESSION_METRICS:
+            metric = METRICS[name]
+            now, before = metric.read(level), metric.read(reference)
+            change = ratio(now, before)
+            if change is None:
+                continue
+            worse = change < 1 - tolerance if metric.higher_is_better else change > 1 + tolerance
+            if worse:
+                regressions.append({**where, "metric": name, "baseline": before, "current": now, "change": change - 1})
+    return regressions

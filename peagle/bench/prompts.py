@@ -1,0 +1,109 @@
+"""The prompts a benchmark sends: a built-in synthetic set in length buckets, plus
+an optional user JSONL file.
+
+The synthetic prompts are deterministic (same seed, same text) so two runs, e.g.
+speculation on and off, see exactly the same requests. They are ordinary English
+so that acceptance on a real drafter resembles chat traffic; the buckets are word
+counts (about 1.3 tokens per word on BPE tokenizers, one token per character on the
+local tiny pair).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Context words per bucket, before the instruction. The default buckets (short,
+# medium, long) fit, with 128 output tokens, in the local tiny pair's 1024-token
+# context (one token per character there). "xlong" (~1000 BPE tokens) is for real
+# deployments; add real traffic with --prompts-file for anything longer.
+BUCKET_WORDS: Mapping[str, int] = {"short": 16, "medium": 48, "long": 112, "xlong": 768}
+DEFAULT_BUCKETS = ("short", "medium", "long")
+
+_INSTRUCTIONS = (
+    "Summarise the notes above in three sentences.",
+    "List the main risks mentioned above.",
+    "Write a short reply to the team based on the notes above.",
+    "Explain the notes above to a new engineer.",
+)
+
+_SENTENCES = (
+    "The service answers customer questions about orders, refunds and delivery times.",
+    "Latency matters most during the evening peak, when traffic doubles within an hour.",
+    "The team moved the model to a larger instance last month to cut response time.",
+    "Each request carries a short history of the conversation and a system prompt.",
+    "Operators watch the error rate and the time to the first token on a dashboard.",
+    "A cache of frequent answers was tried and removed because it served stale data.",
+    "Nightly jobs summarise support tickets and write the results to a data lake.",
+    "The budget review asked for the cost of one million generated tokens per month.",
+    "Code suggestions must appear while the developer is still typing the line.",
+    "Scaling out takes several minutes because each new instance loads the weights.",
+    "Some prompts include long documents such as contracts and product manuals.",
+    "The drafter model proposes several tokens that the target model then verifies.",
+)
+
+
+@dataclass(frozen=True)
+class PromptCase:
+    """One benchmark request's content. ``max_tokens`` overrides the run's default."""
+
+    name: str
+    bucket: str
+    prompt: str | None = None
+    messages: Sequence[Mapping[str, Any]] | None = None
+    max_tokens: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def synthetic_prompts(buckets: Sequence[str], *, per_bucket: int = 4, seed: int = 0) -> list[PromptCase]:
+    """``per_bucket`` completion prompts for each bucket, interleaved across buckets."""
+    unknown = [bucket for bucket in buckets if bucket not in BUCKET_WORDS]
+    if unknown:
+        raise ValueError(f"unknown prompt bucket(s) {unknown}; valid: {', '.join(BUCKET_WORDS)}")
+    rng = random.Random(seed)
+    by_bucket = [[_synthetic_case(bucket, index, rng) for index in range(per_bucket)] for bucket in buckets]
+    # Interleave so that any prefix of the set (a short run) still mixes lengths.
+    return [case for group in zip(*by_bucket) for case in group]
+
+
+def _synthetic_case(bucket: str, index: int, rng: random.Random) -> PromptCase:
+    words: list[str] = []
+    while len(words) < BUCKET_WORDS[bucket]:
+        words.extend(rng.choice(_SENTENCES).split())
+    notes = " ".join(words[: BUCKET_WORDS[bucket]])
+    prompt = f"Notes: {notes}\n\n{_INSTRUCTIONS[index % len(_INSTRUCTIONS)]}\nAnswer:"
+    return PromptCase(name=f"{bucket}-{index}", bucket=bucket, prompt=prompt)
+
+
+def load_prompt_file(path: Path) -> list[PromptCase]:
+    """Read a JSONL file: one object per line with ``prompt`` or ``messages``; optional
+    ``max_tokens``, ``bucket`` (default "file") and ``name``; other keys go to the body."""
+    cases = []
+    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{where}: not JSON ({error})") from error
+        if not isinstance(record, dict) or ("prompt" in record) == ("messages" in record):
+            raise ValueError(f'{where}: each line needs exactly one of "prompt" or "messages"')
+        known = {"prompt", "messages", "max_tokens", "bucket", "name"}
+        cases.append(
+            PromptCase(
+                name=str(record.get("name", f"{path.stem}-{line_number}")),
+                bucket=str(record.get("bucket", "file")),
+                prompt=record.get("prompt"),
+                messages=record.get("messages"),
+                max_tokens=record.get("max_tokens"),
+                extra={key: value for key, value in record.items() if key not in known},
+            )
+        )
+    if not cases:
+        raise ValueError(f"{path}: no prompts in the file")
+    return cases

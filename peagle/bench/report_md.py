@@ -1,0 +1,150 @@
+"""``report.md``: the human-readable tables of a benchmark."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from peagle.bench.compare import METRICS, SIDE_BY_SIDE_METRICS, concurrency_levels, ratio, reference_run
+from peagle.bench.results import BenchResults, Distribution, LevelResult, RunResult
+
+
+def write_report(results: BenchResults, path: Path, plot_names: Sequence[str]) -> Path:
+    lines = ["# Benchmark report", ""]
+    lines += _environment(results)
+    for run in results.runs:
+        lines += _run_section(run)
+    if len(results.runs) > 1:
+        lines += _side_by_side(results.runs)
+    if results.compared_to is not None:
+        lines += _regressions(results)
+    if plot_names:
+        lines += ["## Plots", ""] + [f"![{name}]({name})" for name in plot_names] + [""]
+    lines += _definitions()
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _environment(results: BenchResults) -> list[str]:
+    env, settings = results.environment, results.settings
+    rows = [("date (UTC)", results.created_utc)]
+    rows += [(key.replace("_", " "), value) for key, value in env.items()]
+    rows += [(key.replace("_", " "), value) for key, value in settings.items()]
+    return ["## Environment and settings", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
+
+
+def _run_section(run: RunResult) -> list[str]:
+    k = f", K={run.speculative_tokens:g} (from the server's counters)" if run.speculative_tokens else ""
+    price = f"${run.price_per_hour_usd:g}/h ({run.price_source})" if run.price_per_hour_usd is not None else "not given"
+    lines = [
+        f"## Run `{run.label}`",
+        "",
+        f"- target: {run.target}; model: {run.model or 'unknown'}; server: {run.server_version or 'unknown'}; "
+        f"max model len: {run.max_model_len or 'unknown'}",
+        f"- speculation: {run.speculation}{k}; instance price: {price}",
+    ]
+    lines += [f"- note: {note}" for note in run.notes]
+    lines += [
+        "",
+        "### Throughput, acceptance and cost",
+        "",
+        "| concurrency | requests | error rate | req/s | output tok/s | acceptance rate | acceptance length | per-position acceptance | $ / 1M output tok |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for level in run.levels:
+        spec = level.speculation
+        lines.append(
+            f"| {level.concurrency} | {level.requests} | {_errors(level)} | {level.requests_per_s:.2f} | "
+            f"{level.output_tokens_per_s:.1f} | {_num(spec.acceptance_rate if spec else None, '.3f')} | "
+            f"{_num(spec.mean_acceptance_length if spec else None, '.2f')} | "
+            f"{', '.join(f'{p:.2f}' for p in spec.per_position_acceptance) if spec else 'n/a'} | "
+            f"{_num(level.cost_per_million_output_tokens_usd, '.2f')} |"
+        )
+    lines += [
+        "",
+        "### Latency",
+        "",
+        "| concurrency | TTFT p50 / p90 / p99 (ms) | TPOT p50 / p90 / p99 (ms) | ITL p50 / p90 / p99 (ms) | e2e p50 / p90 / p99 (s) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for level in run.levels:
+        lines.append(
+            f"| {level.concurrency} | {_triple(level.ttft_s, 1000, '.0f')} | {_triple(level.tpot_s, 1000, '.1f')} | "
+            f"{_triple(level.itl_s, 1000, '.1f')} | {_triple(level.e2e_s, 1, '.2f')} |"
+        )
+    return lines + [""]
+
+
+def _side_by_side(runs: Sequence[RunResult]) -> list[str]:
+    reference = reference_run(runs)
+    others = [run for run in runs if run is not reference]
+    header = ["concurrency", "metric", *(f"`{run.label}`" for run in runs), *(f"`{run.label}` / `{reference.label}`" for run in others)]
+    lines = [
+        "## Side by side",
+        "",
+        f"Ratios are against `{reference.label}`"
+        + (" (speculation off): for tokens/s above 1 is a speed-up, for latencies below 1 is." if reference.speculation == "off" else "."),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for concurrency in concurrency_levels(runs):
+        for name in SIDE_BY_SIDE_METRICS:
+            metric = METRICS[name]
+            values = [metric.read(level) if (level := run.level(concurrency)) else None for run in runs]
+            reference_level = reference.level(concurrency)
+            reference_value = metric.read(reference_level) if reference_level else None
+            ratios = [ratio(metric.read(level) if (level := run.level(concurrency)) else None, reference_value) for run in others]
+            title = f"{metric.title} ({metric.unit})" if metric.unit else metric.title
+            cells = [str(concurrency), title, *(_num(v * metric.scale if v is not None else None, ".2f") for v in values)]
+            cells += [_num(r, ".2f") + ("x" if r is not None else "") for r in ratios]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _regressions(results: BenchResults) -> list[str]:
+    lines = [f"## Compared to `{results.compared_to}`", ""]
+    if not results.regressions:
+        return lines + ["No regression beyond the tolerance.", ""]
+    lines += ["| run | baseline run | concurrency | metric | baseline | now | change |", "|---|---|---:|---|---:|---:|---:|"]
+    for item in results.regressions:
+        lines.append(
+            f"| {item['run']} | {item['baseline_run']} | {item['concurrency']} | {item['metric']} | "
+            f"{item['baseline']:.4g} | {item['current']:.4g} | {item['change']:+.1%} |"
+        )
+    return lines + [""]
+
+
+def _definitions() -> list[str]:
+    return [
+        "## Definitions",
+        "",
+        "- TTFT: request sent to first text chunk received (client side, includes queueing and retries).",
+        "- TPOT: (e2e - TTFT) / (output tokens - 1) per request: decode time per output token.",
+        "- ITL: gap between streamed text chunks. With speculation a chunk can carry several tokens, so ITL "
+        "overstates per-token latency; compare TPOT across speculation on/off.",
+        "- output tok/s, req/s: successful requests' output tokens (server-reported usage) and count over the "
+        "level's wall time, with `concurrency` requests in flight (closed loop).",
+        "- acceptance rate = accepted / draft tokens; acceptance length = 1 + accepted / drafts (tokens per target "
+        "step); per-position = accepted at draft position i / drafts. From the server's /metrics counters, "
+        "change over the level.",
+        "- $ / 1M output tok = price per hour / (output tok/s x 3600) x 1e6: one instance kept busy at that concurrency.",
+        "",
+    ]
+
+
+def _errors(level: LevelResult) -> str:
+    if not level.failed:
+        return "0%"
+    kinds = ", ".join(f"{kind} x{count}" for kind, count in level.errors_by_type.items())
+    return f"{level.error_rate:.0%} ({kinds})"
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _triple(distribution: Distribution | None, scale: float, spec: str) -> str:
+    if distribution is None:
+        return "n/a"
+    return " / ".join(format(value * scale, spec) for value in (distribution.p50, distribution.p90, distribution.p99))

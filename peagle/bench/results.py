@@ -1,0 +1,135 @@
+"""The machine-readable benchmark results (``results.json``) and their schema.
+
+Plain dataclasses, serialised with ``dataclasses.asdict``; ``load_results`` reads a
+stored file back (for ``--compare-to`` and ``--from-results``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "peagle-bench/1"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Percentiles of one per-request metric, in seconds."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Speculation:
+    acceptance_rate: float | None
+    mean_acceptance_length: float | None
+    per_position_acceptance: list[float]
+    drafts: int
+    draft_tokens: int
+    accepted_tokens: int
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """One concurrency level of one run."""
+
+    concurrency: int
+    requests: int
+    failed: int
+    errors_by_type: dict[str, int]
+    duration_s: float
+    prompt_tokens: int
+    output_tokens: int
+    output_tokens_per_s: float
+    requests_per_s: float
+    ttft_s: Distribution | None
+    tpot_s: Distribution | None
+    itl_s: Distribution | None
+    e2e_s: Distribution | None
+    speculation: Speculation | None
+    cost_per_million_output_tokens_usd: float | None
+
+    @property
+    def error_rate(self) -> float:
+        return self.failed / self.requests if self.requests else 0.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One target (a server or endpoint in one configuration) over all levels."""
+
+    label: str
+    target: str
+    model: str | None
+    server_version: str | None
+    max_model_len: int | None
+    speculation: str  # "on", "off" or "unknown"
+    speculative_tokens: float | None  # K as seen in the server's counters
+    price_per_hour_usd: float | None
+    price_source: str | None
+    notes: list[str]
+    levels: list[LevelResult]
+
+    def level(self, concurrency: int) -> LevelResult | None:
+        return next((level for level in self.levels if level.concurrency == concurrency), None)
+
+
+@dataclass(frozen=True)
+class BenchResults:
+    created_utc: str
+    environment: dict[str, Any]
+    settings: dict[str, Any]
+    runs: list[RunResult]
+    regressions: list[dict[str, Any]] = field(default_factory=list)
+    compared_to: str | None = None
+    schema: str = SCHEMA
+
+
+def results_to_json(results: BenchResults) -> str:
+    payload = asdict(results)
+    for run_payload, run in zip(payload["runs"], results.runs):
+        for level_payload, level in zip(run_payload["levels"], run.levels):
+            level_payload["error_rate"] = level.error_rate  # derived, stored for readers of the JSON
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def load_results(path: Path) -> BenchResults:
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read benchmark results {path}: {error}") from error
+    if payload.get("schema") != SCHEMA:
+        raise ValueError(f"{path} is not a peagle bench results file (schema {payload.get('schema')!r}, want {SCHEMA!r})")
+    runs = [_run_from_dict(run) for run in payload["runs"]]
+    return BenchResults(
+        created_utc=payload["created_utc"],
+        environment=payload["environment"],
+        settings=payload["settings"],
+        runs=runs,
+        regressions=payload.get("regressions", []),
+        compared_to=payload.get("compared_to"),
+    )
+
+
+def _run_from_dict(raw: dict[str, Any]) -> RunResult:
+    levels = [_level_from_dict(level) for level in raw["levels"]]
+    return RunResult(**{**_known(RunResult, raw), "levels": levels})
+
+
+def _level_from_dict(raw: dict[str, Any]) -> LevelResult:
+    values = _known(LevelResult, raw)
+    for name in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        values[name] = Distribution(**values[name]) if values.get(name) else None
+    values["speculation"] = Speculation(**values["speculation"]) if values.get("speculation") else None
+    return LevelResult(**values)
+
+
+def _known(cls: type, raw: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in raw.items() if key in names}

@@ -1,0 +1,134 @@
+"""Run one benchmark target through the concurrency sweep."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from peagle.bench.load import run_closed_loop, send_one
+from peagle.bench.acceptance import speculation_between
+from peagle.bench.prompts import PromptCase
+from peagle.bench.results import LevelResult, RunResult
+from peagle.bench.server_probe import ENDPOINT_METRICS_NOTE, ServerInfo, probe_url, scrape_metrics
+from peagle.bench.stats import RequestRecord, summarise_level
+from peagle.client import GenerationRequest, PeagleClient
+
+
+class WarmupFailedError(RuntimeError):
+    """The target cannot serve the benchmark's requests at all."""
+
+
+@dataclass(frozen=True)
+class BenchTarget:
+    label: str
+    url: str | None = None
+    endpoint: str | None = None
+    region: str | None = None
+
+    @property
+    def description(self) -> str:
+        return self.url or f"sagemaker:{self.endpoint}"
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    concurrency: Sequence[int]
+    requests_per_level: int
+    prompts: Sequence[PromptCase]
+    request_template: GenerationRequest  # sampling and body extras; the prompt is replaced
+    warmup_requests: int = 1
+    price_per_hour_usd: float | None = None
+    price_source: str | None = None
+    max_attempts: int = 5
+    describe: dict[str, Any] = field(default_factory=dict)  # what results.json records as settings
+
+
+def build_requests(settings: BenchSettings, count: int) -> list[GenerationRequest]:
+    """``count`` requests cycling through the prompt set, in a fixed order."""
+    requests = []
+    template = settings.request_template
+    for case in itertools.islice(itertools.cycle(settings.prompts), count):
+        requests.append(
+            replace(
+                template,
+                prompt=case.prompt,
+                messages=case.messages,
+                max_tokens=case.max_tokens or template.max_tokens,
+                extra={**template.extra, **case.extra},
+            )
+        )
+    return requests
+
+
+def run_target(
+    target: BenchTarget,
+    settings: BenchSettings,
+    client: PeagleClient,
+    on_request_done: Callable[[int, RequestRecord], None] = lambda concurrency, record: None,
+) -> RunResult:
+    """Warm up, then send ``requests_per_level`` requests at each concurrency level.
+
+    For a URL target the spec-decode counters are scraped before and after each
+    level, so acceptance covers exactly that level's requests (warm-up excluded).
+    """
+    info = probe_url(target.url) if target.url else ServerInfo(note=ENDPOINT_METRICS_NOTE)
+    notes = [info.note] if info.note else []
+    # Warm-up requests are not measured; a failing one stops the run before a sweep
+    # of identical failures (wrong endpoint name, server down, request too long).
+    for request in build_requests(settings, settings.warmup_requests):
+        warmup = send_one(client, request)
+        if not warmup.ok:
+            raise WarmupFailedError(f"{target.description}: warm-up request failed: {warmup.error_type}: {warmup.error_message}")
+
+    levels: list[LevelResult] = []
+    for concurrency in settings.concurrency:
+        before = scrape_metrics(target.url) if info.metrics_reachable else None
+        records, duration_s = run_closed_loop(
+            client,
+            build_requests(settings, settings.requests_per_level),
+            concurrency,
+            on_done=lambda record, c=concurrency: on_request_done(c, record),
+        )
+        after = scrape_metrics(target.url) if before is not None else None
+        levels.append(
+            summarise_level(
+                concurrency,
+                records,
+                duration_s,
+                speculation=speculation_between(before, after) if after is not None else None,
+                price_per_hour_usd=settings.price_per_hour_usd,
+            )
+        )
+        notes.extend(_first_error_notes(concurrency, records))
+
+    return RunResult(
+        label=target.label,
+        target=target.description,
+        model=info.model,
+        server_version=info.server_version,
+        max_model_len=info.max_model_len,
+        speculation=info.speculation,
+        speculative_tokens=_observed_k(levels),
+        price_per_hour_usd=settings.price_per_hour_usd,
+        price_source=settings.price_source,
+        notes=notes,
+        levels=levels,
+    )
+
+
+def _observed_k(levels: Sequence[LevelResult]) -> float | None:
+    for level in levels:
+        if level.speculation and level.speculation.drafts:
+            return round(level.speculation.draft_tokens / level.speculation.drafts, 2)
+    return None
+
+
+def _first_error_notes(concurrency: int, records: Sequence[RequestRecord]) -> list[str]:
+    """One example message per error type, so a failed level explains itself."""
+    seen: dict[str, str] = {}
+    for record in records:
+        if not record.ok and record.error_type not in seen:
+            seen[record.error_type] = record.error_message or ""
+    return [f"concurrency {concurrency}: {kind}: {message}" for kind, message in seen.items()]

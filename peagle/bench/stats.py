@@ -1,0 +1,96 @@
+"""Per-level statistics from per-request records.
+
+Definitions (docs/client-and-bench.md has the long form):
+- TTFT: request sent -> first text chunk;
+- TPOT: (e2e - TTFT) / (output tokens - 1), per request: the decode time per token;
+- ITL: gaps between text chunks. Under speculation one chunk carries several
+  tokens, so ITL is per *chunk* and overstates per-token latency; TPOT is the fair
+  comparison across speculation on/off;
+- output tokens/s and requests/s: totals over the level's wall time (first send
+  to last answer), successful requests only;
+- cost per 1M output tokens: instance price per hour / (output tokens/s x 3600) x 1e6,
+  i.e. one instance kept busy at this concurrency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from peagle.bench.results import Distribution, LevelResult, Speculation
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """What one benchmark request measured (or how it failed)."""
+
+    ok: bool
+    e2e_s: float
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    inter_chunk_s: tuple[float, ...] = ()
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    error_type: str | None = None
+    error_message: str | None = None
+    attempts: int = 1
+
+
+def percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default method)."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    rank = (len(sorted_values) - 1) * fraction
+    low, high = math.floor(rank), math.ceil(rank)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (rank - low)
+
+
+def distribution(values: Sequence[float]) -> Distribution | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return Distribution(
+        p50=percentile(ordered, 0.50),
+        p90=percentile(ordered, 0.90),
+        p99=percentile(ordered, 0.99),
+        mean=sum(ordered) / len(ordered),
+        count=len(ordered),
+    )
+
+
+def cost_per_million_output_tokens(price_per_hour_usd: float | None, output_tokens_per_s: float) -> float | None:
+    if price_per_hour_usd is None or output_tokens_per_s <= 0:
+        return None
+    return price_per_hour_usd / (output_tokens_per_s * 3600.0) * 1_000_000
+
+
+def summarise_level(
+    concurrency: int,
+    records: Sequence[RequestRecord],
+    duration_s: float,
+    *,
+    speculation: Speculation | None,
+    price_per_hour_usd: float | None,
+) -> LevelResult:
+    succeeded = [record for record in records if record.ok]
+    output_tokens = sum(record.output_tokens for record in succeeded)
+    output_tokens_per_s = output_tokens / duration_s if duration_s > 0 else 0.0
+    return LevelResult(
+        concurrency=concurrency,
+        requests=len(records),
+        failed=len(records) - len(succeeded),
+        errors_by_type=dict(Counter(record.error_type for record in records if not record.ok)),
+        duration_s=duration_s,
+        prompt_tokens=sum(record.prompt_tokens for record in succeeded),
+        output_tokens=output_tokens,
+        output_tokens_per_s=output_tokens_per_s,
+        requests_per_s=len(succeeded) / duration_s if duration_s > 0 else 0.0,
+        ttft_s=distribution([r.ttft_s for r in succeeded if r.ttft_s is not None]),
+        tpot_s=distribution([r.tpot_s for r in succeeded if r.tpot_s is not None]),
+        itl_s=distribution([gap for r in succeeded for gap in r.inter_chunk_s]),
+        e2e_s=distribution([r.e2e_s for r in succeeded]),
+        speculation=speculation,
+        cost_per_million_output_tokens_usd=cost_per_million_output_tokens(price_per_hour_usd, output_tokens_per_s),
+    )
