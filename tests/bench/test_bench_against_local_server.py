@@ -1,0 +1,71 @@
+"""`peagle bench` end to end against the real local P-EAGLE server (kept small: 2 cores)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from peagle.cli import main
+
+pytestmark = pytest.mark.engine
+
+SMALL_RUN = ["--concurrency", "1,2", "--requests", "3", "--max-tokens", "16", "--buckets", "short,medium"]
+
+
+@pytest.fixture(scope="module")
+def first_run(local_server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "k4"
+    exit_code = main(["bench", "--url", local_server.url, "--label", "p-eagle-k4", *SMALL_RUN, "--price-per-hour", "2.0", "--out", str(out)])
+    return exit_code, out
+
+
+def test_bench_writes_report_results_and_plots(first_run):
+    exit_code, out = first_run
+    assert exit_code == 0
+    assert (out / "throughput_vs_latency.png").stat().st_size > 1000
+
+    results = json.loads((out / "results.json").read_text())
+    run = results["runs"][0]
+    assert (run["label"], run["model"], run["speculation"], run["speculative_tokens"]) == ("p-eagle-k4", "tiny-pair", "on", 4)
+    assert [level["concurrency"] for level in run["levels"]] == [1, 2]
+    for level in run["levels"]:
+        assert level["failed"] == 0 and level["output_tokens"] == 3 * 16
+        assert level["ttft_s"]["p50"] < level["e2e_s"]["p50"]
+        assert level["tpot_s"]["p99"] >= level["tpot_s"]["p50"] > 0
+        # The tiny drafter's first position is always accepted (tiny_pair.py): length ~2 at K=4.
+        assert level["speculation"]["mean_acceptance_length"] > 1.5
+        assert level["cost_per_million_output_tokens_usd"] > 0
+    assert results["environment"]["client_machine"]
+
+    report = (out / "report.md").read_text()
+    for heading in ("Throughput, acceptance and cost", "TTFT p50 / p90 / p99", "TPOT", "ITL", "$ / 1M output tok"):
+        assert heading in report
+
+
+def test_compare_to_a_better_baseline_exits_3_and_reports_side_by_side(first_run, local_server, tmp_path):
+    _, first = first_run
+    # A baseline that was 100x faster: the new run must be flagged, whatever the CPU's noise.
+    baseline = json.loads((first / "results.json").read_text())
+    for level in baseline["runs"][0]["levels"]:
+        level["output_tokens_per_s"] *= 100
+    baseline["runs"][0]["label"] = "baseline-k4"
+    baseline_path = tmp_path / "baseline.json"
+    baseline_path.write_text(json.dumps(baseline))
+    out = tmp_path / "again"
+
+    exit_code = main([
+        "bench", "--url", local_server.url, "--label", "baseline-k4", *SMALL_RUN, "--out", str(out),
+        "--from-results", str(first / "results.json"), "--compare-to", str(baseline_path),
+    ])
+
+    assert exit_code == 3
+    report = (out / "report.md").read_text()
+    assert "## Side by side" in report and "## Compared to" in report and "output_tokens_per_s" in report
+    assert (out / "runs_side_by_side.png").exists()
+    assert [run["label"] for run in json.loads((out / "results.json").read_text())["runs"]] == ["baseline-k4", "p-eagle-k4"]
+
+
+def test_bench_refuses_bad_arguments_with_exit_2(tmp_path, capsys):
+    assert main(["bench", "--url", "http://127.0.0.1:1", "--label", "a", "--label", "b", "--out", str(tmp_path)]) == 2
+    assert "one per --url/--endpoint" in capsys.readouterr().err
