@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--url", action="append", default=[], help="a server speaking the container contract (repeatable)")
     parser.add_argument("--endpoint", action="append", default=[], help="a SageMaker endpoint name (repeatable)")
     parser.add_argument("--region", help="AWS region of the endpoints")
-    parser.add_argument("--label", action="append", default=[], help="a name per target, in the order given (default: the target)")
+    parser.add_argument("--label", action="append", default=[], help="a name per target: the --url targets in order, then the --endpoint ones (default: the target)")
     parser.add_argument("--from-results", action="append", default=[], type=Path, metavar="RESULTS_JSON", help="add the runs of a stored results.json to the report (repeatable)")
     parser.add_argument("--out", type=Path, required=True, help="report folder (created)")
     parser.add_argument("--concurrency", default="1,4", help="comma-separated levels (default 1,4)")

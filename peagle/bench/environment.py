@@ -12,6 +12,8 @@ def describe_machine() -> dict[str, str]:
         "client_machine": f"{_cpu_model()}, {os.cpu_count()} logical CPUs, {_memory_gib()} RAM",
         "client_os": platform.platform(terse=True),
         "python": platform.python_version(),
+        # Other work on the machine skews a CPU-served benchmark: record how busy it was.
+        "load_average_1m_at_start": f"{os.getloadavg()[0]:.2f}",
     }
 
 

@@ -121,8 +121,8 @@ def _definitions() -> list[str]:
         "",
         "- TTFT: request sent to first text chunk received (client side, includes queueing and retries).",
         "- TPOT: (e2e - TTFT) / (output tokens - 1) per request: decode time per output token.",
-        "- ITL: gap between streamed text chunks. With speculation a chunk can carry several tokens, so ITL "
-        "overstates per-token latency; compare TPOT across speculation on/off.",
+        "- ITL: gap between arrivals of new text (SSE events read together count once). With speculation an "
+        "event can carry several tokens, so ITL overstates per-token latency; compare TPOT across speculation on/off.",
         "- output tok/s, req/s: successful requests' output tokens (server-reported usage) and count over the "
         "level's wall time, with `concurrency` requests in flight (closed loop).",
         "- acceptance rate = accepted / draft tokens; acceptance length = 1 + accepted / drafts (tokens per target "

@@ -164,7 +164,11 @@ class _StreamAccumulator:
             if chunk.error is not None:
                 raise ModelServerError(f"The server reported an error mid-stream: {chunk.error}")
             if chunk.text or chunk.reasoning:
-                self._chunk_times.append(now - self._started)
+                # Events that arrived in the same network read count as one arrival:
+                # their zero gaps are the server's or the socket's batching, not latency.
+                arrival = now - self._started
+                if not self._chunk_times or self._chunk_times[-1] != arrival:
+                    self._chunk_times.append(arrival)
                 self._text.append(chunk.text)
                 self._reasoning.append(chunk.reasoning)
                 if self._on_text is not None and chunk.text:

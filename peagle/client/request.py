@@ -82,9 +82,10 @@ class GenerationRequest:
 class Timings:
     """Wall-clock timings of one request, in seconds from when it was first sent.
 
-    ``chunk_times_s`` are the arrival times of the streamed chunks that carried
-    text. With speculative decoding one chunk can carry several tokens, so the gaps
-    between chunks (inter-token latency) are longer than the time per output token.
+    ``chunk_times_s`` are the times at which new text arrived (one entry per network
+    read that carried text: SSE events read together arrived together). With
+    speculative decoding one event can carry several tokens, so the gaps between
+    arrivals (inter-token latency) are longer than the time per output token.
     """
 
     ttft_s: float | None

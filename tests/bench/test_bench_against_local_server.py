@@ -64,8 +64,3 @@ def test_compare_to_a_better_baseline_exits_3_and_reports_side_by_side(first_run
     assert "## Side by side" in report and "## Compared to" in report and "output_tokens_per_s" in report
     assert (out / "runs_side_by_side.png").exists()
     assert [run["label"] for run in json.loads((out / "results.json").read_text())["runs"]] == ["baseline-k4", "p-eagle-k4"]
-
-
-def test_bench_refuses_bad_arguments_with_exit_2(tmp_path, capsys):
-    assert main(["bench", "--url", "http://127.0.0.1:1", "--label", "a", "--label", "b", "--out", str(tmp_path)]) == 2
-    assert "one per --url/--endpoint" in capsys.readouterr().err
