@@ -179,7 +179,6 @@ def _settings(args: argparse.Namespace):
         warmup_requests=args.warmup,
         price_per_hour_usd=price,
         price_source=price_source,
-        max_attempts=args.max_attempts,
         describe=describe,
     )
 
@@ -191,20 +190,10 @@ def _or_server_default(value) -> str:
 def _request_template(args: argparse.Namespace):
     """Sampling for every request: the profile's, else greedy (deterministic, and the
     setting under which speculation on and off produce the same tokens)."""
-    from peagle.client import GenerationRequest
+    from peagle.client.cli import build_request
 
     extra = {"ignore_eos": True} if args.ignore_eos else {}
-    if args.profile:
-        return GenerationRequest.with_profile(
-            args.profile, prompt="", max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, extra=extra
-        )
-    return GenerationRequest(
-        prompt="",
-        max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS,
-        temperature=0.0 if args.temperature is None else args.temperature,
-        top_p=args.top_p,
-        extra=extra,
-    )
+    return build_request(args, defaults={"temperature": 0.0, "max_tokens": DEFAULT_MAX_TOKENS}, prompt="", extra=extra)
 
 
 def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:

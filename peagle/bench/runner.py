@@ -41,7 +41,6 @@ class BenchSettings:
     warmup_requests: int = 1
     price_per_hour_usd: float | None = None
     price_source: str | None = None
-    max_attempts: int = 5
     describe: dict[str, Any] = field(default_factory=dict)  # what results.json records as settings
 
 

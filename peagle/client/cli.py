@@ -48,14 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_invoke)
 
 
-def build_request(args: argparse.Namespace, **content):
-    """A GenerationRequest from --profile and the sampling overrides."""
+def build_request(args: argparse.Namespace, *, defaults: dict | None = None, **fields):
+    """A GenerationRequest from --profile and the sampling overrides.
+
+    ``defaults`` apply when no profile is given (sampling fields a command wants
+    fixed, e.g. greedy for benchmarks); ``fields`` are the content and body extras.
+    """
     from peagle.client.request import GenerationRequest
 
     overrides = {"max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p}
     if args.profile:
-        return GenerationRequest.with_profile(args.profile, **content, **overrides)
-    return GenerationRequest(**content, **{name: value for name, value in overrides.items() if value is not None})
+        return GenerationRequest.with_profile(args.profile, **fields, **overrides)
+    chosen = {**(defaults or {}), **{name: value for name, value in overrides.items() if value is not None}}
+    return GenerationRequest(**fields, **chosen)
 
 
 def build_client(url: str | None, endpoint: str | None, args: argparse.Namespace):
