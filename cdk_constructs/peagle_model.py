@@ -25,6 +25,7 @@ class PeagleModel(Construct):
         *,
         environment: dict[str, str],
         artifacts: ModelArtifactsLocation,
+        log_group_name: str,
         network_isolation: bool = True,
         subnet_ids: list[str] | None = None,
         security_group_ids: list[str] | None = None,
@@ -33,6 +34,7 @@ class PeagleModel(Construct):
         """
         :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.container_env.
         :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix).
+        :param log_group_name: the endpoint's log group, the only one the container may write to.
         :param network_isolation: no network or AWS credentials in the container (default: on).
         :param subnet_ids: private subnets to run in (default: SageMaker's managed network).
         :param image_directory: the Docker build context (default: inference_image/).
@@ -43,7 +45,12 @@ class PeagleModel(Construct):
             self, "Image", directory=str(image_directory), platform=ecr_assets.Platform.LINUX_AMD64
         )
         self.execution_role = SageMakerExecutionRole(
-            self, "ExecutionRole", artifacts=artifacts, image_repository=self.image.repository, in_vpc=in_vpc
+            self,
+            "ExecutionRole",
+            artifacts=artifacts,
+            image_repository=self.image.repository,
+            log_group_name=log_group_name,
+            in_vpc=in_vpc,
         )
         self.artifacts = artifacts
         self.model = sagemaker.CfnModel(

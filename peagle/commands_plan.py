@@ -8,7 +8,7 @@ import sys
 
 from peagle.catalog import load_catalog
 from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
-from peagle.container_env import container_environment
+from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
 from peagle.errors import PeagleError
 from peagle.planner import plan_deployment
 
@@ -104,13 +104,13 @@ def run_plan(args: argparse.Namespace) -> int:
             },
             "kv_cache_tokens": plan.memory.kv_cache_tokens,
             "notes": list(plan.notes),
-            "environment": container_environment(plan, config),
+            "environment": container_environment(plan, config, variant_name=DEFAULT_VARIANT_NAME),
         }
         print(json.dumps(document, indent=2))
         return 0
     print("\n".join(plan.summary_lines()))
     if args.env:
         print("\ncontainer environment:")
-        for key, value in container_environment(plan, config).items():
+        for key, value in container_environment(plan, config, variant_name=DEFAULT_VARIANT_NAME).items():
             print(f"  {key}={value}")
     return 0

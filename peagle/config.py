@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, PositiveInt, ValidationError, field_validator, model_validator
@@ -96,6 +96,87 @@ class TimeoutSettings(StrictModel):
     model_download_seconds: int | None = Field(None, ge=60, le=3600)
 
 
+class ScheduledScaling(StrictModel):
+    """Capacity bounds from a schedule, e.g. fewer instances off-peak."""
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$", description="PascalCase id, stable across deploys")
+    schedule: str = Field(
+        pattern=r"^(cron\(.+\)|rate\(.+\)|at\(.+\))$", description="e.g. 'cron(0 20 * * ? *)' (UTC unless time_zone)"
+    )
+    min_instances: PositiveInt
+    max_instances: PositiveInt
+    time_zone: str | None = Field(None, description="IANA name, e.g. Europe/Berlin")
+
+
+class AutoscalingSettings(StrictModel):
+    """Scaling of the variant's DesiredInstanceCount (facts.md §7)."""
+
+    enabled: bool = True
+    min_instances: PositiveInt = 1
+    max_instances: PositiveInt = Field(2, le=100)
+    target: Literal["concurrency", "invocations"] = Field(
+        "concurrency",
+        description="concurrency: in-flight requests per instance (10 s metric, counts streaming requests); "
+        "invocations: requests per minute per instance, needs max_rps_per_instance",
+    )
+    target_concurrency_per_instance: float | None = Field(
+        None, gt=0, description="unset: 75% of the plan's max_num_seqs"
+    )
+    max_rps_per_instance: float | None = Field(None, gt=0, description="measured with `peagle bench`")
+    safety_factor: float = Field(0.5, gt=0, le=1)
+    gpu_utilization_target_percent: float | None = Field(
+        80, gt=0, le=100, description="per GPU (normalised by the GPU count); null: no GPU policy"
+    )
+    latency_step_scaling: bool = Field(True, description="add instances while p90 ModelLatency exceeds the SLA")
+    scale_in_cooldown_seconds: int = Field(900, ge=0, le=3600, description="GPU instances are slow to replace")
+    scale_out_cooldown_seconds: int = Field(120, ge=0, le=3600)
+    schedules: list[ScheduledScaling] = []
+
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class AlarmSettings(StrictModel):
+    """Alarm thresholds; unset ones come from the profile."""
+
+    enabled: bool = True
+    emails: list[str] = Field([], description="subscribed to the alarm topic (each must confirm)")
+    latency_p90_seconds: float | None = Field(None, gt=0, description="unset: the profile's latency SLA")
+    error_5xx_rate_percent: float = Field(1.0, gt=0, le=100)
+    error_4xx_rate_percent: float = Field(10.0, gt=0, le=100)
+    gpu_memory_percent: float = Field(95.0, gt=0, le=100, description="per GPU")
+    min_acceptance_rate: float = Field(
+        0.2, gt=0, lt=1, description="below it speculation costs more than it saves (drafter mismatch or off)"
+    )
+    kpi_missing_minutes: int = Field(10, ge=2, le=60, description="no KPI line for this long: container not reporting")
+
+    @field_validator("emails")
+    @classmethod
+    def _emails(cls, value: list[str]) -> list[str]:
+        bad = [address for address in value if not _EMAIL.match(address)]
+        if bad:
+            raise ValueError(f"not e-mail addresses: {bad}")
+        return value
+
+
+# CloudWatch Logs accepts only these retention periods.
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
+
+
+class ObservabilitySettings(StrictModel):
+    log_retention_days: int = 365
+    kpi_interval_seconds: int = Field(60, ge=10, le=300, description="how often the launcher logs a KPI line")
+    metric_publish_frequency_seconds: Literal[10, 30, 60, 120, 180, 240, 300] = 60
+    detailed_observability: bool = Field(True, description="SageMaker scrapes the container's /metrics (PromQL)")
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value} is not a CloudWatch Logs retention period; use one of {list(LOG_RETENTION_DAYS)}")
+        return value
+
+
 class DeploymentConfig(StrictModel):
     name: str = Field(
         "peagle",
@@ -111,6 +192,9 @@ class DeploymentConfig(StrictModel):
     artifacts: ArtifactsSettings = ArtifactsSettings()
     network: NetworkSettings = NetworkSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
+    autoscaling: AutoscalingSettings = AutoscalingSettings()
+    alarms: AlarmSettings = AlarmSettings()
+    observability: ObservabilitySettings = ObservabilitySettings()
     vllm_args: dict[str, bool | int | float | str] = Field(
         {}, description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*"
     )
@@ -133,9 +217,41 @@ class DeploymentConfig(StrictModel):
         for name in self.vllm_args:
             if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
                 problems.append(f"vllm_args key {name!r} must be a vLLM flag name like 'max-num-batched-tokens'")
+        problems += self._scaling_problems()
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _scaling_problems(self) -> list[str]:
+        scaling, count = self.autoscaling, self.instance.count
+        if not scaling.enabled:
+            return []
+        problems = []
+        if not scaling.min_instances <= count <= scaling.max_instances:
+            problems.append(
+                f"autoscaling needs min_instances <= instance.count <= max_instances; given "
+                f"{scaling.min_instances} <= {count} <= {scaling.max_instances}; adjust autoscaling.min_instances/"
+                "max_instances in the deployment file (or set autoscaling.enabled: false)"
+            )
+        if scaling.target == "invocations" and scaling.max_rps_per_instance is None:
+            problems.append(
+                "autoscaling.target 'invocations' needs autoscaling.max_rps_per_instance: measure it with "
+                "`peagle bench` (the highest requests/s that still meets your latency SLA), or use target 'concurrency'"
+            )
+        for schedule in scaling.schedules:
+            if schedule.min_instances > schedule.max_instances:
+                problems.append(
+                    f"autoscaling.schedules[{schedule.name}]: min_instances {schedule.min_instances} > "
+                    f"max_instances {schedule.max_instances}"
+                )
+        if len({schedule.name for schedule in scaling.schedules}) != len(scaling.schedules):
+            problems.append("autoscaling.schedules: names must be unique")
+        return problems
+
+    @property
+    def endpoint_name(self) -> str:
+        """Known before deploy, so the log group, metric filters and alarms can be created with it."""
+        return f"{self.name}-endpoint"
 
     def pair(self) -> ModelPair:
         return self.custom_pairs.get(self.model) or load_catalog().pairs[self.model]

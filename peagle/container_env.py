@@ -19,7 +19,8 @@ from peagle.planner import Plan
 MODEL_MOUNT = "/opt/ml/model"
 TARGET_DIR = f"{MODEL_MOUNT}/target"
 DRAFTER_DIR = f"{MODEL_MOUNT}/drafter"
-KPI_INTERVAL_SECONDS = 60
+# The production variant's name; keep it stable (autoscaling and rollouts key on it).
+DEFAULT_VARIANT_NAME = "AllTraffic"
 # SageMaker sends SIGKILL 30 s after SIGTERM: drain in-flight requests for less.
 SHUTDOWN_DRAIN_SECONDS = 25
 
@@ -75,13 +76,17 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
     return flags
 
 
-def container_environment(plan: Plan, config: DeploymentConfig) -> dict[str, str]:
+def container_environment(plan: Plan, config: DeploymentConfig, *, variant_name: str) -> dict[str, str]:
+    """All of the container's environment. The endpoint and variant names go into every
+    KPI line, where CloudWatch metric filters read them as dimensions."""
     env = {sm_vllm_name(flag): _render(value) for flag, value in vllm_flags(plan, config).items()}
     env.update(
         {
             "PEAGLE_MODEL_PAIR": plan.pair_id,
+            "PEAGLE_ENDPOINT_NAME": config.endpoint_name,
+            "PEAGLE_VARIANT_NAME": variant_name,
             "PEAGLE_DRAFTER_TRAINED_K": str(plan.pair.drafter.trained_k),
-            "PEAGLE_KPI_INTERVAL_SECONDS": str(KPI_INTERVAL_SECONDS),
+            "PEAGLE_KPI_INTERVAL_SECONDS": str(config.observability.kpi_interval_seconds),
             "PEAGLE_SHUTDOWN_DRAIN_SECONDS": str(SHUTDOWN_DRAIN_SECONDS),
             "PEAGLE_SPECULATION_SELF_CHECK": "true" if plan.speculation_enabled else "false",
         }

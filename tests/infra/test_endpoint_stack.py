@@ -90,14 +90,16 @@ def test_model_and_endpoint_config_have_generated_names(default_synth):
     template = default_synth.template()
     template.has_resource_properties("AWS::SageMaker::Model", {"ModelName": Match.absent()})
     template.has_resource_properties("AWS::SageMaker::EndpointConfig", {"EndpointConfigName": Match.absent()})
-    template.resource_count_is("AWS::SageMaker::Endpoint", 1)
+    # The endpoint's name is physical (<name>-endpoint) so its log group can exist first;
+    # endpoint updates swap configs in place, so the name never forces a replacement.
+    template.has_resource_properties("AWS::SageMaker::Endpoint", {"EndpointName": "peagle-endpoint"})
 
 
 def test_outputs_publish_endpoint_role_image_and_weights_prefix(default_synth):
     outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]
     assert {"EndpointName", "ExecutionRoleArn", "ImageUri", "ModelDataS3Uri"} <= set(outputs)
-    assert outputs["EndpointName"]["Value"] == {"Fn::GetAtt": [Match.any_value(), "EndpointName"]} or "Fn::GetAtt" in \
-        outputs["EndpointName"]["Value"]  # fmt: skip
+    assert outputs["EndpointName"]["Value"] == "peagle-endpoint"
+    assert {"AlarmTopicArn", "DashboardName"} <= set(outputs)
 
 
 def _policy_statements(synth_result):
@@ -161,7 +163,7 @@ def test_vpc_mode_attaches_the_model_to_private_subnets(synth, tmp_path):
     ("context", "variant"),
     [
         ({"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"}, {"InstanceType": "ml.p5.48xlarge"}),
-        ({"instanceCount": "3", "profile": "codegen"}, {"InitialInstanceCount": 3}),
+        ({"instanceCount": "2", "profile": "codegen"}, {"InitialInstanceCount": 2}),
     ],
 )
 def test_context_overrides_reach_the_template(synth, context, variant):

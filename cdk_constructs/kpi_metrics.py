@@ -1,0 +1,115 @@
+"""The launcher's KPI log lines as CloudWatch metrics, via metric filters on the
+endpoint's log group. Under network isolation the container cannot call
+PutMetricData; stdout (CloudWatch Logs) is its only way out.
+
+Each KPI line is one JSON object with "event": "peagle_kpi" (inference_image/README.md);
+a filter matches only numeric values, so a null (e.g. no drafts in the interval)
+publishes nothing rather than a zero that would trip alarms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from cdk_constructs.endpoint_logs import EndpointLogGroup
+
+KPI_NAMESPACE = "PEagle/Endpoints"
+KPI_EVENT = "peagle_kpi"
+
+
+@dataclass(frozen=True)
+class KpiField:
+    json_field: str  # key in the KPI line
+    metric_name: str  # CloudWatch metric name; the unit is in the name where it has one
+    unit: cloudwatch.Unit
+
+
+KPI_FIELDS: tuple[KpiField, ...] = (
+    KpiField("requests_per_second", "RequestsPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
+    KpiField("generation_tokens_per_second", "GenerationTokensPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
+    KpiField("prompt_tokens_per_second", "PromptTokensPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
+    KpiField("ttft_mean_seconds", "TimeToFirstTokenSeconds", cloudwatch.Unit.SECONDS),
+    KpiField("tpot_mean_seconds", "TimePerOutputTokenSeconds", cloudwatch.Unit.SECONDS),
+    KpiField("e2e_latency_mean_seconds", "EndToEndLatencySeconds", cloudwatch.Unit.SECONDS),
+    KpiField("queue_time_mean_seconds", "QueueTimeSeconds", cloudwatch.Unit.SECONDS),
+    KpiField("spec_acceptance_rate", "SpecAcceptanceRate", cloudwatch.Unit.NONE),
+    KpiField("spec_mean_acceptance_length", "SpecMeanAcceptanceLength", cloudwatch.Unit.NONE),
+    KpiField("spec_drafts_per_second", "SpecDraftsPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
+    KpiField("requests_running", "RequestsRunning", cloudwatch.Unit.COUNT),
+    KpiField("requests_waiting", "RequestsWaiting", cloudwatch.Unit.COUNT),
+    KpiField("kv_cache_usage_ratio", "KvCacheUsageRatio", cloudwatch.Unit.NONE),
+    KpiField("requests_finished_total_in_interval", "RequestsFinished", cloudwatch.Unit.COUNT),
+    KpiField("requests_finished.length", "RequestsFinishedByLength", cloudwatch.Unit.COUNT),
+    KpiField("requests_finished.abort", "RequestsAborted", cloudwatch.Unit.COUNT),
+)
+# One per line, whatever its contents: its absence means the container stopped reporting.
+KPI_REPORTS_METRIC = "KpiReports"
+
+
+class KpiMetrics(Construct):
+    """Metric filters turning KPI lines in ``log_group`` into metrics in KPI_NAMESPACE.
+
+    Dimensions EndpointName and VariantName come from the line itself (the launcher
+    reads them from PEAGLE_ENDPOINT_NAME / PEAGLE_VARIANT_NAME), so every variant of
+    the endpoint gets its own series from the one log group.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, log_group: EndpointLogGroup, endpoint_name: str) -> None:
+        super().__init__(scope, id)
+        # Metric filters need the group to exist; it is created before the endpoint.
+        self.node.add_dependency(log_group.resource)
+        self.endpoint_name = endpoint_name
+        dimensions = {"EndpointName": "$.endpoint_name", "VariantName": "$.variant_name"}
+        self.filters: dict[str, logs.MetricFilter] = {}
+        for kpi in KPI_FIELDS:
+            self.filters[kpi.metric_name] = logs.MetricFilter(
+                self,
+                kpi.metric_name,
+                log_group=log_group.log_group,
+                metric_namespace=KPI_NAMESPACE,
+                metric_name=kpi.metric_name,
+                # numeric comparison: lines where the field is null or absent do not match
+                filter_pattern=logs.FilterPattern.all(
+                    logs.FilterPattern.string_value("$.event", "=", KPI_EVENT),
+                    logs.FilterPattern.number_value(f"$.{kpi.json_field}", ">=", 0),
+                ),
+                metric_value=f"$.{kpi.json_field}",
+                dimensions=dimensions,
+                unit=kpi.unit,
+            )
+        self.filters[KPI_REPORTS_METRIC] = logs.MetricFilter(
+            self,
+            KPI_REPORTS_METRIC,
+            log_group=log_group.log_group,
+            metric_namespace=KPI_NAMESPACE,
+            metric_name=KPI_REPORTS_METRIC,
+            filter_pattern=logs.FilterPattern.string_value("$.event", "=", KPI_EVENT),
+            metric_value="1",
+            dimensions=dimensions,
+            unit=cloudwatch.Unit.COUNT,
+        )
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        variant_name: str,
+        statistic: str = "Average",
+        period: Duration = Duration.minutes(1),
+        label: str | None = None,
+    ) -> cloudwatch.Metric:
+        if metric_name not in self.filters:
+            raise KeyError(f"{metric_name} is not a KPI metric; known: {sorted(self.filters)}")
+        return cloudwatch.Metric(
+            namespace=KPI_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name},
+            statistic=statistic,
+            period=period,
+            label=label,
+        )

@@ -1,0 +1,309 @@
+"""KPI metrics, autoscaling, alarms and dashboard in the synthesized endpoint stack."""
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match
+from cdk_synth import write_deployment
+
+from cdk_constructs.kpi_metrics import KPI_FIELDS, KPI_NAMESPACE
+from peagle.config import config_from_overrides
+from peagle.errors import ConfigError
+
+ENDPOINT = "peagle-endpoint"
+RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/AllTraffic"
+
+
+def _of_type(result, resource_type):
+    return list(result.resources("PeagleEndpoint", resource_type).values())
+
+
+# --- KPI metrics --------------------------------------------------------------------
+
+
+def test_log_group_is_owned_encrypted_retained_and_created_before_the_endpoint(default_synth):
+    template = default_synth.template()
+    template.has_resource(
+        "AWS::Logs::LogGroup",
+        {
+            "Properties": {
+                "LogGroupName": f"/aws/sagemaker/Endpoints/{ENDPOINT}",
+                "RetentionInDays": 365,
+                "KmsKeyId": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
+            },
+            "DeletionPolicy": "Retain",
+        },
+    )
+    (endpoint_logical_id,) = default_synth.resources("PeagleEndpoint", "AWS::SageMaker::Endpoint")
+    (log_group_logical_id,) = default_synth.resources("PeagleEndpoint", "AWS::Logs::LogGroup")
+    depends_on = default_synth.templates["PeagleEndpoint"]["Resources"][endpoint_logical_id]["DependsOn"]
+    assert log_group_logical_id in depends_on
+
+
+def test_every_kpi_field_becomes_a_metric_with_endpoint_and_variant_dimensions(default_synth):
+    filters = _of_type(default_synth, "AWS::Logs::MetricFilter")
+    by_name = {f["Properties"]["MetricTransformations"][0]["MetricName"]: f["Properties"] for f in filters}
+    assert set(by_name) == {kpi.metric_name for kpi in KPI_FIELDS} | {"KpiReports"}
+    for kpi in KPI_FIELDS:
+        props = by_name[kpi.metric_name]
+        transformation = props["MetricTransformations"][0]
+        assert props["LogGroupName"] == f"/aws/sagemaker/Endpoints/{ENDPOINT}"
+        assert props["FilterPattern"] == f'{{ ($.event = "peagle_kpi") && ($.{kpi.json_field} >= 0) }}'
+        assert transformation["MetricValue"] == f"$.{kpi.json_field}"
+        assert transformation["MetricNamespace"] == KPI_NAMESPACE
+        assert transformation["Dimensions"] == [
+            {"Key": "EndpointName", "Value": "$.endpoint_name"},
+            {"Key": "VariantName", "Value": "$.variant_name"},
+        ]
+    assert by_name["TimeToFirstTokenSeconds"]["MetricTransformations"][0]["Unit"] == "Seconds"
+    assert by_name["KpiReports"]["MetricTransformations"][0]["MetricValue"] == "1"
+
+
+def test_the_container_is_told_the_names_the_metric_filters_read(default_synth):
+    env = default_synth.container_environment()
+    assert env["PEAGLE_ENDPOINT_NAME"] == ENDPOINT
+    assert env["PEAGLE_VARIANT_NAME"] == "AllTraffic"
+    assert env["PEAGLE_KPI_INTERVAL_SECONDS"] == "60"
+
+
+def test_endpoint_config_sets_metrics_config_explicitly(default_synth):
+    default_synth.template().has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "MetricsConfig": {
+                "EnableDetailedObservability": True,
+                "EnableEnhancedMetrics": True,
+                "MetricPublishFrequencyInSeconds": 60,
+            }
+        },
+    )
+
+
+def test_execution_role_writes_only_this_endpoints_log_streams(default_synth):
+    (policy,) = _of_type(default_synth, "AWS::IAM::ManagedPolicy")
+    (logs,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "WriteEndpointLogs"]
+    assert json.dumps(logs["Resource"]).endswith(f':log-group:/aws/sagemaker/Endpoints/{ENDPOINT}:*"]]}}')
+
+
+# --- Autoscaling --------------------------------------------------------------------
+
+
+def test_scalable_target_is_the_variants_instance_count(default_synth):
+    default_synth.template().has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "ServiceNamespace": "sagemaker",
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "ResourceId": RESOURCE_ID,
+            "MinCapacity": 1,
+            "MaxCapacity": 2,
+        },
+    )
+
+
+def _policies(result):
+    return {p["Properties"]["PolicyName"].split("InstanceCount")[-1]: p["Properties"] for p in
+            _of_type(result, "AWS::ApplicationAutoScaling::ScalingPolicy")}  # fmt: skip
+
+
+def test_concurrency_target_tracking_defaults_to_three_quarters_of_max_num_seqs(default_synth):
+    policies = _policies(default_synth)
+    (concurrency,) = [p for name, p in policies.items() if "Concurrency" in name]
+    config = concurrency["TargetTrackingScalingPolicyConfiguration"]
+    assert config["PredefinedMetricSpecification"] == {
+        "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+    }
+    assert config["TargetValue"] == 24  # 0.75 x max_num_seqs 32
+    assert (config["ScaleInCooldown"], config["ScaleOutCooldown"]) == (900, 120)
+
+
+def test_gpu_utilization_target_is_normalised_by_gpu_count(synth):
+    single = _policies(synth())
+    multi = _policies(synth(model="gpt-oss-120b", instanceType="ml.p5.48xlarge"))
+    for policies, gpus in ((single, 1), (multi, 8)):
+        (gpu,) = [p for name, p in policies.items() if "GpuUtilization" in name]
+        config = gpu["TargetTrackingScalingPolicyConfiguration"]
+        assert config["TargetValue"] == 80 * gpus
+        metric = config["CustomizedMetricSpecification"]
+        assert (metric["MetricName"], metric["Namespace"], metric["Statistic"]) == (
+            "GPUUtilization", "/aws/sagemaker/Endpoints", "Average")  # fmt: skip
+        assert {d["Name"] for d in metric["Dimensions"]} == {"EndpointName", "VariantName"}
+
+
+def test_latency_step_scaling_adds_instances_over_the_sla_in_microseconds(default_synth):
+    policies = _policies(default_synth)
+    (step,) = [p for name, p in policies.items() if "ModelLatencyOverSla" in name]
+    config = step["StepScalingPolicyConfiguration"]
+    assert config["AdjustmentType"] == "ChangeInCapacity"
+    assert config["MetricAggregationType"] == "Maximum"
+    adjustments = {a["ScalingAdjustment"] for a in config["StepAdjustments"]}
+    assert adjustments == {1, 2}
+    alarms = [a["Properties"] for a in _of_type(default_synth, "AWS::CloudWatch::Alarm")
+              if a["Properties"].get("MetricName") == "ModelLatency" and "AlarmActions" in a["Properties"]
+              and "ExtendedStatistic" in a["Properties"] and a["Properties"].get("Threshold") == 10_000_000]  # fmt: skip
+    assert alarms, "step scaling alarm at the chatbot SLA of 10 s = 10,000,000 us"
+
+
+def test_invocations_target_needs_a_measured_rps_and_uses_the_safety_factor(synth, tmp_path):
+    with pytest.raises(ConfigError, match=r"needs autoscaling.max_rps_per_instance: measure it with `peagle bench`"):
+        config_from_overrides({}, base={"autoscaling": {"target": "invocations"}})
+    path = write_deployment(tmp_path, "autoscaling:\n  target: invocations\n  max_rps_per_instance: 2.0\n")
+    policies = _policies(synth(deployment=path))
+    (invocations,) = [p for name, p in policies.items() if "InvocationsPerInstance" in name]
+    config = invocations["TargetTrackingScalingPolicyConfiguration"]
+    assert config["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
+    assert config["TargetValue"] == 2.0 * 0.5 * 60
+
+
+def test_scheduled_scaling_for_off_peak_hours(synth, tmp_path):
+    path = write_deployment(
+        tmp_path,
+        """
+instance: {count: 2}
+autoscaling:
+  max_instances: 4
+  schedules:
+    - {name: NightlyScaleIn, schedule: "cron(0 20 * * ? *)", min_instances: 1, max_instances: 1, time_zone: Europe/Berlin}
+    - {name: MorningScaleOut, schedule: "cron(0 7 * * ? *)", min_instances: 2, max_instances: 4}
+""",
+    )
+    result = synth(deployment=path)
+    result.template().has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "MaxCapacity": 4,
+            "ScheduledActions": [
+                {"ScheduledActionName": "NightlyScaleIn", "Schedule": "cron(0 20 * * ? *)", "Timezone": "Europe/Berlin",
+                 "ScalableTargetAction": {"MinCapacity": 1, "MaxCapacity": 1}},
+                Match.object_like({"ScheduledActionName": "MorningScaleOut",
+                                   "ScalableTargetAction": {"MinCapacity": 2, "MaxCapacity": 4}}),
+            ],
+        },
+    )  # fmt: skip
+
+
+def test_scaling_validation_reports_every_problem_at_once():
+    with pytest.raises(ConfigError) as error:
+        config_from_overrides(
+            {"instanceCount": 5},
+            base={"autoscaling": {"target": "invocations", "max_instances": 3,
+                                  "schedules": [{"name": "Night", "schedule": "cron(0 20 * * ? *)",
+                                                 "min_instances": 3, "max_instances": 1}]}},
+        )  # fmt: skip
+    message = str(error.value)
+    assert "min_instances <= instance.count <= max_instances; given 1 <= 5 <= 3" in message
+    assert "needs autoscaling.max_rps_per_instance" in message
+    assert "autoscaling.schedules[Night]: min_instances 3 > max_instances 1" in message
+
+
+def test_autoscaling_can_be_turned_off(synth, tmp_path):
+    result = synth(deployment=write_deployment(tmp_path, "autoscaling: {enabled: false}\n"))
+    result.template().resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+
+
+# --- Alarms -------------------------------------------------------------------------
+
+
+def _alarms(result):
+    return {a["Properties"]["AlarmDescription"]: a["Properties"] for a in _of_type(result, "AWS::CloudWatch::Alarm")
+            if a["Properties"].get("AlarmDescription", "").startswith("P-EAGLE")}  # fmt: skip
+
+
+def _alarm(result, fragment):
+    (alarm,) = [props for description, props in _alarms(result).items() if fragment in description]
+    return alarm
+
+
+def test_alarm_topic_is_kms_encrypted_ssl_only_and_cloudwatch_can_use_its_key(default_synth):
+    template = default_synth.template()
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [Match.any_value(), "Arn"]}})
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like(
+            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}},
+    )  # fmt: skip
+    template.has_resource_properties(
+        "AWS::KMS::Key",
+        {"KeyPolicy": {"Statement": Match.array_with([Match.object_like(
+            {"Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": ["kms:Decrypt", "kms:GenerateDataKey*"]})])}},
+    )  # fmt: skip
+
+
+def test_latency_alarm_threshold_is_the_profile_sla_in_microseconds(synth):
+    chatbot = _alarm(synth(), "p90 ModelLatency over")
+    assert (chatbot["MetricName"], chatbot["ExtendedStatistic"], chatbot["Period"]) == ("ModelLatency", "p90", 60)
+    assert chatbot["Threshold"] == 10 * 1_000_000
+    assert chatbot["ComparisonOperator"] == "GreaterThanThreshold"
+    assert (chatbot["EvaluationPeriods"], chatbot["DatapointsToAlarm"]) == (5, 3)
+    codegen = _alarm(synth(profile="codegen"), "p90 ModelLatency over")
+    assert codegen["Threshold"] == 30 * 1_000_000
+
+
+def test_error_rate_alarms_divide_errors_by_invocations(default_synth):
+    for fragment, threshold, metric in (("fail with 5xx", 1, "Invocation5XXErrors"),
+                                        ("rejected (4xx)", 10, "Invocation4XXErrors")):  # fmt: skip
+        alarm = _alarm(default_synth, fragment)
+        assert alarm["Threshold"] == threshold
+        queries = {q["Id"]: q for q in alarm["Metrics"]}
+        assert "100 *" in next(q["Expression"] for q in queries.values() if "Expression" in q)
+        names = {q["MetricStat"]["Metric"]["MetricName"] for q in queries.values() if "MetricStat" in q}
+        assert names == {metric, "Invocations"}
+
+
+def test_gpu_memory_alarm_scales_with_gpu_count(synth):
+    assert _alarm(synth(), "GPU memory over")["Threshold"] == 95
+    assert _alarm(synth(model="gpt-oss-120b", instanceType="ml.p5.48xlarge"), "GPU memory over")["Threshold"] == 95 * 8
+
+
+def test_acceptance_alarm_watches_the_kpi_metric_only_when_speculating(synth):
+    alarm = _alarm(synth(), "draft acceptance under 0.2")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["ComparisonOperator"]) == (
+        KPI_NAMESPACE, "SpecAcceptanceRate", "LessThanThreshold")  # fmt: skip
+    assert alarm["TreatMissingData"] == "notBreaching"  # no traffic, no drafts: not an incident
+    assert not [d for d in _alarms(synth(speculativeTokens="0")) if "draft acceptance" in d]
+
+
+def test_missing_kpi_lines_alarm_treats_silence_as_breaching(default_synth):
+    alarm = _alarm(default_synth, "no KPI line for 10 minutes")
+    assert (alarm["MetricName"], alarm["Statistic"], alarm["Period"]) == ("KpiReports", "SampleCount", 600)
+    assert alarm["TreatMissingData"] == "breaching"
+
+
+def test_every_alarm_notifies_the_topic_and_a_composite_rolls_them_up(default_synth):
+    alarms = _alarms(default_synth)
+    assert len(alarms) == 6
+    for props in alarms.values():
+        assert props["AlarmActions"] == props["OKActions"] == [{"Ref": Match.any_value()}] or len(props["AlarmActions"]) == 1
+    (composite,) = _of_type(default_synth, "AWS::CloudWatch::CompositeAlarm")
+    rule = json.dumps(composite["Properties"]["AlarmRule"])
+    assert rule.count("ALARM(") == 3
+
+
+def test_thresholds_can_be_overridden_and_emails_subscribed(synth, tmp_path):
+    path = write_deployment(
+        tmp_path,
+        "alarms:\n  latency_p90_seconds: 4\n  error_5xx_rate_percent: 0.5\n  emails: [oncall@example.com]\n",
+    )
+    result = synth(deployment=path)
+    assert _alarm(result, "p90 ModelLatency over")["Threshold"] == 4_000_000
+    assert _alarm(result, "fail with 5xx")["Threshold"] == 0.5
+    result.template().has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"}
+    )
+    with pytest.raises(ConfigError, match=r"not e-mail addresses: \['oncall'\]"):
+        config_from_overrides({}, base={"alarms": {"emails": ["oncall"]}})
+
+
+# --- Dashboard ----------------------------------------------------------------------
+
+
+def test_dashboard_shows_every_kpi_the_seed_promises(default_synth):
+    (dashboard,) = _of_type(default_synth, "AWS::CloudWatch::Dashboard")
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for needle in (
+        "ModelLatency", "p50", "p90", "p99", "GenerationTokensPerSecond", "TimeToFirstTokenSeconds",
+        "TimePerOutputTokenSeconds", "SpecAcceptanceRate", "SpecMeanAcceptanceLength", "GPUUtilization",
+        "GPUMemoryUtilization", "reporting instances", "Invocations", "4xx %", "5xx %", "alarm",
+        "KvCacheUsageRatio", "P-EAGLE parallel drafting, K=7",
+    ):  # fmt: skip
+        assert needle in body, needle
