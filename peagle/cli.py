@@ -19,6 +19,8 @@ _COMMAND_MODULES = (
     "peagle.local.cli",  # local
     "peagle.client.cli",  # invoke
     "peagle.bench.cli",  # bench
+    "peagle.batch.cli",  # batch
+    "peagle.stage.cli",  # stage
 )
 
 
