@@ -2,9 +2,9 @@
 
 "Speculation configured but silently off" is a known field failure (a drafter that
 never runs still lets the endpoint answer, just slower). With speculation
-configured, the warm-up request must move ``vllm:spec_decode_num_drafts_total``;
-otherwise the start fails, so SageMaker marks the deployment failed instead of
-serving without its drafter.
+configured, the warm-up request must move ``vllm:spec_decode_num_drafts_total``
+and get at least one draft token accepted; otherwise the start fails, so SageMaker
+marks the deployment failed instead of serving without its drafter.
 """
 
 from __future__ import annotations
@@ -61,14 +61,25 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings) -> None:
         if drafts > 0 or time.monotonic() > deadline:
             break
         time.sleep(0.25)
+    accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
+    drafter = plan.speculation.config.get("model")
     if drafts <= 0:
         raise SelfCheckError(
-            f"speculation is configured (K={plan.speculative_tokens}, drafter "
-            f"{plan.speculation.config.get('model')}) but the warm-up request made no drafts "
-            f"({m.SPEC_DRAFTS} did not move): the drafter is not in use. Check vLLM's log "
-            "above for why (e.g. a drafter context shorter than the prompt)"
+            f"speculation is configured (K={plan.speculative_tokens}, drafter {drafter}) but the "
+            f"warm-up request made no drafts ({m.SPEC_DRAFTS} did not move): the drafter is not "
+            "in use. Check vLLM's log above for why"
         )
-    accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
+    if accepted <= 0:
+        # vLLM still counts drafts when it skips the drafter (e.g. the sequence is
+        # longer than the drafter's context) or when the drafter belongs to another
+        # target: they are all rejected. A matched drafter accepts some of ~K x 16
+        # draft tokens with near certainty.
+        raise SelfCheckError(
+            f"speculation is configured (K={plan.speculative_tokens}, drafter {drafter}) but none "
+            f"of the warm-up request's {int(drafts)} drafts was accepted: the drafter is not in "
+            "use (e.g. its context is shorter than the prompt) or was not trained for this "
+            "target. Check the model pair and the launcher warnings above"
+        )
     log.info(
         "speculation self-check passed: %d drafts, mean acceptance length %.2f on the warm-up request",
         drafts, 1.0 + accepted / drafts,

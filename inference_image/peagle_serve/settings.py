@@ -130,7 +130,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "PEAGLE_SPECULATION_SELF_CHECK", "speculation_self_check", _parse_bool, True,
         "After start-up send one warm-up request; when speculation is configured it must "
-        "move `vllm:spec_decode_num_drafts_total`, else the start fails (exit 3). "
+        "move `vllm:spec_decode_num_drafts_total` and get a draft token accepted, else the "
+        "start fails (exit 3). "
         "`/ping` answers 200 only after this passed.",
     ),
     Setting(

@@ -1,0 +1,81 @@
+"""The SageMaker container contract on the real vLLM CPU server, via `peagle local`.
+
+/ping, /invocations with completion, chat and streaming bodies, and bad input:
+every bad request gets a 4xx with a message, never a 5xx, and the server stays
+healthy afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import http_status
+from serving_requests import post, post_json
+
+pytestmark = pytest.mark.engine
+
+
+def test_ping_is_200_once_ready(local_server):
+    assert http_status(local_server.url + "/ping") == 200
+    # Nothing before readiness ever said 200 (503 while the self-check ran, or no answer).
+    assert 200 not in local_server.ping_statuses_before_ready
+
+
+def test_completion_body_returns_text(local_server):
+    # What `curl -X POST .../invocations -d '{...}'` sends: a form content type.
+    status, text = post(local_server.url + "/invocations", b'{"prompt":"hello","max_tokens":16}',
+                        content_type="application/x-www-form-urlencoded")
+    assert status == 200, text
+    body = json.loads(text)
+    assert body["object"] == "text_completion"
+    assert body["usage"]["completion_tokens"] == 16 and len(body["choices"][0]["text"]) > 0
+
+
+def test_chat_body_returns_an_assistant_message(local_server):
+    status, body = post_json(local_server.url + "/invocations", {
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "max_tokens": 12,
+    })
+    assert status == 200, body
+    assert body["object"] == "chat.completion"
+    message = body["choices"][0]["message"]
+    assert message["role"] == "assistant" and message["content"]
+
+
+def test_streaming_body_returns_server_sent_events(local_server):
+    request = {"prompt": "stream me", "max_tokens": 20, "temperature": 0}
+    status, text = post(local_server.url + "/invocations", {**request, "stream": True})
+    assert status == 200
+    events = [line[len("data: "):] for line in text.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(event) for event in events[:-1]]
+    streamed = "".join(chunk["choices"][0]["text"] for chunk in chunks if chunk["choices"])
+    status, whole = post_json(local_server.url + "/invocations", request)
+    assert status == 200 and streamed == whole["choices"][0]["text"]
+
+
+BAD_REQUESTS = {
+    "malformed JSON": (b'{"prompt": "hi", ', "JSON decode error"),
+    "empty body": (b"", "JSON decode error"),
+    "wrong types": (json.dumps({"prompt": 5, "max_tokens": "many"}).encode(), "Expected one of"),
+    "neither prompt nor messages": (b"{}", "prompt"),
+    "prompt longer than max_model_len": (
+        json.dumps({"prompt": "a" * 3000, "max_tokens": 4}).encode(), "maximum context length"),
+    "max_tokens too large": (
+        json.dumps({"prompt": "hi", "max_tokens": 100000}).encode(), "max_tokens"),
+    "negative max_tokens": (json.dumps({"prompt": "hi", "max_tokens": -1}).encode(), "max_tokens"),
+    "7 MB body": (json.dumps({"prompt": "a" * (7 * 1024 * 1024), "max_tokens": 4}).encode(),
+                  "maximum context length"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_REQUESTS), ids=list(BAD_REQUESTS))
+def test_bad_input_gets_a_4xx_with_a_message_and_the_server_stays_healthy(local_server, case):
+    body, expected_message = BAD_REQUESTS[case]
+    status, text = post(local_server.url + "/invocations", body, timeout=180)
+    assert 400 <= status < 500, (status, text[:500])
+    assert expected_message in json.loads(text)["error"]["message"]
+    assert http_status(local_server.url + "/ping") == 200
+    status, body = post_json(local_server.url + "/invocations", {"prompt": "still ok?", "max_tokens": 4})
+    assert status == 200 and body["usage"]["completion_tokens"] == 4

@@ -1,0 +1,201 @@
+"""The launcher's pure logic: env -> vLLM options, settings, plan, KPI arithmetic.
+
+No engine here; these run in milliseconds. The same behaviour is exercised
+end-to-end against real vLLM in the engine tests.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from peagle_serve import vllm_args
+from peagle_serve.errors import ConfigError
+from peagle_serve.kpi import compute_kpi
+from peagle_serve.launch_plan import READINESS_MIDDLEWARE, build_launch_plan
+from peagle_serve.metrics import MetricsSnapshot
+from peagle_serve.readiness import _with_json_content_type
+from peagle_serve.settings import load_settings
+
+
+def test_sm_vllm_env_maps_like_vllms_sagemaker_entrypoint_with_boolean_flags():
+    args = vllm_args.args_from_sm_env({
+        "SM_VLLM_MAX_MODEL_LEN": "4096",
+        "SM_VLLM_ENFORCE_EAGER": "true",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
+        "SM_VLLM_TRUST_REMOTE_CODE": "",
+        "SM_VLLM_KV_CACHE_DTYPE": "fp8",
+        "UNRELATED": "x",
+    })
+    assert args == [
+        "--no-enable-prefix-caching",
+        "--enforce-eager",
+        "--kv-cache-dtype", "fp8",
+        "--max-model-len", "4096",
+        "--trust-remote-code",
+    ]
+
+
+def test_pop_option_handles_equals_and_underscore_spellings():
+    values, rest = vllm_args.pop_option(
+        ["--max_model_len", "8", "--speculative-config={}", "--x"], "--max-model-len"
+    )
+    assert values == ["8"] and rest == ["--speculative-config={}", "--x"]
+    assert vllm_args.option_value(["--speculative_config", "{}"], "--speculative-config") == "{}"
+
+
+def test_secrets_are_redacted_from_logged_command():
+    assert vllm_args.redact(["--api-key", "s3cret", "--hf-token=abc", "--port", "1"]) == [
+        "--api-key", "***", "--hf-token=***", "--port", "1"
+    ]
+
+
+def test_settings_defaults_match_the_container_contract():
+    settings = load_settings({})
+    assert (settings.port, settings.host, settings.shutdown_drain_seconds) == (8080, "0.0.0.0", 25)
+    assert settings.kpi_interval_seconds == 60 and settings.speculation_self_check is True
+
+
+def test_settings_report_every_problem_at_once():
+    with pytest.raises(ConfigError) as error:
+        load_settings({
+            "PEAGLE_SHUTDOWN_DRAIN_SECONDS": "30",
+            "PEAGLE_PORT": "eighty",
+            "PEAGLE_SPECULATION_SELF_CHECK": "maybe",
+            "PEAGLE_KPI_INTERVAL": "5",  # typo of PEAGLE_KPI_INTERVAL_SECONDS
+        })
+    text = str(error.value)
+    assert "PEAGLE_SHUTDOWN_DRAIN_SECONDS='30' must be 0-29" in text
+    assert "PEAGLE_PORT='eighty' is not a valid int" in text
+    assert "PEAGLE_SPECULATION_SELF_CHECK='maybe'" in text
+    assert "PEAGLE_KPI_INTERVAL is not a launcher setting" in text
+
+
+def _pair_env(tiny_pair, k: int = 4, **extra: str) -> dict[str, str]:
+    env = {
+        "SM_VLLM_MODEL": str(tiny_pair.target_dir),
+        "SM_VLLM_SERVED_MODEL_NAME": "tiny-pair",
+        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps({
+            "method": "eagle3", "model": str(tiny_pair.drafter_dir),
+            "num_speculative_tokens": k, "parallel_drafting": True,
+        }),
+        "PEAGLE_DRAFTER_TRAINED_K": "8",
+    }
+    env.update(extra)
+    return env
+
+
+def test_plan_builds_the_vllm_command_the_container_runs(tiny_pair):
+    env = _pair_env(tiny_pair, SM_VLLM_ENFORCE_EAGER="true")
+    plan = build_launch_plan(load_settings(env), env, ["--max-num-seqs", "4"])
+    argv = plan.argv
+    assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    # --model, never positional: this entrypoint ignores a positional model tag.
+    assert argv[3:5] == ["--model", str(tiny_pair.target_dir)]
+    assert "--enforce-eager" in argv and argv[argv.index("--max-num-seqs") + 1] == "4"
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert spec["parallel_drafting"] is True and spec["num_speculative_tokens"] == 4
+    assert argv[-8:] == ["--host", "0.0.0.0", "--port", "8080", "--shutdown-timeout", "25",
+                         "--middleware", READINESS_MIDDLEWARE]
+    assert plan.speculative_tokens == 4 and plan.model_pair == "tiny-pair"
+
+
+def test_plan_finds_target_and_relative_drafter_under_the_model_root(tiny_pair):
+    # The SageMaker layout: one prefix with target/ and drafter/, no SM_VLLM_MODEL.
+    env = {
+        "PEAGLE_MODEL_ROOT": str(tiny_pair.root),
+        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(
+            {"method": "eagle3", "model": "drafter", "num_speculative_tokens": 2, "parallel_drafting": True}
+        ),
+    }
+    plan = build_launch_plan(load_settings(env), env, [])
+    assert plan.model == str(tiny_pair.target_dir)
+    assert plan.speculation.config["model"] == str(tiny_pair.drafter_dir)
+
+
+def test_plan_without_speculative_config_runs_without_speculation(tiny_pair):
+    env = {"SM_VLLM_MODEL": str(tiny_pair.target_dir)}
+    plan = build_launch_plan(load_settings(env), env, [])
+    assert plan.speculation is None and "--speculative-config" not in plan.argv
+
+
+def test_launcher_owned_and_metric_blinding_options_are_rejected(tiny_pair):
+    env = _pair_env(tiny_pair, SM_VLLM_PORT="9000", SM_VLLM_DISABLE_LOG_STATS="true")
+    with pytest.raises(ConfigError) as error:
+        build_launch_plan(load_settings(env), env, ["--shutdown-timeout", "60"])
+    text = str(error.value)
+    assert "use PEAGLE_PORT" in text and "use PEAGLE_SHUTDOWN_DRAIN_SECONDS" in text
+    assert "--disable-log-stats" in text
+
+
+def test_invocations_bodies_are_treated_as_json_whatever_the_content_type():
+    assert _with_json_content_type([(b"content-type", b"application/x-www-form-urlencoded")]) == [
+        (b"content-type", b"application/json")
+    ]
+    assert _with_json_content_type([]) == [(b"content-type", b"application/json")]
+    json_headers = [(b"content-type", b"application/json; charset=utf-8")]
+    assert _with_json_content_type(json_headers) == json_headers
+
+
+METRICS_BEFORE = """
+vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 40.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 10.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 10.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 0.0
+vllm:generation_tokens_total{engine="0",model_name="m"} 100.0
+vllm:prompt_tokens_total{engine="0",model_name="m"} 50.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 2.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 0.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 2.0
+vllm:num_requests_running{engine="0",model_name="m"} 0.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 0.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.0
+"""
+
+METRICS_AFTER = """
+vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 30.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 120.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 40.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 28.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 12.0
+vllm:generation_tokens_total{engine="0",model_name="m"} 200.0
+vllm:prompt_tokens_total{engine="0",model_name="m"} 70.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 5.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 3.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 6.0
+vllm:num_requests_running{engine="0",model_name="m"} 2.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+"""
+
+
+def test_kpi_record_is_computed_from_counter_deltas_over_the_interval():
+    before = MetricsSnapshot.parse(METRICS_BEFORE, taken_at=100.0)
+    after = MetricsSnapshot.parse(METRICS_AFTER, taken_at=110.0)
+    kpi = compute_kpi(before, after, model_pair="m", speculative_tokens=4)
+    assert kpi["event"] == "peagle_kpi" and kpi["interval_seconds"] == 10.0
+    assert kpi["requests_per_second"] == 0.4  # 4 finished in 10 s
+    assert kpi["generation_tokens_per_second"] == 10.0
+    assert kpi["prompt_tokens_per_second"] == 2.0
+    assert kpi["ttft_mean_seconds"] == 0.5  # (3-1)/(6-2)
+    assert kpi["spec_acceptance_rate"] == 0.375  # 30 accepted / 80 draft tokens
+    assert kpi["spec_mean_acceptance_length"] == 2.5  # 1 + 30/20
+    assert kpi["spec_acceptance_per_position"] == [0.9, 0.6]
+    assert kpi["spec_drafts_per_second"] == 2.0
+    assert kpi["requests_finished"] == {"length": 3, "stop": 1}
+    assert kpi["requests_finished_total_in_interval"] == 4
+    assert (kpi["requests_running"], kpi["requests_waiting"], kpi["kv_cache_usage_ratio"]) == (2.0, 1.0, 0.25)
+    assert kpi["tpot_mean_seconds"] is None  # no such samples: undefined, not 0
+
+
+def test_kpi_record_has_nulls_when_nothing_happened():
+    snapshot = MetricsSnapshot.parse(METRICS_BEFORE, taken_at=0.0)
+    later = MetricsSnapshot.parse(METRICS_BEFORE, taken_at=60.0)
+    kpi = compute_kpi(snapshot, later, model_pair="m", speculative_tokens=4)
+    assert kpi["spec_acceptance_rate"] is None and kpi["spec_mean_acceptance_length"] is None
+    assert kpi["spec_acceptance_per_position"] is None and kpi["ttft_mean_seconds"] is None
+    assert kpi["requests_per_second"] == 0.0

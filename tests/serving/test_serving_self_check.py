@@ -1,0 +1,48 @@
+"""The start fails, loudly, when speculation is configured but the drafter is unused.
+
+A realistic way to get there: a drafter whose context (max_position_embeddings) is
+shorter than the prompts. vLLM loads it, starts, answers requests, and for longer
+sequences skips the drafter: its (empty) drafts are counted and all rejected. The launcher's warm-up must catch that, exit
+non-zero, and never let /ping say 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+
+import pytest
+from conftest import free_port, spawn
+from peagle.local.cli import local_environment
+from peagle_serve.errors import EXIT_SELF_CHECK_FAILED
+
+pytestmark = pytest.mark.engine
+
+
+def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_path):
+    drafter = tmp_path / "short-context-drafter"
+    shutil.copytree(tiny_pair.drafter_dir, drafter)
+    config = json.loads((drafter / "config.json").read_text())
+    config["max_position_embeddings"] = 16  # the warm-up prompt is ~80 tokens
+    (drafter / "config.json").write_text(json.dumps(config))
+
+    port = free_port()
+    options = argparse.Namespace(max_model_len=1024, host="127.0.0.1", port=port,
+                                 kpi_interval_seconds=None, speculative_tokens=4)
+    env = local_environment(options, tiny_pair, {})
+    env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps({
+        "method": "eagle3", "model": str(drafter), "num_speculative_tokens": 4, "parallel_drafting": True,
+    })
+    # The container's own entrypoint, as SageMaker runs it.
+    server = spawn([sys.executable, "-m", "peagle_serve", "serve"], port=port, env=env)
+    try:
+        returncode = server.wait_for_exit(timeout=240)
+    finally:
+        server.stop()
+    log = server.launcher_log()
+    assert returncode == EXIT_SELF_CHECK_FAILED, server.output_tail()
+    assert "PEAGLE SELF-CHECK FAILED" in log and "the drafter is not in use" in log
+    assert "the drafter's context is 16 tokens but the server accepts 1024" in log  # the static hint
+    assert 200 not in server.ping_statuses_before_ready
