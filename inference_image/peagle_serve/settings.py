@@ -214,6 +214,6 @@ def settings_table_markdown() -> str:
     """The registry as a Markdown table (for inference_image/README.md)."""
     rows = ["| variable | type | default | what it does |", "|---|---|---|---|"]
     for setting in SETTINGS:
-        default = "unset" if setting.default is None else json.dumps(setting.default)
-        rows.append(f"| `{setting.env}` | {setting.type_name} | `{default}` | {setting.doc} |")
+        default = "unset" if setting.default is None else f"`{json.dumps(setting.default)}`"
+        rows.append(f"| `{setting.env}` | {setting.type_name} | {default} | {setting.doc} |")
     return "\n".join(rows)

@@ -199,3 +199,12 @@ def test_kpi_record_has_nulls_when_nothing_happened():
     assert kpi["spec_acceptance_rate"] is None and kpi["spec_mean_acceptance_length"] is None
     assert kpi["spec_acceptance_per_position"] is None and kpi["ttft_mean_seconds"] is None
     assert kpi["requests_per_second"] == 0.0
+
+
+def test_readme_settings_table_is_the_registry():
+    from pathlib import Path
+
+    from peagle_serve.settings import settings_table_markdown
+
+    readme = (Path(__file__).resolve().parents[2] / "inference_image" / "README.md").read_text()
+    assert settings_table_markdown() in readme, "regenerate: python -m peagle_serve --print-settings"
