@@ -12,7 +12,7 @@ from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from peagle.config import CONTEXT_OVERRIDES, DEFAULT_DEPLOYMENT_FILE, load_deployment_config
 from peagle.errors import PeagleError
-from peagle.planner import plan_deployment
+from peagle.planner import plan_ab_baseline, plan_deployment
 from stacks.artifacts_stack import ArtifactsStack
 from stacks.endpoint_stack import EndpointStack
 
@@ -22,6 +22,7 @@ def build_app(app: App) -> App:
     overrides = {key: app.node.try_get_context(key) for key in CONTEXT_OVERRIDES}
     config = load_deployment_config(deployment_file, overrides)
     plan = plan_deployment(config)
+    baseline_plan = plan_ab_baseline(config)
     env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 
     if config.artifacts.s3_uri:
@@ -43,6 +44,7 @@ def build_app(app: App) -> App:
         description=f"P-EAGLE endpoint: {plan.pair_id} on {plan.instance_count} x {plan.instance_type}",
         config=config,
         plan=plan,
+        baseline_plan=baseline_plan,
         artifacts_key=artifacts_stack.artifacts.key if artifacts_stack else None,
     )
     Tags.of(app).add("project", "peagle-sagemaker")

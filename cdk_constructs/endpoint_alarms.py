@@ -12,27 +12,41 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 
-class AlarmTopic(Construct):
-    """A KMS-encrypted, SSL-only SNS topic that CloudWatch alarms can publish to.
+class EncryptedTopic(Construct):
+    """A KMS-encrypted, SSL-only SNS topic with its own customer-managed key.
 
-    The AWS-managed SNS key would not do: CloudWatch cannot use it, so alarms to such a
-    topic fail silently. A customer key grants CloudWatch exactly what publishing needs.
+    The AWS-managed SNS key would not do for alarms: CloudWatch cannot use it, so alarms to
+    such a topic fail silently. ``publisher_service`` is granted exactly what publishing needs.
     """
 
-    def __init__(self, scope: Construct, id: str, *, emails: list[str] = ()) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, display_name: str, publisher_service: str | None = None,
+        emails: list[str] = (),
+    ) -> None:  # fmt: skip
         super().__init__(scope, id)
-        self.key = kms.Key(self, "Key", enable_key_rotation=True, description="P-EAGLE endpoint alarm topic")
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowCloudWatchAlarmsToPublish",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],  # in a key policy, '*' means this key
+        self.key = kms.Key(self, "Key", enable_key_rotation=True, description=display_name)
+        if publisher_service:
+            self.key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowServiceToPublish",
+                    principals=[iam.ServicePrincipal(publisher_service)],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],  # in a key policy, '*' means this key
+                )
             )
-        )
-        self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name="P-EAGLE endpoint alarms")
+        self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name=display_name)
         for address in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(address))
+
+
+class AlarmTopic(EncryptedTopic):
+    """The topic every alarm of an endpoint notifies."""
+
+    def __init__(self, scope: Construct, id: str, *, emails: list[str] = ()) -> None:
+        super().__init__(
+            scope, id, display_name="P-EAGLE endpoint alarms", publisher_service="cloudwatch.amazonaws.com",
+            emails=emails,
+        )  # fmt: skip
         self.action = cw_actions.SnsAction(self.topic)
 
 

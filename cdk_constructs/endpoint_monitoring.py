@@ -227,3 +227,52 @@ class EndpointMonitoring(Construct):
             ),
         )
         return dashboard
+
+    def add_variant_comparison(self, endpoint: PeagleEndpoint, kpi: KpiMetrics, *, baseline_variant: str) -> None:
+        """A/B widgets: the same target with and without (or with another K of) speculation.
+
+        The speedup line is baseline TPOT / speculative TPOT on live traffic: above 1, P-EAGLE
+        generates faster per request; compare tokens/s too, since gains shrink under load.
+        """
+        primary = endpoint.variant_name
+        minute = Duration.minutes(5)
+
+        def per_variant(name: str, statistic: str = "Average") -> list[cloudwatch.Metric]:
+            return [
+                kpi.metric(name, variant_name=variant, statistic=statistic, period=minute, label=f"{variant}")
+                for variant in (primary, baseline_variant)
+            ]
+
+        speedup = cloudwatch.MathExpression(
+            expression="baseline / speculative",
+            using_metrics={
+                "baseline": kpi.metric("TimePerOutputTokenSeconds", variant_name=baseline_variant, period=minute),
+                "speculative": kpi.metric("TimePerOutputTokenSeconds", variant_name=primary, period=minute),
+            },
+            label=f"measured speedup ({baseline_variant} TPOT / {primary} TPOT)",
+            period=minute,
+        )
+        latency = [
+            endpoint.metric_model_latency_microseconds("p50", period=minute, variant_name=variant, label=f"{variant} p50 (us)")
+            for variant in (primary, baseline_variant)
+        ]
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"## A/B: `{primary}` (P-EAGLE) vs `{baseline_variant}` (baseline)\n"
+                "Same target and instance type; traffic split by variant weight. The speedup is measured on live "
+                "traffic; judge it together with tokens/s and error rates.",
+                width=24,
+                height=2,
+            )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Measured speedup (x)", left=[speedup], width=8),
+            cloudwatch.GraphWidget(title="Time per output token (s)", left=per_variant("TimePerOutputTokenSeconds"), width=8),
+            cloudwatch.GraphWidget(
+                title="Generated tokens/s", left=per_variant("GenerationTokensPerSecond", "Sum"), width=8
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="ModelLatency p50 by variant", left=latency, width=12),
+            cloudwatch.GraphWidget(title="Time to first token (s)", left=per_variant("TimeToFirstTokenSeconds"), width=12),
+        )

@@ -128,3 +128,31 @@ class ScalableInstanceCount(appscaling.BaseScalableAttribute):
             max_capacity=max_capacity,
             time_zone=time_zone,
         )
+
+    def scale_on_backlog(
+        self, id: str, *, metric: cloudwatch.IMetric, target_per_instance: float, scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+    ) -> None:  # fmt: skip
+        """Async endpoints: track queued requests per instance."""
+        self._do_scale_to_track_metric(
+            id,
+            target_value=target_per_instance,
+            custom_metric=metric,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+        )
+
+    def scale_out_from_zero(self, id: str, *, metric: cloudwatch.IMetric, cooldown: Duration) -> None:
+        """Async endpoints at zero instances: backlog tracking divides by zero, so add one on any backlog."""
+        self._do_scale_on_metric(
+            id,
+            metric=metric,
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            scaling_steps=[
+                appscaling.ScalingInterval(upper=0.5, change=0),
+                appscaling.ScalingInterval(lower=0.5, change=+1),
+            ],
+            evaluation_periods=2,
+            datapoints_to_alarm=2,
+            cooldown=cooldown,
+        )

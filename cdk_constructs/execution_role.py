@@ -1,20 +1,26 @@
 """The SageMaker execution role, least privilege (facts.md §9): no managed FullAccess
-policies, no Action '*'. Every wildcard left is acknowledged with the reason."""
+policies, no Action '*'. Each wildcard resource left is acknowledged where it is granted."""
 
 from __future__ import annotations
 
 from aws_cdk import Aws
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from cdk_constructs.model_artifacts import ModelArtifactsLocation
 from cdk_constructs.nag import acknowledge
 
-from cdk_constructs.model_artifacts import ModelArtifactsLocation
+
+def _nag_rendering(text: str) -> str:
+    """How cdk-nag prints account/region tokens inside a finding id."""
+    return text.replace(Aws.ACCOUNT_ID, "<AWS::AccountId>").replace(Aws.REGION, "<AWS::Region>")
 
 
 class SageMakerExecutionRole(Construct):
-    """Reads one model prefix, writes endpoint logs and metrics; image pulls are granted by the image owner."""
+    """Reads one model prefix and pulls one image; everything else is granted by ``grant_*``."""
 
     def __init__(
         self,
@@ -23,13 +29,11 @@ class SageMakerExecutionRole(Construct):
         *,
         artifacts: ModelArtifactsLocation,
         image_repository: ecr.IRepository,
-        log_group_name: str,
         in_vpc: bool = False,
     ) -> None:
         """
         :param artifacts: the prefix holding target/ and drafter/ (and its KMS key); only it is readable.
         :param image_repository: the ECR repository of the serving image; only it is pullable.
-        :param log_group_name: the endpoint's log group; only its streams are writable.
         :param in_vpc: grant the ENI permissions SageMaker needs to attach to your subnets (default: no VPC).
         """
         super().__init__(scope, id)
@@ -40,32 +44,13 @@ class SageMakerExecutionRole(Construct):
             description="P-EAGLE endpoint execution role: reads model weights, writes logs and metrics",
         )
         # A customer-managed policy rather than an inline one (NIST 800-53 IAMNoInlinePolicy).
-        policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])
-        self.policy = policy
-
-        bucket_arn = f"arn:{Aws.PARTITION}:s3:::{artifacts.bucket_name}"
-        object_arn = f"{bucket_arn}/{artifacts.prefix}*"
-        policy.add_statements(
-            iam.PolicyStatement(sid="ReadModelWeights", actions=["s3:GetObject"], resources=[object_arn]),
-            iam.PolicyStatement(
-                sid="ListModelPrefix",
-                actions=["s3:ListBucket"],
-                resources=[bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{artifacts.prefix}*"]}},
-            ),
-        )
-
-        log_streams = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{log_group_name}:*"
-        policy.add_statements(
-            iam.PolicyStatement(
-                sid="WriteEndpointLogs",
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[log_streams],
-            ),
+        self.policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])
+        self._bucket_key = artifacts.key
+        self.grant_read_prefix(artifacts.bucket_name, artifacts.prefix, sid="ReadModelWeights",
+                               why="the objects under this model's weights prefix (target/ and drafter/)")  # fmt: skip
+        self.policy.add_statements(
             # PutMetricData has no resource type: it can only be granted on '*'.
             iam.PolicyStatement(sid="PublishMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"]),
-        )
-        policy.add_statements(
             iam.PolicyStatement(
                 sid="PullServingImage",
                 actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
@@ -75,11 +60,11 @@ class SageMakerExecutionRole(Construct):
             iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
         )
         if artifacts.key is not None:
-            policy.add_statements(
+            self.policy.add_statements(
                 iam.PolicyStatement(sid="DecryptModelWeights", actions=["kms:Decrypt"], resources=[artifacts.key.key_arn])
             )
         if in_vpc:
-            policy.add_statements(
+            self.policy.add_statements(
                 iam.PolicyStatement(
                     sid="AttachToVpc",
                     actions=[
@@ -96,20 +81,81 @@ class SageMakerExecutionRole(Construct):
                     resources=["*"],
                 )
             )
-        self._acknowledge_wildcards(artifacts, log_group_name, in_vpc)
-
-    def _acknowledge_wildcards(self, artifacts: ModelArtifactsLocation, log_group_name: str, in_vpc: bool) -> None:
-        bucket = artifacts.bucket_name.replace(Aws.ACCOUNT_ID, "<AWS::AccountId>").replace(Aws.REGION, "<AWS::Region>")
-        findings = {
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
-            f"log-group:{log_group_name}:*]": "Log streams are created per instance at run time; the grant "
-            "covers the streams of this endpoint's log group only.",
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{artifacts.prefix}*]": "Read-only "
-            "access to the objects under this model's weights prefix (target/ and drafter/): the narrowest grant "
-            "that still lets SageMaker copy every file.",
-            "AwsSolutions-IAM5[Resource::*]": "cloudwatch:PutMetricData, ecr:GetAuthorizationToken"
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:PutMetricData, ecr:GetAuthorizationToken"
             + (" and the EC2 network-interface actions SageMaker uses for VPC attachment" if in_vpc else "")
             + " support no resource-level permissions.",
-        }
-        for finding, reason in findings.items():
-            acknowledge(self.policy, finding, reason)
+        )
+
+    def _bucket_arn(self, bucket_name: str) -> str:
+        return f"arn:{Aws.PARTITION}:s3:::{bucket_name}"
+
+    def _allow_listing(self, bucket_name: str, prefix: str, sid: str) -> None:
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=sid,
+                actions=["s3:ListBucket"],
+                resources=[self._bucket_arn(bucket_name)],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+
+    def grant_read_prefix(self, bucket_name: str, prefix: str, *, sid: str, why: str) -> None:
+        self.policy.add_statements(
+            iam.PolicyStatement(sid=sid, actions=["s3:GetObject"], resources=[f"{self._bucket_arn(bucket_name)}/{prefix}*"])
+        )
+        self._allow_listing(bucket_name, prefix, sid=f"List{sid}")
+        self._acknowledge_prefix(bucket_name, prefix, f"Read-only access to {why}: the narrowest grant that still "
+                                 "lets SageMaker read every file.")  # fmt: skip
+
+    def grant_write_prefix(self, bucket_name: str, prefix: str, *, sid: str, why: str) -> None:
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=sid,
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[f"{self._bucket_arn(bucket_name)}/{prefix}*"],
+            )
+        )
+        self._acknowledge_prefix(bucket_name, prefix, f"Write access to {why} only: result object names are chosen "
+                                 "by SageMaker at run time.")  # fmt: skip
+
+    def grant_encrypt_with_bucket_key(self) -> None:
+        """Results written to the KMS-encrypted project bucket need a data key from its key."""
+        if self._bucket_key is not None:
+            self.policy.add_statements(
+                iam.PolicyStatement(
+                    sid="EncryptResults", actions=["kms:GenerateDataKey"], resources=[self._bucket_key.key_arn]
+                )
+            )
+
+    def _acknowledge_prefix(self, bucket_name: str, prefix: str, reason: str) -> None:
+        finding = f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{_nag_rendering(bucket_name)}/{prefix}*]"
+        acknowledge(self.policy, finding, reason)
+
+    def grant_write_logs(self, log_group_name: str, *, sid: str = "WriteEndpointLogs") -> None:
+        """Log streams of one endpoint's log group (SageMaker creates one per instance at run time)."""
+        streams = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{log_group_name}:*"
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=sid,
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[streams],
+            )
+        )
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
+            f"{log_group_name}:*]",
+            "Log streams are created per instance at run time; the grant covers this endpoint's log group only.",
+        )
+
+    def grant_publish(self, topic: sns.ITopic, key: kms.IKey, *, sid: str) -> None:
+        """Async inference notifications are published with the execution role."""
+        self.policy.add_statements(
+            iam.PolicyStatement(sid=sid, actions=["sns:Publish"], resources=[topic.topic_arn]),
+            iam.PolicyStatement(
+                sid=f"{sid}Encrypt", actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn]
+            ),
+        )

@@ -1,7 +1,9 @@
-"""EndpointConfig + Endpoint for a PeagleModel, with grant and metric helpers that
-fill the EndpointName/VariantName dimensions in one place."""
+"""EndpointConfig + Endpoint for PeagleModels, with rollout guardrails and grant, metric
+and autoscaling helpers that fill the EndpointName/VariantName dimensions in one place."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -13,7 +15,7 @@ from constructs import Construct
 from cdk_constructs.endpoint_logs import EndpointLogGroup
 from cdk_constructs.endpoint_scaling import ScalableInstanceCount
 from cdk_constructs.peagle_model import PeagleModel
-from peagle.container_env import DEFAULT_VARIANT_NAME
+from peagle.config import RolloutSettings
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 # Instance-level metrics (GPU, CPU, memory, disk) live in this namespace.
@@ -25,37 +27,49 @@ INVOKE_ACTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class VariantSpec:
+    """One production variant. Keep ``name`` stable across updates: autoscaling and rollouts key on it."""
+
+    name: str
+    model: PeagleModel
+    instance_type: str
+    instance_count: int
+    weight: float
+    container_startup_timeout_seconds: int
+    model_download_timeout_seconds: int
+
+
 class PeagleEndpoint(Construct):
-    """A real-time endpoint with one production variant serving ``model``."""
+    """A real-time endpoint; the first variant is the primary one (metrics default to it)."""
 
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
-        model: PeagleModel,
         endpoint_name: str,
-        instance_type: str,
-        instance_count: int,
-        container_startup_timeout_seconds: int,
-        model_download_timeout_seconds: int,
-        variant_name: str = DEFAULT_VARIANT_NAME,
+        variants: list[VariantSpec],
         volume_key: kms.IKey | None = None,
         log_retention_days: int = 365,
         detailed_observability: bool = True,
         metric_publish_frequency_seconds: int = 60,
+        async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
     ) -> None:
         """
         :param endpoint_name: a physical name, so the log group (and with it the KPI metric filters)
             can exist before the endpoint starts logging. Changing it replaces the endpoint.
-        :param variant_name: keep it stable across updates (autoscaling and rollouts key on it).
-        :param log_retention_days: retention of the endpoint's log group (default one year).
-        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics (default on).
         :param volume_key: KMS key for the ML storage volume (default: none; instance types with
             local NVMe storage reject one).
+        :param log_retention_days: retention of the endpoint's log group (default one year).
+        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics (default on).
+        :param async_inference: makes this an asynchronous endpoint (default: real-time).
         """
         super().__init__(scope, id)
-        self.variant_name = variant_name
+        if not variants:
+            raise ValueError("PeagleEndpoint needs at least one variant")
+        self.variants = variants
+        self.variant_name = variants[0].name
         self._endpoint_name = endpoint_name
         self.log_group = EndpointLogGroup(self, "Logs", endpoint_name=endpoint_name, retention_days=log_retention_days)
         self.endpoint_config = sagemaker.CfnEndpointConfig(
@@ -67,20 +81,22 @@ class PeagleEndpoint(Construct):
                 enable_enhanced_metrics=True,
                 metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
             ),
+            async_inference_config=async_inference,
             production_variants=[
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=variant_name,
-                    model_name=model.model_name,
-                    instance_type=instance_type,
-                    initial_instance_count=instance_count,
-                    initial_variant_weight=1.0,
-                    container_startup_health_check_timeout_in_seconds=container_startup_timeout_seconds,
-                    model_data_download_timeout_in_seconds=model_download_timeout_seconds,
+                    variant_name=variant.name,
+                    model_name=variant.model.model_name,
+                    instance_type=variant.instance_type,
+                    initial_instance_count=variant.instance_count,
+                    initial_variant_weight=variant.weight,
+                    container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
+                    model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
                     # LLM requests vary 100x in length: route to the least busy instance.
                     routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
                         routing_strategy="LEAST_OUTSTANDING_REQUESTS"
                     ),
                 )
+                for variant in variants
             ],
         )
         self.endpoint = sagemaker.CfnEndpoint(
@@ -96,12 +112,77 @@ class PeagleEndpoint(Construct):
     def endpoint_name(self) -> str:
         return self._endpoint_name
 
-    def auto_scale_instance_count(self, *, min_capacity: int, max_capacity: int) -> ScalableInstanceCount:
-        """Register the variant's instance count with Application Auto Scaling; add policies on the result."""
+    @property
+    def endpoint_arn(self) -> str:
+        return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
+
+    def configure_rollout(self, settings: RolloutSettings, rollback_alarms: list[cloudwatch.IAlarm]) -> None:
+        """Updates go blue/green (canary, linear, all at once) or rolling, rolled back on ``rollback_alarms``.
+
+        Scaled instance counts survive deploys (only the weights of the new config apply), so a
+        deploy never shrinks an endpoint that autoscaling has grown.
+        """
+        percent = lambda value: sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=value)  # noqa: E731
+        rollback = (
+            sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+                alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in rollback_alarms[:10]]
+            )
+            if settings.auto_rollback and rollback_alarms
+            else None
+        )
+        if settings.strategy == "rolling":
+            rolling = settings.rolling
+            config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
+                rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+                    maximum_batch_size=percent(rolling.batch_percent),
+                    wait_interval_in_seconds=rolling.wait_seconds,
+                    rollback_maximum_batch_size=percent(rolling.rollback_batch_percent),
+                    maximum_execution_timeout_in_seconds=rolling.max_execution_seconds,
+                ),
+                auto_rollback_configuration=rollback,
+            )
+        else:
+            green = settings.blue_green
+            traffic = {
+                "canary": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                    type="CANARY", canary_size=percent(green.canary_percent), wait_interval_in_seconds=green.wait_seconds
+                ),
+                "linear": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                    type="LINEAR",
+                    linear_step_size=percent(green.linear_step_percent),
+                    wait_interval_in_seconds=green.wait_seconds,
+                ),
+                "all_at_once": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                    type="ALL_AT_ONCE", wait_interval_in_seconds=green.wait_seconds
+                ),
+            }[green.traffic]
+            config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
+                blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+                    traffic_routing_configuration=traffic,
+                    termination_wait_in_seconds=green.termination_wait_seconds,
+                    maximum_execution_timeout_in_seconds=green.max_execution_seconds,
+                ),
+                auto_rollback_configuration=rollback,
+            )
+        self.endpoint.deployment_config = config
+        self.endpoint.retain_all_variant_properties = True
+        self.endpoint.exclude_retained_variant_properties = [
+            sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
+        ]
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow real-time, streaming and async invocation of this endpoint only."""
+        return iam.Grant.add_to_principal(grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn])
+
+    def auto_scale_instance_count(
+        self, *, min_capacity: int, max_capacity: int, variant_name: str | None = None
+    ) -> ScalableInstanceCount:
+        """Register a variant's instance count with Application Auto Scaling; add policies on the result."""
+        variant = variant_name or self.variant_name
         stack = Stack.of(self)
         role = iam.Role.from_role_arn(
             self,
-            "AutoScalingRole",
+            f"AutoScalingRole{variant}",
             stack.format_arn(
                 service="iam",
                 region="",
@@ -111,23 +192,15 @@ class PeagleEndpoint(Construct):
         )
         scaling = ScalableInstanceCount(
             self,
-            "InstanceCount",
+            "InstanceCount" if variant == self.variant_name else f"InstanceCount{variant}",
             endpoint_name=self.endpoint_name,
-            variant_name=self.variant_name,
+            variant_name=variant,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             role=role,
         )
         scaling.node.add_dependency(self.endpoint)
         return scaling
-
-    @property
-    def endpoint_arn(self) -> str:
-        return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
-
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Allow real-time, streaming and async invocation of this endpoint only."""
-        return iam.Grant.add_to_principal(grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn])
 
     def metric(
         self,
@@ -137,11 +210,12 @@ class PeagleEndpoint(Construct):
         statistic: str = "Average",
         period: Duration = Duration.minutes(1),
         label: str | None = None,
+        variant_name: str | None = None,
     ) -> cloudwatch.Metric:
         return cloudwatch.Metric(
             namespace=namespace,
             metric_name=metric_name,
-            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
+            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant_name},
             statistic=statistic,
             period=period,
             label=label,
@@ -166,3 +240,23 @@ class PeagleEndpoint(Construct):
     def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
         """0-100 x number of GPUs per instance."""
         return self.metric("GPUMemoryUtilization", namespace=ENDPOINT_INSTANCE_NAMESPACE, **kwargs)
+
+    def metric_backlog_per_instance(self, **kwargs) -> cloudwatch.Metric:
+        """Async endpoints only: queued requests per instance (EndpointName dimension only)."""
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_NAMESPACE,
+            metric_name="ApproximateBacklogSizePerInstance",
+            dimensions_map={"EndpointName": self.endpoint_name},
+            statistic="Average",
+            **kwargs,
+        )
+
+    def metric_has_backlog_without_capacity(self, **kwargs) -> cloudwatch.Metric:
+        """Async endpoints only: 1 while requests wait and no instance runs (scale out from zero)."""
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_NAMESPACE,
+            metric_name="HasBacklogWithoutCapacity",
+            dimensions_map={"EndpointName": self.endpoint_name},
+            statistic="Average",
+            **kwargs,
+        )

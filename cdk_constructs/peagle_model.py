@@ -15,6 +15,16 @@ from cdk_constructs.model_artifacts import ModelArtifactsLocation
 INFERENCE_IMAGE_DIR = Path(__file__).resolve().parent.parent / "inference_image"
 
 
+class ServingImage(Construct):
+    """The inference_image/ build context as a Docker image asset (built and pushed by `cdk deploy`)."""
+
+    def __init__(self, scope: Construct, id: str, *, directory: Path = INFERENCE_IMAGE_DIR) -> None:
+        super().__init__(scope, id)
+        self.asset = ecr_assets.DockerImageAsset(
+            self, "Image", directory=str(directory), platform=ecr_assets.Platform.LINUX_AMD64
+        )
+
+
 class PeagleModel(Construct):
     """A vLLM + P-EAGLE model. Its name is generated: a physical name would block updates."""
 
@@ -25,41 +35,31 @@ class PeagleModel(Construct):
         *,
         environment: dict[str, str],
         artifacts: ModelArtifactsLocation,
-        log_group_name: str,
+        image: ServingImage,
+        execution_role: SageMakerExecutionRole,
         network_isolation: bool = True,
         subnet_ids: list[str] | None = None,
         security_group_ids: list[str] | None = None,
-        image_directory: Path = INFERENCE_IMAGE_DIR,
     ) -> None:
         """
         :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.container_env.
         :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix).
-        :param log_group_name: the endpoint's log group, the only one the container may write to.
+        :param image: the serving image; several models (A/B variants) share one.
+        :param execution_role: shared by every model of the endpoint.
         :param network_isolation: no network or AWS credentials in the container (default: on).
         :param subnet_ids: private subnets to run in (default: SageMaker's managed network).
-        :param image_directory: the Docker build context (default: inference_image/).
         """
         super().__init__(scope, id)
-        in_vpc = bool(subnet_ids)
-        self.image = ecr_assets.DockerImageAsset(
-            self, "Image", directory=str(image_directory), platform=ecr_assets.Platform.LINUX_AMD64
-        )
-        self.execution_role = SageMakerExecutionRole(
-            self,
-            "ExecutionRole",
-            artifacts=artifacts,
-            image_repository=self.image.repository,
-            log_group_name=log_group_name,
-            in_vpc=in_vpc,
-        )
+        self.image = image
+        self.execution_role = execution_role
         self.artifacts = artifacts
         self.model = sagemaker.CfnModel(
             self,
             "Model",
-            execution_role_arn=self.execution_role.role.role_arn,
+            execution_role_arn=execution_role.role.role_arn,
             enable_network_isolation=network_isolation,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=self.image.image_uri,
+                image=image.asset.image_uri,
                 mode="SingleModel",
                 environment=environment,
                 model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
@@ -72,12 +72,12 @@ class PeagleModel(Construct):
             ),
             vpc_config=(
                 sagemaker.CfnModel.VpcConfigProperty(subnets=subnet_ids, security_group_ids=security_group_ids or [])
-                if in_vpc
+                if subnet_ids
                 else None
             ),
         )
         # SageMaker checks the role's permissions when it creates the model.
-        self.model.node.add_dependency(self.execution_role.policy)
+        self.model.node.add_dependency(execution_role.policy)
 
     @property
     def model_name(self) -> str:

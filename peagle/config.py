@@ -177,6 +177,58 @@ class ObservabilitySettings(StrictModel):
         return value
 
 
+class BlueGreenSettings(StrictModel):
+    traffic: Literal["canary", "linear", "all_at_once"] = "canary"
+    canary_percent: int = Field(10, ge=1, le=99, description="share of the new fleet's capacity taking traffic first")
+    linear_step_percent: int = Field(25, ge=1, le=99)
+    wait_seconds: int = Field(600, ge=0, le=3600, description="baking time between traffic shifts")
+    termination_wait_seconds: int = Field(600, ge=0, le=3600, description="keep the old fleet this long after 100%")
+    max_execution_seconds: int = Field(7200, ge=600, le=28800)
+
+
+class RollingSettings(StrictModel):
+    batch_percent: int = Field(25, ge=5, le=50, description="share of instances replaced per step")
+    wait_seconds: int = Field(600, ge=0, le=3600)
+    rollback_batch_percent: int = Field(100, ge=1, le=100)
+    max_execution_seconds: int = Field(7200, ge=600, le=28800)
+
+
+class RolloutSettings(StrictModel):
+    """How endpoint updates roll out (facts.md §8). Blue/green needs a second GPU fleet while it runs."""
+
+    strategy: Literal["blue_green", "rolling"] = "blue_green"
+    blue_green: BlueGreenSettings = BlueGreenSettings()
+    rolling: RollingSettings = RollingSettings()
+    auto_rollback: bool = Field(True, description="roll back when the 5xx or latency alarm fires during the update")
+
+
+class AbTestSettings(StrictModel):
+    """A second production variant serving the same target with another K (0 = no speculation)."""
+
+    enabled: bool = False
+    baseline_speculative_tokens: int = Field(0, ge=0, le=64)
+    baseline_traffic_percent: float = Field(50.0, gt=0, lt=100)
+    baseline_instance_count: PositiveInt = 1
+
+
+class BatchSettings(StrictModel):
+    """Batch Transform over JSONL in S3 (`peagle batch`); the Model's role may read input and write output."""
+
+    enabled: bool = True
+    input_prefix: str = Field("batch/input/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$")
+    output_prefix: str = Field("batch/output/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$")
+
+
+class AsyncInferenceSettings(StrictModel):
+    """A second, asynchronous endpoint on the same Model for long jobs (results to S3, SNS on done/failed)."""
+
+    enabled: bool = False
+    max_concurrent_invocations_per_instance: int = Field(4, ge=1, le=1000)
+    min_instances: int = Field(0, ge=0, le=100, description="0: scale to zero when the queue is empty")
+    max_instances: PositiveInt = Field(2, le=100)
+    target_backlog_per_instance: float = Field(4.0, gt=0)
+
+
 class DeploymentConfig(StrictModel):
     name: str = Field(
         "peagle",
@@ -195,6 +247,10 @@ class DeploymentConfig(StrictModel):
     autoscaling: AutoscalingSettings = AutoscalingSettings()
     alarms: AlarmSettings = AlarmSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
+    rollout: RolloutSettings = RolloutSettings()
+    ab_test: AbTestSettings = AbTestSettings()
+    batch: BatchSettings = BatchSettings()
+    async_inference: AsyncInferenceSettings = AsyncInferenceSettings()
     vllm_args: dict[str, bool | int | float | str] = Field(
         {}, description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*"
     )
@@ -218,6 +274,17 @@ class DeploymentConfig(StrictModel):
             if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
                 problems.append(f"vllm_args key {name!r} must be a vLLM flag name like 'max-num-batched-tokens'")
         problems += self._scaling_problems()
+        if self.ab_test.enabled and self.rollout.strategy == "rolling":
+            problems.append(
+                "rollout.strategy 'rolling' is not supported on multi-variant endpoints (ab_test.enabled); "
+                "use 'blue_green' or turn the A/B test off"
+            )
+        problems += self._rollout_problems()
+        if self.async_inference.min_instances > self.async_inference.max_instances:
+            problems.append(
+                f"async_inference.min_instances {self.async_inference.min_instances} > max_instances "
+                f"{self.async_inference.max_instances}"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -248,10 +315,33 @@ class DeploymentConfig(StrictModel):
             problems.append("autoscaling.schedules: names must be unique")
         return problems
 
+    def _rollout_problems(self) -> list[str]:
+        rollout = self.rollout
+        if rollout.strategy == "blue_green":
+            green = rollout.blue_green
+            shifts = {"canary": 2, "linear": -(-100 // green.linear_step_percent), "all_at_once": 1}[green.traffic]
+            needed = shifts * green.wait_seconds + green.termination_wait_seconds
+            label = "rollout.blue_green"
+        else:
+            rolling = rollout.rolling
+            green = rolling
+            needed = -(-100 // rolling.batch_percent) * rolling.wait_seconds
+            label = "rollout.rolling"
+        if needed > green.max_execution_seconds:
+            return [
+                f"{label}: the waits add up to {needed} s, more than max_execution_seconds "
+                f"{green.max_execution_seconds}; raise max_execution_seconds (<= 28800) or shorten the waits"
+            ]
+        return []
+
     @property
     def endpoint_name(self) -> str:
         """Known before deploy, so the log group, metric filters and alarms can be created with it."""
         return f"{self.name}-endpoint"
+
+    @property
+    def async_endpoint_name(self) -> str:
+        return f"{self.name}-async"
 
     def pair(self) -> ModelPair:
         return self.custom_pairs.get(self.model) or load_catalog().pairs[self.model]

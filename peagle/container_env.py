@@ -20,7 +20,9 @@ MODEL_MOUNT = "/opt/ml/model"
 TARGET_DIR = f"{MODEL_MOUNT}/target"
 DRAFTER_DIR = f"{MODEL_MOUNT}/drafter"
 # The production variant's name; keep it stable (autoscaling and rollouts key on it).
-DEFAULT_VARIANT_NAME = "AllTraffic"
+DEFAULT_VARIANT_NAME = "Primary"
+# The A/B test's second variant: same target, another K (0 = no speculation).
+BASELINE_VARIANT_NAME = "Baseline"
 # SageMaker sends SIGKILL 30 s after SIGTERM: drain in-flight requests for less.
 SHUTDOWN_DRAIN_SECONDS = 25
 

@@ -302,3 +302,12 @@ def plan_deployment(config: DeploymentConfig) -> Plan:
                 f"set instance.type in the deployment file or pass -c instanceType={suggestion}"
             )
         raise PlanError(f"{message}. {hint}") from None
+
+
+def plan_ab_baseline(config: DeploymentConfig) -> Plan | None:
+    """The A/B baseline variant's plan: same pair, instance and profile, the baseline K."""
+    if not config.ab_test.enabled:
+        return None
+    speculation = config.speculation.model_copy(update={"speculative_tokens": config.ab_test.baseline_speculative_tokens})
+    instance = config.instance.model_copy(update={"count": config.ab_test.baseline_instance_count})
+    return plan_deployment(config.model_copy(update={"speculation": speculation, "instance": instance}))

@@ -1,27 +1,35 @@
-"""The P-EAGLE endpoint for one plan: model, endpoint, KPI metrics, autoscaling,
-alarms and dashboard."""
+"""The P-EAGLE endpoint for one plan: model(s), endpoint with rollout guardrails, KPI
+metrics, autoscaling, alarms and dashboard; optionally an A/B baseline variant, batch
+transform access and an asynchronous endpoint on the same model."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from aws_cdk import CfnOutput, Duration, Stack, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from cdk_constructs.endpoint_alarms import EncryptedTopic
 from cdk_constructs.endpoint_logs import endpoint_log_group_name
 from cdk_constructs.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
+from cdk_constructs.execution_role import SageMakerExecutionRole
 from cdk_constructs.kpi_metrics import KpiMetrics
 from cdk_constructs.model_artifacts import ModelArtifactsLocation, artifacts_bucket_name, pair_prefix
 from cdk_constructs.nag import acknowledge
-from cdk_constructs.peagle_endpoint import PeagleEndpoint
-from cdk_constructs.peagle_model import PeagleModel
+from cdk_constructs.peagle_endpoint import PeagleEndpoint, VariantSpec
+from cdk_constructs.peagle_model import PeagleModel, ServingImage
 from peagle.config import DeploymentConfig
-from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
+from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.planner import Plan
 
 # Target concurrency per instance as a share of the engine's max_num_seqs: scale out
 # before requests queue inside vLLM.
 DEFAULT_CONCURRENCY_SHARE = 0.75
+ASYNC_OUTPUT_PREFIX = "async/output/"
+ASYNC_FAILURE_PREFIX = "async/failure/"
 
 
 class EndpointStack(Stack):
@@ -32,90 +40,80 @@ class EndpointStack(Stack):
         *,
         config: DeploymentConfig,
         plan: Plan,
+        baseline_plan: Plan | None = None,
         artifacts_key: kms.IKey | None = None,
         **kwargs,
     ) -> None:
         """
+        :param baseline_plan: the A/B baseline variant's plan (config.ab_test), or None.
         :param artifacts_key: KMS key of the project's artifacts bucket (ArtifactsStack); used when
             config.artifacts.s3_uri is unset and weights live in that bucket under models/<pair>/.
         """
         super().__init__(scope, id, **kwargs)
+        self.config = config
+        self.plan = plan
         artifacts = self._artifacts_location(config, plan, artifacts_key)
+        self.artifacts = artifacts
         vpc = config.network.vpc
-        self.model = PeagleModel(
-            self,
-            "PeagleModel",
-            environment=container_environment(plan, config, variant_name=DEFAULT_VARIANT_NAME),
-            artifacts=artifacts,
-            log_group_name=endpoint_log_group_name(config.endpoint_name),
-            network_isolation=config.network.isolation,
-            subnet_ids=vpc.subnet_ids if vpc else None,
-            security_group_ids=vpc.security_group_ids if vpc else None,
+        self.image = ServingImage(self, "ServingImage")
+        self.execution_role = SageMakerExecutionRole(
+            self, "ExecutionRole", artifacts=artifacts, image_repository=self.image.asset.repository, in_vpc=bool(vpc)
         )
-        volume_key = None
-        if not plan.instance.local_nvme:
-            volume_key = kms.Key(
-                self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume"
+        self.execution_role.grant_write_logs(endpoint_log_group_name(config.endpoint_name))
+
+        def model(construct_id: str, model_plan: Plan, variant: str) -> PeagleModel:
+            return PeagleModel(
+                self,
+                construct_id,
+                environment=container_environment(model_plan, config, variant_name=variant),
+                artifacts=artifacts,
+                image=self.image,
+                execution_role=self.execution_role,
+                network_isolation=config.network.isolation,
+                subnet_ids=vpc.subnet_ids if vpc else None,
+                security_group_ids=vpc.security_group_ids if vpc else None,
             )
+
+        self.model = model("PeagleModel", plan, DEFAULT_VARIANT_NAME)
+        primary_weight = 1.0
+        variants = []
+        if baseline_plan is not None:
+            primary_weight = (100 - config.ab_test.baseline_traffic_percent) / 100
+            baseline_model = model("BaselineModel", baseline_plan, BASELINE_VARIANT_NAME)
+        variants.append(self._variant(DEFAULT_VARIANT_NAME, self.model, plan, primary_weight))
+        if baseline_plan is not None:
+            variants.append(
+                self._variant(BASELINE_VARIANT_NAME, baseline_model, baseline_plan, 1.0 - primary_weight)
+            )
+
+        volume_key = self._volume_key(plan)
         observability = config.observability
         self.endpoint = PeagleEndpoint(
             self,
             "PeagleEndpoint",
-            model=self.model,
             endpoint_name=config.endpoint_name,
-            instance_type=plan.instance_type,
-            instance_count=plan.instance_count,
-            container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
-            model_download_timeout_seconds=plan.model_download_timeout_seconds,
+            variants=variants,
             volume_key=volume_key,
             log_retention_days=observability.log_retention_days,
             detailed_observability=observability.detailed_observability,
             metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
         )
-        if volume_key is None:
-            acknowledge(
-                self.endpoint.endpoint_config,
-                "NIST.800.53.R5-SageMakerEndpointConfigurationKMSKeyConfigured",
-                f"{plan.instance_type} has local NVMe instance storage: SageMaker rejects a KmsKeyId "
-                "there, and NVMe instance store is encrypted at rest by the Nitro hardware.",
-            )
+        self._acknowledge_nvme(self.endpoint, plan, volume_key)
         self.kpi = KpiMetrics(self, "KpiMetrics", log_group=self.endpoint.log_group, endpoint_name=config.endpoint_name)
-        self.scaling = self._autoscaling(config, plan)
-        self.monitoring = None
-        if config.alarms.enabled:
-            alarms = config.alarms
-            self.monitoring = EndpointMonitoring(
-                self,
-                "Monitoring",
-                endpoint=self.endpoint,
-                kpi=self.kpi,
-                thresholds=AlarmThresholds(
-                    latency_p90_seconds=alarms.latency_p90_seconds or plan.profile.latency_sla_p90_seconds,
-                    error_5xx_rate_percent=alarms.error_5xx_rate_percent,
-                    error_4xx_rate_percent=alarms.error_4xx_rate_percent,
-                    gpu_memory_percent_per_gpu=alarms.gpu_memory_percent,
-                    min_acceptance_rate=alarms.min_acceptance_rate,
-                    kpi_missing_minutes=alarms.kpi_missing_minutes,
-                ),
-                gpu_count=plan.instance.gpu_count,
-                speculation_enabled=plan.speculation_enabled,
-                summary_markdown=_dashboard_summary(plan, config),
-                alarm_emails=alarms.emails,
-                kpi_interval_seconds=observability.kpi_interval_seconds,
-            )
-
-        CfnOutput(self, "EndpointName", value=config.endpoint_name, description="SageMaker endpoint to invoke")
-        CfnOutput(self, "ExecutionRoleArn", value=self.model.execution_role.role.role_arn)
-        CfnOutput(self, "ImageUri", value=self.model.image.image_uri)
-        CfnOutput(
-            self,
-            "ModelDataS3Uri",
-            value=artifacts.s3_uri,
-            description="Prefix the endpoint mounts at /opt/ml/model; stage target/ and drafter/ here before deploying",
-        )
+        self.scaling = self._autoscaling()
+        self.monitoring = self._monitoring()
+        rollback_alarms = []
         if self.monitoring is not None:
-            CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic.topic_arn)
-            CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
+            rollback_alarms = [self.monitoring.alarms["Invocation5xxRateHigh"], self.monitoring.alarms["ModelLatencyP90High"]]
+            if baseline_plan is not None:
+                self.monitoring.add_variant_comparison(self.endpoint, self.kpi, baseline_variant=BASELINE_VARIANT_NAME)
+        self.endpoint.configure_rollout(config.rollout, rollback_alarms)
+        if config.batch.enabled:
+            self._batch_access()
+        self.async_endpoint = self._async_endpoint(volume_key) if config.async_inference.enabled else None
+        self._outputs()
+
+    # --- pieces -----------------------------------------------------------------------
 
     def _artifacts_location(
         self, config: DeploymentConfig, plan: Plan, artifacts_key: kms.IKey | None
@@ -131,8 +129,33 @@ class EndpointStack(Stack):
             bucket_name=artifacts_bucket_name(config.name), prefix=pair_prefix(plan.pair_id), key=artifacts_key
         )
 
-    def _autoscaling(self, config: DeploymentConfig, plan: Plan):
-        settings = config.autoscaling
+    def _variant(self, name: str, model: PeagleModel, plan: Plan, weight: float) -> VariantSpec:
+        return VariantSpec(
+            name=name,
+            model=model,
+            instance_type=plan.instance_type,
+            instance_count=plan.instance_count,
+            weight=round(weight, 4),
+            container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
+            model_download_timeout_seconds=plan.model_download_timeout_seconds,
+        )
+
+    def _volume_key(self, plan: Plan) -> kms.IKey | None:
+        if plan.instance.local_nvme:
+            return None
+        return kms.Key(self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume")
+
+    def _acknowledge_nvme(self, endpoint: PeagleEndpoint, plan: Plan, volume_key: kms.IKey | None) -> None:
+        if volume_key is None:
+            acknowledge(
+                endpoint.endpoint_config,
+                "NIST.800.53.R5-SageMakerEndpointConfigurationKMSKeyConfigured",
+                f"{plan.instance_type} has local NVMe instance storage: SageMaker rejects a KmsKeyId "
+                "there, and NVMe instance store is encrypted at rest by the Nitro hardware.",
+            )
+
+    def _autoscaling(self):
+        settings, plan = self.config.autoscaling, self.plan
         if not settings.enabled:
             return None
         scaling = self.endpoint.auto_scale_instance_count(
@@ -164,7 +187,7 @@ class EndpointStack(Stack):
             scaling.scale_on_model_latency(
                 "ModelLatencyOverSla",
                 metric=self.endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1)),
-                threshold_seconds=config.alarms.latency_p90_seconds or plan.profile.latency_sla_p90_seconds,
+                threshold_seconds=self._latency_sla_seconds(),
                 cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
             )
         for schedule in settings.schedules:
@@ -176,6 +199,121 @@ class EndpointStack(Stack):
                 time_zone=TimeZone.of(schedule.time_zone) if schedule.time_zone else None,
             )
         return scaling
+
+    def _latency_sla_seconds(self) -> float:
+        return self.config.alarms.latency_p90_seconds or self.plan.profile.latency_sla_p90_seconds
+
+    def _monitoring(self) -> EndpointMonitoring | None:
+        alarms, plan = self.config.alarms, self.plan
+        if not alarms.enabled:
+            return None
+        return EndpointMonitoring(
+            self,
+            "Monitoring",
+            endpoint=self.endpoint,
+            kpi=self.kpi,
+            thresholds=AlarmThresholds(
+                latency_p90_seconds=self._latency_sla_seconds(),
+                error_5xx_rate_percent=alarms.error_5xx_rate_percent,
+                error_4xx_rate_percent=alarms.error_4xx_rate_percent,
+                gpu_memory_percent_per_gpu=alarms.gpu_memory_percent,
+                min_acceptance_rate=alarms.min_acceptance_rate,
+                kpi_missing_minutes=alarms.kpi_missing_minutes,
+            ),
+            gpu_count=plan.instance.gpu_count,
+            speculation_enabled=plan.speculation_enabled,
+            summary_markdown=_dashboard_summary(plan, self.config),
+            alarm_emails=alarms.emails,
+            kpi_interval_seconds=self.config.observability.kpi_interval_seconds,
+        )
+
+    def _batch_access(self) -> None:
+        """Batch Transform jobs run the same Model with its execution role: read input, write output."""
+        batch, bucket = self.config.batch, self.artifacts.bucket_name
+        self.execution_role.grant_read_prefix(bucket, batch.input_prefix, sid="ReadBatchInput",
+                                              why="the batch-transform input prefix")  # fmt: skip
+        self.execution_role.grant_write_prefix(bucket, batch.output_prefix, sid="WriteBatchOutput",
+                                               why="the batch-transform output prefix")  # fmt: skip
+        self.execution_role.grant_encrypt_with_bucket_key()
+
+    def _async_endpoint(self, volume_key: kms.IKey | None) -> PeagleEndpoint:
+        """An asynchronous endpoint on the same Model: requests queue, results land in S3, SNS says when."""
+        settings, bucket = self.config.async_inference, self.artifacts.bucket_name
+        success = EncryptedTopic(self, "AsyncSuccessTopic", display_name="P-EAGLE async inference succeeded")
+        failure = EncryptedTopic(self, "AsyncFailureTopic", display_name="P-EAGLE async inference failed")
+        self.execution_role.grant_publish(success.topic, success.key, sid="PublishAsyncSuccess")
+        self.execution_role.grant_publish(failure.topic, failure.key, sid="PublishAsyncFailure")
+        self.execution_role.grant_write_prefix(bucket, ASYNC_OUTPUT_PREFIX, sid="WriteAsyncOutput",
+                                               why="the async-inference output prefix")  # fmt: skip
+        self.execution_role.grant_write_prefix(bucket, ASYNC_FAILURE_PREFIX, sid="WriteAsyncFailures",
+                                               why="the async-inference failure prefix")  # fmt: skip
+        self.execution_role.grant_encrypt_with_bucket_key()
+        self.execution_role.grant_write_logs(
+            endpoint_log_group_name(self.config.async_endpoint_name), sid="WriteAsyncEndpointLogs"
+        )
+        endpoint = PeagleEndpoint(
+            self,
+            "AsyncEndpoint",
+            endpoint_name=self.config.async_endpoint_name,
+            # async endpoints start with one instance; autoscaling may take them to zero
+            variants=[replace(self._variant(DEFAULT_VARIANT_NAME, self.model, self.plan, 1.0), instance_count=1)],
+            volume_key=volume_key,
+            log_retention_days=self.config.observability.log_retention_days,
+            async_inference=sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty(
+                output_config=sagemaker.CfnEndpointConfig.AsyncInferenceOutputConfigProperty(
+                    s3_output_path=f"s3://{bucket}/{ASYNC_OUTPUT_PREFIX}",
+                    s3_failure_path=f"s3://{bucket}/{ASYNC_FAILURE_PREFIX}",
+                    notification_config=sagemaker.CfnEndpointConfig.AsyncInferenceNotificationConfigProperty(
+                        success_topic=success.topic.topic_arn, error_topic=failure.topic.topic_arn
+                    ),
+                ),
+                client_config=sagemaker.CfnEndpointConfig.AsyncInferenceClientConfigProperty(
+                    max_concurrent_invocations_per_instance=settings.max_concurrent_invocations_per_instance
+                ),
+            ),
+        )
+        self._acknowledge_nvme(endpoint, self.plan, volume_key)
+        scaling = endpoint.auto_scale_instance_count(
+            min_capacity=settings.min_instances, max_capacity=settings.max_instances
+        )
+        scaling.scale_on_backlog(
+            "BacklogPerInstance",
+            metric=endpoint.metric_backlog_per_instance(period=Duration.minutes(1)),
+            target_per_instance=settings.target_backlog_per_instance,
+            scale_in_cooldown=Duration.seconds(self.config.autoscaling.scale_in_cooldown_seconds),
+            scale_out_cooldown=Duration.seconds(self.config.autoscaling.scale_out_cooldown_seconds),
+        )
+        if settings.min_instances == 0:
+            scaling.scale_out_from_zero(
+                "ScaleOutFromZero",
+                metric=endpoint.metric_has_backlog_without_capacity(period=Duration.minutes(1)),
+                cooldown=Duration.seconds(self.config.autoscaling.scale_out_cooldown_seconds),
+            )
+        self.async_topics = (success, failure)
+        return endpoint
+
+    def _outputs(self) -> None:
+        config = self.config
+        CfnOutput(self, "EndpointName", value=config.endpoint_name, description="SageMaker endpoint to invoke")
+        CfnOutput(self, "ModelName", value=self.model.model_name, description="for `peagle batch` transform jobs")
+        CfnOutput(self, "ExecutionRoleArn", value=self.execution_role.role.role_arn)
+        CfnOutput(self, "ImageUri", value=self.image.asset.image_uri)
+        CfnOutput(
+            self,
+            "ModelDataS3Uri",
+            value=self.artifacts.s3_uri,
+            description="Prefix the endpoint mounts at /opt/ml/model; stage target/ and drafter/ here before deploying",
+        )
+        if self.monitoring is not None:
+            CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic.topic_arn)
+            CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
+        if config.batch.enabled:
+            bucket = self.artifacts.bucket_name
+            CfnOutput(self, "BatchInputS3Uri", value=f"s3://{bucket}/{config.batch.input_prefix}")
+            CfnOutput(self, "BatchOutputS3Uri", value=f"s3://{bucket}/{config.batch.output_prefix}")
+        if self.async_endpoint is not None:
+            CfnOutput(self, "AsyncEndpointName", value=config.async_endpoint_name)
+            CfnOutput(self, "AsyncOutputS3Uri", value=f"s3://{self.artifacts.bucket_name}/{ASYNC_OUTPUT_PREFIX}")
 
 
 def _dashboard_summary(plan: Plan, config: DeploymentConfig) -> str:

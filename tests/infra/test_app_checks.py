@@ -12,6 +12,8 @@ VARIANTS = {
     "default": {},
     "speculation-off": {"speculativeTokens": "0"},
     "multi-gpu": {"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"},
+    "ab-test": {"deployment": str(REPO_ROOT / "deployments" / "ab-test.yaml")},
+    "async-summarization": {"deployment": str(REPO_ROOT / "deployments" / "async-summarization.yaml")},
 }
 
 

@@ -68,7 +68,7 @@ def test_endpoint_config_sizes_timeouts_and_routes_to_the_least_busy_instance(de
         {
             "ProductionVariants": [
                 {
-                    "VariantName": "AllTraffic",
+                    "VariantName": "Primary",
                     "InstanceType": "ml.g6e.xlarge",
                     "InitialInstanceCount": 1,
                     "ContainerStartupHealthCheckTimeoutInSeconds": Match.any_value(),
@@ -123,15 +123,16 @@ def test_execution_role_is_least_privilege(default_synth):
     template.resource_count_is("AWS::IAM::Policy", 0)  # no inline policies
     statements = {s["Sid"]: s for s in _policy_statements(default_synth)}
     assert set(statements) == {
-        "ReadModelWeights", "ListModelPrefix", "WriteEndpointLogs", "PublishMetrics", "PullServingImage",
-        "EcrLogin", "DecryptModelWeights",
+        "ReadModelWeights", "ListReadModelWeights", "WriteEndpointLogs", "PublishMetrics", "PullServingImage",
+        "EcrLogin", "DecryptModelWeights", "ReadBatchInput", "ListReadBatchInput", "WriteBatchOutput", "EncryptResults",
     }  # fmt: skip
     for statement in statements.values():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         assert all(action != "*" and not action.endswith(":*") for action in actions)
     wildcard_resources = {sid for sid, s in statements.items() if s["Resource"] == "*"}
     assert wildcard_resources == {"PublishMetrics", "EcrLogin"}  # APIs without resource-level permissions
-    assert statements["ListModelPrefix"]["Condition"] == {"StringLike": {"s3:prefix": ["models/gpt-oss-20b/*"]}}
+    assert statements["ListReadModelWeights"]["Condition"] == {"StringLike": {"s3:prefix": ["models/gpt-oss-20b/*"]}}
+    assert statements["WriteBatchOutput"]["Action"] == ["s3:AbortMultipartUpload", "s3:PutObject"]
     assert statements["DecryptModelWeights"]["Action"] == "kms:Decrypt"
 
 

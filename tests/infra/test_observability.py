@@ -11,7 +11,7 @@ from peagle.config import config_from_overrides
 from peagle.errors import ConfigError
 
 ENDPOINT = "peagle-endpoint"
-RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/AllTraffic"
+RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/Primary"
 
 
 def _of_type(result, resource_type):
@@ -62,7 +62,7 @@ def test_every_kpi_field_becomes_a_metric_with_endpoint_and_variant_dimensions(d
 def test_the_container_is_told_the_names_the_metric_filters_read(default_synth):
     env = default_synth.container_environment()
     assert env["PEAGLE_ENDPOINT_NAME"] == ENDPOINT
-    assert env["PEAGLE_VARIANT_NAME"] == "AllTraffic"
+    assert env["PEAGLE_VARIANT_NAME"] == "Primary"
     assert env["PEAGLE_KPI_INTERVAL_SECONDS"] == "60"
 
 

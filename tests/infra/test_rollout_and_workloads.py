@@ -1,0 +1,172 @@
+"""Rollout guardrails, the A/B variant, batch-transform access and the async endpoint."""
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match
+from cdk_synth import REPO_ROOT, write_deployment
+
+from peagle.config import config_from_overrides
+from peagle.errors import ConfigError
+
+AB_FILE = str(REPO_ROOT / "deployments" / "ab-test.yaml")
+ASYNC_FILE = str(REPO_ROOT / "deployments" / "async-summarization.yaml")
+
+
+def _endpoint(result, name="peagle-endpoint"):
+    (props,) = [
+        r["Properties"] for r in result.resources("PeagleEndpoint", "AWS::SageMaker::Endpoint").values()
+        if r["Properties"]["EndpointName"] == name
+    ]  # fmt: skip
+    return props
+
+
+def _alarm_logical_id(result, fragment):
+    (logical_id,) = [
+        lid for lid, r in result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm").items()
+        if fragment in r["Properties"].get("AlarmDescription", "")
+    ]  # fmt: skip
+    return logical_id
+
+
+# --- rollout guardrails -------------------------------------------------------------
+
+
+def test_default_updates_go_blue_green_canary_with_baking_and_alarm_rollback(default_synth):
+    endpoint = _endpoint(default_synth)
+    policy = endpoint["DeploymentConfig"]["BlueGreenUpdatePolicy"]
+    assert policy["TrafficRoutingConfiguration"] == {
+        "Type": "CANARY",
+        "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10},
+        "WaitIntervalInSeconds": 600,
+    }
+    assert (policy["TerminationWaitInSeconds"], policy["MaximumExecutionTimeoutInSeconds"]) == (600, 7200)
+    rollback = endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    assert rollback == [
+        {"AlarmName": {"Ref": _alarm_logical_id(default_synth, "fail with 5xx")}},
+        {"AlarmName": {"Ref": _alarm_logical_id(default_synth, "p90 ModelLatency over")}},
+    ]
+    assert endpoint["RetainAllVariantProperties"] is True  # a deploy keeps the autoscaled instance count
+    assert endpoint["ExcludeRetainedVariantProperties"] == [{"VariantPropertyType": "DesiredWeight"}]
+
+
+def test_linear_shifting_and_rolling_updates_are_configurable(synth, tmp_path):
+    linear = synth(deployment=write_deployment(
+        tmp_path, "rollout:\n  blue_green: {traffic: linear, linear_step_percent: 25, wait_seconds: 300}\n"))  # fmt: skip
+    routing = _endpoint(linear)["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
+    assert routing == {"Type": "LINEAR", "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
+                       "WaitIntervalInSeconds": 300}  # fmt: skip
+    rolling = _endpoint(synth(deployment=ASYNC_FILE), "peagle-summaries-endpoint")["DeploymentConfig"]
+    assert rolling["RollingUpdatePolicy"] == {
+        "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+        "WaitIntervalInSeconds": 300,
+        "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 100},
+        "MaximumExecutionTimeoutInSeconds": 7200,
+    }
+    assert "AutoRollbackConfiguration" in rolling
+
+
+def test_rollout_ranges_and_combinations_are_validated():
+    with pytest.raises(ConfigError, match=r"rollout.blue_green.canary_percent: Input should be less than or equal to 99"):
+        config_from_overrides({}, base={"rollout": {"blue_green": {"canary_percent": 150}}})
+    with pytest.raises(ConfigError, match=r"the waits add up to 9600 s, more than max_execution_seconds 7200"):
+        config_from_overrides({}, base={"rollout": {"blue_green": {"traffic": "linear", "linear_step_percent": 10,
+                                                                   "wait_seconds": 900, "termination_wait_seconds": 600}}})  # fmt: skip
+    with pytest.raises(ConfigError, match=r"rolling' is not supported on multi-variant endpoints"):
+        config_from_overrides({}, base={"ab_test": {"enabled": True}, "rollout": {"strategy": "rolling"}})
+
+
+# --- A/B measurement ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ab(synth):
+    return synth(deployment=AB_FILE)
+
+
+def test_ab_example_has_two_production_variants_splitting_traffic(ab):
+    (config,) = ab.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()
+    variants = {v["VariantName"]: v for v in config["Properties"]["ProductionVariants"]}
+    assert set(variants) == {"Primary", "Baseline"}
+    assert variants["Primary"]["InitialVariantWeight"] == variants["Baseline"]["InitialVariantWeight"] == 0.5
+    assert variants["Primary"]["InstanceType"] == variants["Baseline"]["InstanceType"] == "ml.g6e.xlarge"
+    assert variants["Primary"]["ModelName"] != variants["Baseline"]["ModelName"]
+
+
+def test_ab_baseline_serves_the_same_target_without_speculation(ab):
+    models = list(ab.resources("PeagleEndpoint", "AWS::SageMaker::Model").values())
+    envs = {m["Properties"]["PrimaryContainer"]["Environment"]["PEAGLE_VARIANT_NAME"]: m["Properties"] for m in models}
+    primary, baseline = (envs[name]["PrimaryContainer"]["Environment"] for name in ("Primary", "Baseline"))
+    assert json.loads(primary["SM_VLLM_SPECULATIVE_CONFIG"])["num_speculative_tokens"] == 7
+    assert "SM_VLLM_SPECULATIVE_CONFIG" not in baseline
+    assert primary["SM_VLLM_MODEL"] == baseline["SM_VLLM_MODEL"]
+    # one execution role and one image for both
+    assert envs["Primary"]["ExecutionRoleArn"] == envs["Baseline"]["ExecutionRoleArn"]
+    assert envs["Primary"]["PrimaryContainer"]["Image"] == envs["Baseline"]["PrimaryContainer"]["Image"]
+
+
+def test_ab_dashboard_shows_per_variant_latency_and_the_measured_speedup(ab):
+    (dashboard,) = ab.resources("PeagleEndpoint", "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    assert "measured speedup (Baseline TPOT / Primary TPOT)" in body
+    assert "baseline / speculative" in body
+    assert body.count('\\"VariantName\\",\\"Baseline\\"') >= 4
+
+
+# --- batch transform ----------------------------------------------------------------
+
+
+def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(default_synth):
+    outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]
+    assert {"ModelName", "BatchInputS3Uri", "BatchOutputS3Uri"} <= set(outputs)
+    assert outputs["ModelName"]["Value"] == {"Fn::GetAtt": [Match.any_value(), "ModelName"]} or "Fn::GetAtt" in json.dumps(
+        outputs["ModelName"]["Value"])  # fmt: skip
+    (policy,) = default_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert json.dumps(statements["ReadBatchInput"]["Resource"]).endswith('/batch/input/*"]]}')
+    assert json.dumps(statements["WriteBatchOutput"]["Resource"]).endswith('/batch/output/*"]]}')
+    assert statements["EncryptResults"]["Action"] == "kms:GenerateDataKey"
+
+
+# --- async inference ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def async_synth(synth):
+    return synth(deployment=ASYNC_FILE)
+
+
+def test_async_endpoint_queues_to_s3_and_notifies_on_success_and_failure(async_synth):
+    configs = [c["Properties"] for c in async_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()]
+    (async_config,) = [c for c in configs if "AsyncInferenceConfig" in c]
+    output = async_config["AsyncInferenceConfig"]["OutputConfig"]
+    assert json.dumps(output["S3OutputPath"]).endswith('/async/output/"]]}')
+    assert json.dumps(output["S3FailurePath"]).endswith('/async/failure/"]]}')
+    assert set(output["NotificationConfig"]) == {"SuccessTopic", "ErrorTopic"}
+    assert async_config["AsyncInferenceConfig"]["ClientConfig"] == {"MaxConcurrentInvocationsPerInstance": 8}
+    _endpoint(async_synth, "peagle-summaries-async")
+
+
+def test_async_endpoint_scales_to_zero_and_back_on_its_backlog(async_synth):
+    template = async_synth.template()
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {"ResourceId": "endpoint/peagle-summaries-async/variant/Primary", "MinCapacity": 0, "MaxCapacity": 2},
+    )
+    policies = [p["Properties"] for p in async_synth.resources("PeagleEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy").values()]
+    backlog = [p for p in policies if "BacklogPerInstance" in p["PolicyName"]]
+    assert backlog[0]["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]["MetricName"] == \
+        "ApproximateBacklogSizePerInstance"  # fmt: skip
+    assert [p for p in policies if "ScaleOutFromZero" in p["PolicyName"]]
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm", {"MetricName": "HasBacklogWithoutCapacity", "Namespace": "AWS/SageMaker"}
+    )
+
+
+def test_async_topics_are_encrypted_and_the_role_may_publish_to_them(async_synth):
+    topics = async_synth.resources("PeagleEndpoint", "AWS::SNS::Topic")
+    assert len(topics) == 3  # alarms, async success, async failure
+    assert all("KmsMasterKeyId" in t["Properties"] for t in topics.values())
+    (policy,) = async_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
+    sids = {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert {"PublishAsyncSuccess", "PublishAsyncFailure", "WriteAsyncOutput", "WriteAsyncEndpointLogs"} <= sids
