@@ -72,6 +72,22 @@ def _run_section(run: RunResult) -> list[str]:
             f"| {level.concurrency} | {_triple(level.ttft_s, 1000, '.0f')} | {_triple(level.tpot_s, 1000, '.1f')} | "
             f"{_triple(level.itl_s, 1000, '.1f')} | {_triple(level.e2e_s, 1, '.2f')} |"
         )
+    if any(level.server_latency for level in run.levels):
+        lines += [
+            "",
+            "Server-side means from vLLM's histograms (queue, TTFT, TPOT in ms; e2e in s):",
+            "",
+            "| concurrency | queue | TTFT | TPOT | e2e |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for level in run.levels:
+            server = level.server_latency
+            if server is not None:
+                lines.append(
+                    f"| {level.concurrency} | {_num(_scaled(server.queue_time_mean_s, 1000), '.1f')} | "
+                    f"{_num(_scaled(server.ttft_mean_s, 1000), '.1f')} | {_num(_scaled(server.tpot_mean_s, 1000), '.2f')} | "
+                    f"{_num(server.e2e_mean_s, '.2f')} |"
+                )
     return lines + [""]
 
 
@@ -128,6 +144,9 @@ def _definitions() -> list[str]:
         "- acceptance rate = accepted / draft tokens; acceptance length = 1 + accepted / drafts (tokens per target "
         "step); per-position = accepted at draft position i / drafts. From the server's /metrics counters, "
         "change over the level.",
+        "- Server-side means: vLLM's own histograms over the level (URL targets). When the client sees TTFT close "
+        "to e2e and TPOT near 0, the server delivered the stream in one burst (a CPU-starved API server): "
+        "trust these instead.",
         "- $ / 1M output tok = price per hour / (output tok/s x 3600) x 1e6: one instance kept busy at that concurrency.",
         "",
     ]
@@ -142,6 +161,10 @@ def _errors(level: LevelResult) -> str:
 
 def _num(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else value * scale
 
 
 def _triple(distribution: Distribution | None, scale: float, spec: str) -> str:

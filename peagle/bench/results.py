@@ -36,6 +36,16 @@ class Speculation:
 
 
 @dataclass(frozen=True)
+class ServerLatency:
+    """Means over a level from vLLM's own latency histograms (URL targets only)."""
+
+    ttft_mean_s: float | None
+    tpot_mean_s: float | None
+    e2e_mean_s: float | None
+    queue_time_mean_s: float | None
+
+
+@dataclass(frozen=True)
 class LevelResult:
     """One concurrency level of one run."""
 
@@ -54,6 +64,7 @@ class LevelResult:
     e2e_s: Distribution | None
     speculation: Speculation | None
     cost_per_million_output_tokens_usd: float | None
+    server_latency: ServerLatency | None = None
 
     @property
     def error_rate(self) -> float:
@@ -127,6 +138,7 @@ def _level_from_dict(raw: dict[str, Any]) -> LevelResult:
     for name in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
         values[name] = Distribution(**values[name]) if values.get(name) else None
     values["speculation"] = Speculation(**values["speculation"]) if values.get("speculation") else None
+    values["server_latency"] = ServerLatency(**values["server_latency"]) if values.get("server_latency") else None
     return LevelResult(**values)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peagle.bench.load import run_closed_loop, send_one
-from peagle.bench.acceptance import speculation_between
+from peagle.bench.vllm_counters import server_latency_between, speculation_between
 from peagle.bench.prompts import PromptCase
 from peagle.bench.results import LevelResult, RunResult
 from peagle.bench.server_probe import ENDPOINT_METRICS_NOTE, ServerInfo, probe_url, scrape_metrics
@@ -98,6 +98,7 @@ def run_target(
                 duration_s,
                 speculation=speculation_between(before, after) if after is not None else None,
                 price_per_hour_usd=settings.price_per_hour_usd,
+                server_latency=server_latency_between(before, after) if after is not None else None,
             )
         )
         notes.extend(_first_error_notes(concurrency, records))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from peagle.bench.acceptance import has_speculation
+from peagle.bench.vllm_counters import has_speculation
 from peagle_serve.metrics import MetricsSnapshot
 
 ENDPOINT_METRICS_NOTE = (

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from peagle.bench.results import Distribution, LevelResult, Speculation
+from peagle.bench.results import Distribution, LevelResult, ServerLatency, Speculation
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ def summarise_level(
     *,
     speculation: Speculation | None,
     price_per_hour_usd: float | None,
+    server_latency: ServerLatency | None = None,
 ) -> LevelResult:
     succeeded = [record for record in records if record.ok]
     output_tokens = sum(record.output_tokens for record in succeeded)
@@ -93,4 +94,5 @@ def summarise_level(
         e2e_s=distribution([r.e2e_s for r in succeeded]),
         speculation=speculation,
         cost_per_million_output_tokens_usd=cost_per_million_output_tokens(price_per_hour_usd, output_tokens_per_s),
+        server_latency=server_latency,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pytest
 
-from peagle.bench.acceptance import speculation_between
+from peagle.bench.vllm_counters import speculation_between
 from peagle.bench.compare import find_regressions, matching_baseline_run, reference_run
 from peagle.bench.prompts import DEFAULT_BUCKETS, load_prompt_file, synthetic_prompts
 from peagle.bench.results import BenchResults, RunResult, load_results, results_to_json
