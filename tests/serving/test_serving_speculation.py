@@ -36,34 +36,43 @@ def test_spec_decode_counters_move_and_acceptance_length_is_above_one(local_serv
 
 
 def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
-    for _ in range(3):
+    seen_before = len(local_server.kpi_records())
+    # Steady traffic across a few intervals: a request's prompt, first token and
+    # finish can fall in different intervals, so each value is checked over them.
+    traffic_until = time.monotonic() + 2.5 * TEST_KPI_INTERVAL_SECONDS
+    while time.monotonic() < traffic_until:
         greedy_completion(local_server.url, "Measure me", max_tokens=48)
-    deadline = time.monotonic() + 4 * TEST_KPI_INTERVAL_SECONDS + 10
-    record = None
-    while time.monotonic() < deadline and record is None:
-        busy = [r for r in local_server.kpi_records() if r["requests_finished_total_in_interval"] > 0
-                and r["spec_mean_acceptance_length"] is not None]
-        record = busy[-1] if busy else None
+    deadline = time.monotonic() + 2 * TEST_KPI_INTERVAL_SECONDS + 10
+    while time.monotonic() < deadline and len(local_server.kpi_records()) < seen_before + 3:
         time.sleep(0.5)
-    assert record is not None, "no KPI line with traffic:\n" + local_server.output_tail()
+    records = local_server.kpi_records()[seen_before:]
+    assert len(records) >= 3, "too few KPI lines:\n" + local_server.output_tail()
 
-    assert set(record) == KPI_KEYS
-    assert record["event"] == "peagle_kpi" and record["model_pair"] == "tiny-pair"
-    assert record["speculative_tokens"] == 4
-    assert abs(record["interval_seconds"] - TEST_KPI_INTERVAL_SECONDS) < 1.5
-    assert record["requests_per_second"] > 0 and record["generation_tokens_per_second"] > 0
-    assert record["prompt_tokens_per_second"] > 0
-    for key in ("ttft_mean_seconds", "tpot_mean_seconds", "e2e_latency_mean_seconds"):
-        assert 0 < record[key] < 30, key
-    assert record["queue_time_mean_seconds"] >= 0
-    assert 0 < record["spec_acceptance_rate"] <= 1
-    assert 1.5 < record["spec_mean_acceptance_length"] <= 5
-    per_position = record["spec_acceptance_per_position"]
-    assert len(per_position) == 4 and per_position[0] > 0.9
-    assert record["spec_drafts_per_second"] > 0
-    assert 0 <= record["kv_cache_usage_ratio"] <= 1
-    assert record["requests_running"] >= 0 and record["requests_waiting"] >= 0
-    assert record["requests_finished"]["length"] >= 1
-    assert record["requests_finished_total_in_interval"] == sum(record["requests_finished"].values())
-    # Every line on stdout that claims to be a KPI line is one whole JSON object.
-    assert all(set(r) == KPI_KEYS for r in local_server.kpi_records())
+    for record in records:
+        assert set(record) == KPI_KEYS
+        assert record["event"] == "peagle_kpi" and record["model_pair"] == "tiny-pair"
+        assert record["speculative_tokens"] == 4
+        assert abs(record["interval_seconds"] - TEST_KPI_INTERVAL_SECONDS) < 1.5
+        assert record["requests_finished_total_in_interval"] == sum(record["requests_finished"].values())
+        assert 0 <= record["kv_cache_usage_ratio"] <= 1
+        assert record["requests_running"] >= 0 and record["requests_waiting"] >= 0
+        for key in ("ttft_mean_seconds", "tpot_mean_seconds", "e2e_latency_mean_seconds",
+                    "queue_time_mean_seconds"):
+            assert record[key] is None or 0 <= record[key] < 30, key
+        if record["spec_mean_acceptance_length"] is not None:
+            assert 0 < record["spec_acceptance_rate"] <= 1
+            assert 1 <= record["spec_mean_acceptance_length"] <= 5
+            assert len(record["spec_acceptance_per_position"]) == 4
+            assert all(0 <= p <= 1 for p in record["spec_acceptance_per_position"])
+
+    def some(key):
+        return [r[key] for r in records if r[key] is not None]
+
+    for key in ("requests_per_second", "generation_tokens_per_second", "prompt_tokens_per_second",
+                "spec_drafts_per_second", "ttft_mean_seconds", "tpot_mean_seconds",
+                "e2e_latency_mean_seconds"):
+        assert any(value > 0 for value in some(key)), key
+    assert max(some("spec_mean_acceptance_length")) > 1.5
+    assert max(r["spec_acceptance_per_position"][0] for r in records
+               if r["spec_acceptance_per_position"]) > 0.9
+    assert sum(r["requests_finished"]["length"] for r in records) >= 2
