@@ -78,16 +78,27 @@ def _token_from_secret(secret_string: str | None, secret_arn: str) -> str:
 def _explain_hub_failure(error: Exception, repo_id: str, token: HubToken | None) -> HubError:
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
-    detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+    # huggingface_hub wraps the HTTP failure (e.g. DryRunError from HfHubHTTPError): find the cause.
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    status = next((getattr(getattr(item, "response", None), "status_code", None) for item in chain
+                   if getattr(getattr(item, "response", None), "status_code", None)), None)
+    detail = str(chain[-1]).splitlines()[0] if str(chain[-1]) else type(chain[-1]).__name__
     if token is not None:
         detail = token.scrub(detail)
     who = f"the token from {token.source}" if token else "no token (set HF_TOKEN or --hf-token-secret-arn)"
-    if isinstance(error, GatedRepoError):
-        hint = f"{repo_id} is gated: accept its license on the Hub with the account of {who}"
-    elif isinstance(error, RepositoryNotFoundError):
+    if any(isinstance(item, GatedRepoError) for item in chain) or status == 403:
+        hint = f"{repo_id} is gated or forbidden for {who}: accept its license on the Hub with that account"
+    elif status == 401:
+        hint = (f"the Hub rejected {who} for {repo_id} (401): check the token is valid and not expired"
+                if token else f"{repo_id} needs a Hugging Face token (401): set HF_TOKEN or pass --hf-token-secret-arn")
+    elif any(isinstance(item, RepositoryNotFoundError) for item in chain) or status == 404:
         hint = f"{repo_id} was not found or is private for {who}; check the id (catalog hf_id) and the token's access"
     else:
-        hint = f"the Hub request for {repo_id} failed ({type(error).__name__}); check network access to the Hub (or HF_ENDPOINT / --hf-endpoint)"
+        hint = f"the Hub request for {repo_id} failed; check network access to the Hub (or HF_ENDPOINT / --hf-endpoint)"
     return HubError(f"{hint}. Hub said: {detail}")
 
 
