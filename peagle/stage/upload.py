@@ -41,17 +41,16 @@ def existing_size(s3: Any, location: S3Location) -> int | None:
     """The object's size, or None when there is none."""
     from botocore.exceptions import ClientError
 
-    try:
-        return int(s3.head_object(Bucket=location.bucket, Key=location.key)["ContentLength"])
-    except ClientError as error:
-        code = str(error.response.get("Error", {}).get("Code"))
-        if code in ("404", "NoSuchKey", "NotFound"):
-            return None
-        with aws_call(
-            f"checking {location.uri}",
-            permission=f"s3:GetObject on arn:aws:s3:::{location.bucket}/* and s3:ListBucket on the bucket "
-            "(without ListBucket S3 answers 403, not 404, for keys that do not exist yet)",
-        ):
+    with aws_call(
+        f"checking {location.uri}",
+        permission=f"s3:GetObject on arn:aws:s3:::{location.bucket}/* and s3:ListBucket on the bucket "
+        "(without ListBucket S3 answers 403, not 404, for keys that do not exist yet)",
+    ):
+        try:
+            return int(s3.head_object(Bucket=location.bucket, Key=location.key)["ContentLength"])
+        except ClientError as error:
+            if str(error.response.get("Error", {}).get("Code")) in ("404", "NoSuchKey", "NotFound"):
+                return None
             raise
 
 
@@ -105,9 +104,10 @@ def upload_files(
             continue
         file_started = clock()
         try:
-            s3.upload_file(
-                str(file.local_path), destination.bucket, destination.key, ExtraArgs=extra_args or None, Config=config
-            )
+            with aws_call(f"uploading to {destination.uri}", permission=f"s3:PutObject on arn:aws:s3:::{destination.bucket}/*"):
+                s3.upload_file(
+                    str(file.local_path), destination.bucket, destination.key, ExtraArgs=extra_args or None, Config=config
+                )
         except S3UploadFailedError as error:
             raise AwsCallError(_explain_upload_failure(str(error), destination, kms_key_id)) from None
         uploaded += 1

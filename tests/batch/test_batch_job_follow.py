@@ -102,3 +102,92 @@ def test_model_environment_is_read_from_the_deployed_model():
                                  http_status_code=400)
         with pytest.raises(PeagleError, match="needs sagemaker:DescribeModel"):
             model_environment(client, "PeagleModel-abc123")
+
+
+class _StubbedAws:
+    """Real botocore clients under Stubber, handed to `peagle batch` in place of its own."""
+
+    def __init__(self) -> None:
+        self.clients = {service: _client(service) for service in ("sagemaker", "cloudformation", "s3")}
+        self.stubbers = {service: Stubber(client) for service, client in self.clients.items()}
+
+    def client(self, session, service: str):
+        return self.clients[service]
+
+
+def _deployed_model(environment: dict) -> dict:
+    return {
+        "ModelName": "PeagleModel-abc123",
+        "PrimaryContainer": {"Image": "1.dkr.ecr.us-east-1.amazonaws.com/x:y", "Environment": environment},
+        "ExecutionRoleArn": "arn:aws:iam::111122223333:role/r",
+        "CreationTime": "2026-03-01T12:00:00Z",
+        "ModelArn": "arn:aws:sagemaker:us-east-1:111122223333:model/peaglemodel-abc123",
+    }
+
+
+def _stack_with_model_name() -> dict:
+    return {"Stacks": [{"StackName": "peagle-endpoint", "CreationTime": "2026-03-01T12:00:00Z", "StackStatus": "UPDATE_COMPLETE",
+                        "Outputs": [{"OutputKey": "ModelName", "OutputValue": "PeagleModel-abc123"}]}]}
+
+
+def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_the_deployed_model(tmp_path, monkeypatch, capsys):
+    from botocore.stub import ANY
+
+    from peagle.batch import cli as batch_cli
+    from peagle.cli import main
+    from peagle.container_env import container_environment
+    from peagle.planner import plan_deployment
+    from peagle.stage.cli import load_cli_config
+
+    config = load_cli_config(None, {})  # what the command itself plans from
+    deployed = container_environment(plan_deployment(config), config, variant_name="AllTraffic")
+    aws = _StubbedAws()
+    monkeypatch.setattr(batch_cli, "_session", lambda region: object())
+    monkeypatch.setattr(batch_cli, "_client", aws.client)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
+    sent = {}
+
+    aws.stubbers["cloudformation"].add_response("describe_stacks", _stack_with_model_name(), {"StackName": "peagle-endpoint"})
+    aws.stubbers["sagemaker"].add_response("describe_model", _deployed_model(deployed), {"ModelName": "PeagleModel-abc123"})
+    aws.stubbers["s3"].add_response("put_object", {"ETag": '"1"'}, {"Bucket": "my-batch-io", "Key": "in/prompts.jsonl",
+                                                                    "Body": ANY, "ChecksumAlgorithm": ANY})
+    aws.stubbers["sagemaker"].add_response("create_transform_job", {"TransformJobArn": "arn:aws:sagemaker:us-east-1:1:transform-job/nightly-1"})
+    aws.stubbers["sagemaker"].add_response("describe_transform_job", _description("Completed") | {"TransformJobName": "nightly-1"},
+                                           {"TransformJobName": "nightly-1"})
+    aws.clients["sagemaker"].meta.events.register(
+        "provide-client-params.sagemaker.CreateTransformJob", lambda params, **kwargs: sent.update(params)
+    )
+    for stubber in aws.stubbers.values():
+        stubber.activate()
+
+    exit_code = main(["batch", "--input", str(prompts), "--upload-to", "s3://my-batch-io/in/", "--output", "s3://my-batch-io/out/",
+                      "--job-name", "nightly-1", "--region", "us-east-1"])
+
+    out = capsys.readouterr().out
+    assert exit_code == 0, out
+    for stubber in aws.stubbers.values():
+        stubber.assert_no_pending_responses()
+    assert sent["ModelName"] == "PeagleModel-abc123"
+    assert sent["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://my-batch-io/in/prompts.jsonl"
+    # Same instance type as the deployed Model: TP is unchanged, so not repeated.
+    assert "SM_VLLM_TENSOR_PARALLEL_SIZE" not in sent["Environment"]
+    assert sent["Environment"]["SM_VLLM_MAX_NUM_SEQS"] != deployed["SM_VLLM_MAX_NUM_SEQS"]
+    assert "nightly-1: Completed" in out and "completed; output" in out
+
+
+def test_a_model_serving_another_pair_is_refused_before_starting(tmp_path, monkeypatch, capsys):
+    from peagle.batch import cli as batch_cli
+    from peagle.cli import main
+
+    aws = _StubbedAws()
+    monkeypatch.setattr(batch_cli, "_session", lambda region: object())
+    monkeypatch.setattr(batch_cli, "_client", aws.client)
+    aws.stubbers["sagemaker"].add_response("describe_model", _deployed_model({"PEAGLE_MODEL_PAIR": "qwen3-8b"}),
+                                           {"ModelName": "PeagleModel-abc123"})
+    with aws.stubbers["sagemaker"]:
+        exit_code = main(["batch", "--input", "s3://my-batch-io/in/", "--output", "s3://my-batch-io/out/",
+                          "--model-name", "PeagleModel-abc123", "--model", "gpt-oss-20b"])
+
+    assert exit_code == 2
+    assert "serves pair 'qwen3-8b' but the plan is for 'gpt-oss-20b'; pass --model qwen3-8b" in capsys.readouterr().err
