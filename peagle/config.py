@@ -82,8 +82,26 @@ class ArtifactsSettings(StrictModel):
 
 
 class VpcSettings(StrictModel):
-    subnet_ids: list[str] = Field(min_length=1)
-    security_group_ids: list[str] = Field(min_length=1)
+    """Run the model in private subnets: your own (subnet_ids + security_group_ids), or a new VPC
+    (create: true) with isolated subnets, no NAT, a security group without ingress and the VPC
+    endpoints SageMaker needs to pull the image, read weights and write logs and metrics."""
+
+    create: bool = False
+    max_azs: int = Field(2, ge=2, le=6, description="with create: availability zones to span")
+    subnet_ids: list[str] = []
+    security_group_ids: list[str] = []
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VpcSettings:
+        own = bool(self.subnet_ids) or bool(self.security_group_ids)
+        if self.create and own:
+            raise ValueError("network.vpc: give either create: true or subnet_ids + security_group_ids, not both")
+        if not self.create and not (self.subnet_ids and self.security_group_ids):
+            raise ValueError(
+                "network.vpc: give subnet_ids and security_group_ids of your private subnets, or create: true "
+                "for a new VPC"
+            )
+        return self
 
 
 class NetworkSettings(StrictModel):

@@ -21,6 +21,7 @@ from cdk_constructs.model_artifacts import ModelArtifactsLocation, artifacts_buc
 from cdk_constructs.nag import acknowledge
 from cdk_constructs.peagle_endpoint import PeagleEndpoint, VariantSpec
 from cdk_constructs.peagle_model import PeagleModel, ServingImage
+from cdk_constructs.private_network import PrivateNetwork
 from peagle.config import DeploymentConfig
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.planner import Plan
@@ -54,10 +55,14 @@ class EndpointStack(Stack):
         self.plan = plan
         artifacts = self._artifacts_location(config, plan, artifacts_key)
         self.artifacts = artifacts
-        vpc = config.network.vpc
+        subnet_ids, security_group_ids = self._network(config)
         self.image = ServingImage(self, "ServingImage")
         self.execution_role = SageMakerExecutionRole(
-            self, "ExecutionRole", artifacts=artifacts, image_repository=self.image.asset.repository, in_vpc=bool(vpc)
+            self,
+            "ExecutionRole",
+            artifacts=artifacts,
+            image_repository=self.image.asset.repository,
+            in_vpc=bool(subnet_ids),
         )
         self.execution_role.grant_write_logs(endpoint_log_group_name(config.endpoint_name))
 
@@ -70,8 +75,8 @@ class EndpointStack(Stack):
                 image=self.image,
                 execution_role=self.execution_role,
                 network_isolation=config.network.isolation,
-                subnet_ids=vpc.subnet_ids if vpc else None,
-                security_group_ids=vpc.security_group_ids if vpc else None,
+                subnet_ids=subnet_ids,
+                security_group_ids=security_group_ids,
             )
 
         self.model = model("PeagleModel", plan, DEFAULT_VARIANT_NAME)
@@ -128,6 +133,15 @@ class EndpointStack(Stack):
         return ModelArtifactsLocation(
             bucket_name=artifacts_bucket_name(config.name), prefix=pair_prefix(plan.pair_id), key=artifacts_key
         )
+
+    def _network(self, config: DeploymentConfig) -> tuple[list[str] | None, list[str] | None]:
+        vpc = config.network.vpc
+        if vpc is None:
+            return None, None
+        if vpc.create:
+            self.network = PrivateNetwork(self, "PrivateNetwork", max_azs=vpc.max_azs)
+            return self.network.subnet_ids, self.network.security_group_ids
+        return vpc.subnet_ids, vpc.security_group_ids
 
     def _variant(self, name: str, model: PeagleModel, plan: Plan, weight: float) -> VariantSpec:
         return VariantSpec(

@@ -51,8 +51,14 @@ def compute_kpi(
     *,
     model_pair: str,
     speculative_tokens: int,
+    endpoint_name: str | None = None,
+    variant_name: str | None = None,
 ) -> dict:
-    """One KPI record for the interval between two snapshots."""
+    """One KPI record for the interval between two snapshots.
+
+    ``endpoint_name``/``variant_name`` become the CloudWatch dimensions of the metrics
+    the endpoint's log-group metric filters derive from the line.
+    """
     seconds = max(current.taken_at - previous.taken_at, 1e-9)
 
     finished_now = current.by_label(m.REQUEST_SUCCESS, "finished_reason")
@@ -80,6 +86,8 @@ def compute_kpi(
         "event": KPI_EVENT,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model_pair": model_pair,
+        "endpoint_name": endpoint_name,
+        "variant_name": variant_name,
         "interval_seconds": round(seconds, 3),
         "speculative_tokens": speculative_tokens,
         "requests_per_second": _round(finished_total / seconds),
@@ -112,12 +120,23 @@ def write_stdout_line(record: dict) -> None:
 class KpiReporter(threading.Thread):
     """Prints a KPI line every ``interval_seconds`` until ``stop()``."""
 
-    def __init__(self, base_url: str, interval_seconds: float, *, model_pair: str, speculative_tokens: int):
+    def __init__(
+        self,
+        base_url: str,
+        interval_seconds: float,
+        *,
+        model_pair: str,
+        speculative_tokens: int,
+        endpoint_name: str | None = None,
+        variant_name: str | None = None,
+    ):
         super().__init__(name="peagle-kpi", daemon=True)
         self._base_url = base_url
         self._interval = interval_seconds
         self._model_pair = model_pair
         self._speculative_tokens = speculative_tokens
+        self._endpoint_name = endpoint_name
+        self._variant_name = variant_name
         self._stopped = threading.Event()
 
     def stop(self) -> None:
@@ -135,6 +154,8 @@ class KpiReporter(threading.Thread):
                         previous, current,
                         model_pair=self._model_pair,
                         speculative_tokens=self._speculative_tokens,
+                        endpoint_name=self._endpoint_name,
+                        variant_name=self._variant_name,
                     )
                 )
             previous = current

@@ -101,6 +101,8 @@ class _Supervisor:
                     self.plan.local_url, self.settings.kpi_interval_seconds,
                     model_pair=self.plan.model_pair,
                     speculative_tokens=self.plan.speculative_tokens,
+                    endpoint_name=self.settings.endpoint_name,
+                    variant_name=self.settings.variant_name,
                 )
                 reporter.start()
             returncode = self.process.wait()

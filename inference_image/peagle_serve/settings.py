@@ -96,6 +96,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Model pair id, written into logs and every KPI line. Empty: the served model name.",
     ),
     Setting(
+        "PEAGLE_ENDPOINT_NAME", "endpoint_name", _parse_str, "local",
+        "SageMaker endpoint name, written into every KPI line: CloudWatch metric filters "
+        "use it as the `EndpointName` dimension. Set by the CDK app.",
+    ),
+    Setting(
+        "PEAGLE_VARIANT_NAME", "variant_name", _parse_str, "local",
+        "Production variant name, written into every KPI line (the `VariantName` "
+        "dimension). Set by the CDK app.",
+    ),
+    Setting(
         "PEAGLE_DRAFTER_TRAINED_K", "drafter_trained_k", _parse_optional_int, None,
         "Most speculative tokens the drafter was trained for; a larger "
         "`num_speculative_tokens` is rejected before start. Unset: not checked.",
@@ -160,6 +170,8 @@ SETTINGS: tuple[Setting, ...] = (
 @dataclass(frozen=True)
 class LauncherSettings:
     model_pair: str
+    endpoint_name: str
+    variant_name: str
     drafter_trained_k: int | None
     model_root: str
     host: str

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from aws_cdk import App
+from aws_cdk.assertions import Template
+
+import app as cdk_app  # top-level module; pyproject's pytest `pythonpath` puts the repo root on sys.path
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT))  # app.py, stacks/, cdk_constructs/ live at the top level
-
-from aws_cdk import App  # noqa: E402
-from aws_cdk.assertions import Template  # noqa: E402
-
-import app as cdk_app  # noqa: E402
 
 
 @dataclass

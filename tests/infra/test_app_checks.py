@@ -14,6 +14,7 @@ VARIANTS = {
     "multi-gpu": {"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"},
     "ab-test": {"deployment": str(REPO_ROOT / "deployments" / "ab-test.yaml")},
     "async-summarization": {"deployment": str(REPO_ROOT / "deployments" / "async-summarization.yaml")},
+    "private-vpc": {"deployment": str(REPO_ROOT / "deployments" / "private-vpc.yaml")},
 }
 
 

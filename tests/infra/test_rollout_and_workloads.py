@@ -170,3 +170,50 @@ def test_async_topics_are_encrypted_and_the_role_may_publish_to_them(async_synth
     (policy,) = async_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
     sids = {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert {"PublishAsyncSuccess", "PublishAsyncFailure", "WriteAsyncOutput", "WriteAsyncEndpointLogs"} <= sids
+
+
+# --- private network ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def private(synth):
+    return synth(deployment=str(REPO_ROOT / "deployments" / "private-vpc.yaml"))
+
+
+def test_private_vpc_has_isolated_subnets_and_no_route_out(private):
+    template = private.template()
+    template.resource_count_is("AWS::EC2::NatGateway", 0)
+    template.resource_count_is("AWS::EC2::InternetGateway", 0)
+    template.resource_count_is("AWS::EC2::Subnet", 2)
+    template.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "ALL", "LogDestinationType": "cloud-watch-logs"})
+
+
+def test_model_runs_in_the_private_subnets_behind_a_security_group_without_ingress(private):
+    (model,) = private.resources("PeagleEndpoint", "AWS::SageMaker::Model").values()
+    vpc_config = model["Properties"]["VpcConfig"]
+    assert len(vpc_config["Subnets"]) == 2 and len(vpc_config["SecurityGroupIds"]) == 1
+    groups = private.resources("PeagleEndpoint", "AWS::EC2::SecurityGroup")
+    model_group = [g for g in groups.values() if "no ingress" in g["Properties"]["GroupDescription"]][0]["Properties"]
+    assert "SecurityGroupIngress" not in model_group
+    assert model_group["SecurityGroupEgress"] == [Match.object_like({"FromPort": 443, "ToPort": 443})] or \
+        [(r["FromPort"], r["ToPort"]) for r in model_group["SecurityGroupEgress"]] == [(443, 443)]  # fmt: skip
+
+
+def test_private_vpc_has_the_endpoints_sagemaker_needs_inside_it(private):
+    services = [
+        json.dumps(e["Properties"]["ServiceName"]) for e in private.resources("PeagleEndpoint", "AWS::EC2::VPCEndpoint").values()
+    ]
+    for service in ("s3", "ecr.api", "ecr.dkr", "logs", "monitoring", "sts"):
+        assert any(f".{service}" in name or f"{service}\"" in name for name in services), service
+    interface = [e["Properties"] for e in private.resources("PeagleEndpoint", "AWS::EC2::VPCEndpoint").values()
+                 if e["Properties"].get("VpcEndpointType") == "Interface"]  # fmt: skip
+    assert all(e["PrivateDnsEnabled"] for e in interface)
+    (policy,) = private.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
+    assert "AttachToVpc" in {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+
+
+def test_vpc_settings_need_one_source():
+    with pytest.raises(ConfigError, match=r"give subnet_ids and security_group_ids of your private subnets, or create: true"):
+        config_from_overrides({}, base={"network": {"vpc": {"subnet_ids": ["subnet-1"]}}})
+    with pytest.raises(ConfigError, match=r"either create: true or subnet_ids \+ security_group_ids, not both"):
+        config_from_overrides({}, base={"network": {"vpc": {"create": True, "subnet_ids": ["subnet-1"]}}})

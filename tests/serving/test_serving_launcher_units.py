@@ -176,8 +176,9 @@ vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
 def test_kpi_record_is_computed_from_counter_deltas_over_the_interval():
     before = MetricsSnapshot.parse(METRICS_BEFORE, taken_at=100.0)
     after = MetricsSnapshot.parse(METRICS_AFTER, taken_at=110.0)
-    kpi = compute_kpi(before, after, model_pair="m", speculative_tokens=4)
+    kpi = compute_kpi(before, after, model_pair="m", speculative_tokens=4, endpoint_name="e", variant_name="v")
     assert kpi["event"] == "peagle_kpi" and kpi["interval_seconds"] == 10.0
+    assert (kpi["endpoint_name"], kpi["variant_name"]) == ("e", "v")
     assert kpi["requests_per_second"] == 0.4  # 4 finished in 10 s
     assert kpi["generation_tokens_per_second"] == 10.0
     assert kpi["prompt_tokens_per_second"] == 2.0

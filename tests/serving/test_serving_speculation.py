@@ -13,7 +13,7 @@ pytestmark = pytest.mark.engine
 
 # The keys the CDK side's CloudWatch metric filters read, by name.
 KPI_KEYS = {
-    "event", "timestamp", "model_pair", "interval_seconds", "speculative_tokens",
+    "event", "timestamp", "model_pair", "endpoint_name", "variant_name", "interval_seconds", "speculative_tokens",
     "requests_per_second", "generation_tokens_per_second", "prompt_tokens_per_second",
     "ttft_mean_seconds", "tpot_mean_seconds", "e2e_latency_mean_seconds", "queue_time_mean_seconds",
     "spec_acceptance_rate", "spec_mean_acceptance_length", "spec_acceptance_per_position",
@@ -76,3 +76,25 @@ def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
     assert max(r["spec_acceptance_per_position"][0] for r in records
                if r["spec_acceptance_per_position"]) > 0.9
     assert sum(r["requests_finished"]["length"] for r in records) >= 2
+
+
+def test_kpi_lines_carry_every_field_the_cloudwatch_metric_filters_read(local_server):
+    """The contract between the launcher and cdk_constructs/kpi_metrics.py, checked on real lines."""
+    from cdk_constructs.kpi_metrics import KPI_EVENT, KPI_FIELDS
+
+    deadline = time.monotonic() + 3 * TEST_KPI_INTERVAL_SECONDS + 10
+    while time.monotonic() < deadline and not local_server.kpi_records():
+        time.sleep(0.5)
+    records = local_server.kpi_records()
+    assert records, local_server.output_tail()
+    for record in records:
+        assert record["event"] == KPI_EVENT
+        # the dimensions of every metric the filters publish
+        assert record["endpoint_name"] == "local" and record["variant_name"] == "local"
+        for kpi in KPI_FIELDS:
+            value = record
+            for part in kpi.json_field.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if "." not in kpi.json_field:
+                assert kpi.json_field in record, kpi.json_field
+            assert value is None or isinstance(value, (int, float)), (kpi.json_field, value)
