@@ -30,9 +30,12 @@ class SageMakerExecutionRole(Construct):
         artifacts: ModelArtifactsLocation,
         image_repository: ecr.IRepository,
         in_vpc: bool = False,
+        read_weights: bool = True,
     ) -> None:
         """
         :param artifacts: the prefix holding target/ and drafter/ (and its KMS key); only it is readable.
+        :param read_weights: grant reading the weights prefix (default); off when the container
+            downloads weights from the hub itself.
         :param image_repository: the ECR repository of the serving image; only it is pullable.
         :param in_vpc: grant the ENI permissions SageMaker needs to attach to your subnets (default: no VPC).
         """
@@ -46,8 +49,9 @@ class SageMakerExecutionRole(Construct):
         # A customer-managed policy rather than an inline one (NIST 800-53 IAMNoInlinePolicy).
         self.policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])
         self._bucket_key = artifacts.key
-        self.grant_read_prefix(artifacts.bucket_name, artifacts.prefix, sid="ReadModelWeights",
-                               why="the objects under this model's weights prefix (target/ and drafter/)")  # fmt: skip
+        if read_weights:
+            self.grant_read_prefix(artifacts.bucket_name, artifacts.prefix, sid="ReadModelWeights",
+                                   why="the objects under this model's weights prefix (target/ and drafter/)")  # fmt: skip
         self.policy.add_statements(
             # PutMetricData has no resource type: it can only be granted on '*'.
             iam.PolicyStatement(sid="PublishMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"]),
@@ -158,4 +162,10 @@ class SageMakerExecutionRole(Construct):
             iam.PolicyStatement(
                 sid=f"{sid}Encrypt", actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn]
             ),
+        )
+
+    def grant_read_secret(self, secret_arn: str, *, sid: str = "ReadHubToken") -> None:
+        """The container reads one secret (a Hugging Face token) at start-up."""
+        self.policy.add_statements(
+            iam.PolicyStatement(sid=sid, actions=["secretsmanager:GetSecretValue"], resources=[secret_arn])
         )

@@ -34,7 +34,7 @@ class PeagleModel(Construct):
         id: str,
         *,
         environment: dict[str, str],
-        artifacts: ModelArtifactsLocation,
+        artifacts: ModelArtifactsLocation | None,
         image: ServingImage,
         execution_role: SageMakerExecutionRole,
         network_isolation: bool = True,
@@ -43,7 +43,8 @@ class PeagleModel(Construct):
     ) -> None:
         """
         :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.container_env.
-        :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix).
+        :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix);
+            None when the container downloads the weights from the hub itself.
         :param image: the serving image; several models (A/B variants) share one.
         :param execution_role: shared by every model of the endpoint.
         :param network_isolation: no network or AWS credentials in the container (default: on).
@@ -62,12 +63,16 @@ class PeagleModel(Construct):
                 image=image.asset.image_uri,
                 mode="SingleModel",
                 environment=environment,
-                model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
-                    s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
-                        s3_uri=artifacts.s3_uri,
-                        s3_data_type="S3Prefix",
-                        compression_type="None",
+                model_data_source=(
+                    sagemaker.CfnModel.ModelDataSourceProperty(
+                        s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                            s3_uri=artifacts.s3_uri,
+                            s3_data_type="S3Prefix",
+                            compression_type="None",
+                        )
                     )
+                    if artifacts is not None
+                    else None
                 ),
             ),
             vpc_config=(

@@ -63,6 +63,18 @@ _S3_PREFIX = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/[^\s]*)?/$")
 
 
 class ArtifactsSettings(StrictModel):
+    source: Literal["s3", "hub"] = Field(
+        "s3",
+        description="s3: weights staged under one S3 prefix (the default, works with network isolation); "
+        "hub: the container downloads target and drafter from the Hugging Face Hub at start-up "
+        "(needs network.isolation: false)",
+    )
+    hf_token_secret_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$",
+        description="with source hub: Secrets Manager secret holding a Hugging Face token (plain text); "
+        "the execution role may read it, the container reads it at start-up",
+    )
     s3_uri: str | None = Field(
         None,
         description="s3://bucket/prefix/ holding target/ and drafter/ side by side. "
@@ -298,6 +310,20 @@ class DeploymentConfig(StrictModel):
                 "use 'blue_green' or turn the A/B test off"
             )
         problems += self._rollout_problems()
+        if self.artifacts.source == "hub":
+            if self.network.isolation:
+                problems.append(
+                    "artifacts.source 'hub' downloads weights inside the container, which network isolation "
+                    "forbids; set network.isolation: false, or stage the weights to S3 with `peagle stage` "
+                    "and use source 's3'"
+                )
+            if self.artifacts.s3_uri:
+                problems.append("artifacts.s3_uri is only used with source 's3'; remove it or use source 's3'")
+        elif self.artifacts.hf_token_secret_arn:
+            problems.append(
+                "artifacts.hf_token_secret_arn is only used with source 'hub' (for S3 weights, `peagle stage` "
+                "reads the token on your machine)"
+            )
         if self.async_inference.min_instances > self.async_inference.max_instances:
             problems.append(
                 f"async_inference.min_instances {self.async_inference.min_instances} > max_instances "

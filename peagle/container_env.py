@@ -37,6 +37,13 @@ def _render(value: bool | int | float | str) -> str:
     return str(value)
 
 
+def model_locations(plan: Plan, config: DeploymentConfig) -> tuple[str, str]:
+    """(target, drafter) as vLLM gets them: mounted S3 directories, or hub ids downloaded at start-up."""
+    if config.artifacts.source == "hub":
+        return plan.pair.target.hf_id, plan.pair.drafter.hf_id
+    return TARGET_DIR, DRAFTER_DIR
+
+
 def speculative_config(plan: Plan, drafter_path: str = DRAFTER_DIR) -> dict | None:
     """vLLM's --speculative-config for P-EAGLE, or None when K=0.
 
@@ -55,8 +62,9 @@ def speculative_config(plan: Plan, drafter_path: str = DRAFTER_DIR) -> dict | No
 def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | float | str]:
     """Every vLLM flag the plan sets, by flag name; deployment vllm_args win."""
     sampling = plan.profile.sampling
+    target, drafter = model_locations(plan, config)
     flags: dict[str, bool | int | float | str] = {
-        "model": TARGET_DIR,
+        "model": target,
         "served-model-name": plan.pair_id,
         "tensor-parallel-size": plan.tensor_parallel_size,
         "max-model-len": plan.max_model_len,
@@ -70,7 +78,7 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
     }
     if plan.kv_cache_dtype != "auto":
         flags["kv-cache-dtype"] = plan.kv_cache_dtype
-    spec = speculative_config(plan)
+    spec = speculative_config(plan, drafter)
     if spec is not None:
         flags["speculative-config"] = json.dumps(spec, separators=(",", ":"))
     flags.update(plan.pair.vllm_flags)
@@ -93,4 +101,6 @@ def container_environment(plan: Plan, config: DeploymentConfig, *, variant_name:
             "PEAGLE_SPECULATION_SELF_CHECK": "true" if plan.speculation_enabled else "false",
         }
     )
+    if config.artifacts.hf_token_secret_arn:
+        env["PEAGLE_HF_TOKEN_SECRET_ARN"] = config.artifacts.hf_token_secret_arn  # the ARN, never the token
     return dict(sorted(env.items()))

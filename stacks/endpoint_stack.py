@@ -63,15 +63,19 @@ class EndpointStack(Stack):
             artifacts=artifacts,
             image_repository=self.image.asset.repository,
             in_vpc=bool(subnet_ids),
+            read_weights=config.artifacts.source == "s3",
         )
         self.execution_role.grant_write_logs(endpoint_log_group_name(config.endpoint_name))
+        if config.artifacts.hf_token_secret_arn:
+            self.execution_role.grant_read_secret(config.artifacts.hf_token_secret_arn)
+        from_hub = config.artifacts.source == "hub"
 
         def model(construct_id: str, model_plan: Plan, variant: str) -> PeagleModel:
             return PeagleModel(
                 self,
                 construct_id,
                 environment=container_environment(model_plan, config, variant_name=variant),
-                artifacts=artifacts,
+                artifacts=None if from_hub else artifacts,
                 image=self.image,
                 execution_role=self.execution_role,
                 network_isolation=config.network.isolation,

@@ -28,6 +28,7 @@ from .errors import (
     ConfigError,
     SelfCheckError,
 )
+from .hub_token import hub_token_environment
 from .kpi import KpiReporter
 from .launch_plan import LaunchPlan, build_launch_plan
 from .local_http import get_text
@@ -54,19 +55,20 @@ def run(passthrough: list[str], environ: Mapping[str, str]) -> int:
     try:
         settings = load_settings(environ)
         plan = build_launch_plan(settings, environ, passthrough)
+        secrets = hub_token_environment(settings.hf_token_secret_arn)
     except ConfigError as error:
         log.error("configuration error, nothing started:")
         for problem in error.problems:
             log.error("  - %s", problem)
         return EXIT_CONFIG_ERROR
-    return _Supervisor(settings, plan, environ).run()
+    return _Supervisor(settings, plan, {**environ, **secrets}).run()
 
 
 class _Supervisor:
     def __init__(self, settings: LauncherSettings, plan: LaunchPlan, environ: Mapping[str, str]):
         self.settings = settings
         self.plan = plan
-        self.environ = environ
+        self.environ = environ  # vLLM's environment (may hold HF_TOKEN: never log it)
         self.process: subprocess.Popen | None = None
         self.shutdown_requested = False
         self._interrupts = 0

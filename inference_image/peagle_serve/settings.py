@@ -106,6 +106,11 @@ SETTINGS: tuple[Setting, ...] = (
         "dimension). Set by the CDK app.",
     ),
     Setting(
+        "PEAGLE_HF_TOKEN_SECRET_ARN", "hf_token_secret_arn", _parse_str, "",
+        "Secrets Manager ARN of a Hugging Face token, for hub downloads when network "
+        "isolation is off; read at start-up and given to vLLM only as `HF_TOKEN`. Empty: none.",
+    ),
+    Setting(
         "PEAGLE_DRAFTER_TRAINED_K", "drafter_trained_k", _parse_optional_int, None,
         "Most speculative tokens the drafter was trained for; a larger "
         "`num_speculative_tokens` is rejected before start. Unset: not checked.",
@@ -172,6 +177,7 @@ class LauncherSettings:
     model_pair: str
     endpoint_name: str
     variant_name: str
+    hf_token_secret_arn: str
     drafter_trained_k: int | None
     model_root: str
     host: str

@@ -217,3 +217,38 @@ def test_vpc_settings_need_one_source():
         config_from_overrides({}, base={"network": {"vpc": {"subnet_ids": ["subnet-1"]}}})
     with pytest.raises(ConfigError, match=r"either create: true or subnet_ids \+ security_group_ids, not both"):
         config_from_overrides({}, base={"network": {"vpc": {"create": True, "subnet_ids": ["subnet-1"]}}})
+
+
+# --- weights from the hub (network isolation off) -----------------------------------
+
+HUB_TOKEN_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hf-token-AbCdEf"
+
+
+def test_hub_mode_downloads_in_the_container_with_only_the_token_arn_in_the_template(synth, tmp_path):
+    path = write_deployment(
+        tmp_path,
+        f"artifacts: {{source: hub, hf_token_secret_arn: '{HUB_TOKEN_ARN}'}}\nnetwork: {{isolation: false}}\n",
+    )
+    result = synth(deployment=path)
+    (model,) = result.resources("PeagleEndpoint", "AWS::SageMaker::Model").values()
+    props = model["Properties"]
+    assert props["EnableNetworkIsolation"] is False
+    assert "ModelDataSource" not in props["PrimaryContainer"]
+    env = props["PrimaryContainer"]["Environment"]
+    assert env["SM_VLLM_MODEL"] == "openai/gpt-oss-20b"
+    assert json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"])["model"] == "amazon/GPT-OSS-20B-P-EAGLE"
+    assert env["PEAGLE_HF_TOKEN_SECRET_ARN"] == HUB_TOKEN_ARN
+    assert "HF_TOKEN" not in env
+    (policy,) = result.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["ReadHubToken"] == {
+        "Sid": "ReadHubToken", "Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": HUB_TOKEN_ARN}  # fmt: skip
+    assert "ReadModelWeights" not in statements
+
+
+def test_hub_mode_needs_network_isolation_off():
+    with pytest.raises(ConfigError, match=r"artifacts.source 'hub' downloads weights inside the container, which "
+                       r"network isolation forbids; set network.isolation: false"):  # fmt: skip
+        config_from_overrides({}, base={"artifacts": {"source": "hub"}})
+    with pytest.raises(ConfigError, match=r"hf_token_secret_arn is only used with source 'hub'"):
+        config_from_overrides({}, base={"artifacts": {"hf_token_secret_arn": HUB_TOKEN_ARN}})

@@ -209,3 +209,17 @@ def test_readme_settings_table_is_the_registry():
 
     readme = (Path(__file__).resolve().parents[2] / "inference_image" / "README.md").read_text()
     assert settings_table_markdown() in readme, "regenerate: python -m peagle_serve --print-settings"
+
+
+def test_hub_token_secret_errors_are_config_errors_and_never_leak_the_value(monkeypatch):
+    """No AWS here: a bad ARN fails fast with what to fix; an empty ARN adds nothing."""
+    from peagle_serve.errors import ConfigError
+    from peagle_serve.hub_token import hub_token_environment
+
+    assert hub_token_environment("") == {}
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", "http://127.0.0.1:9")  # nothing listens: fails at once
+    with pytest.raises(ConfigError, match=r"needs secretsmanager:GetSecretValue on it"):
+        hub_token_environment("arn:aws:secretsmanager:us-east-1:123456789012:secret:hf-token-AbCdEf")
