@@ -10,15 +10,15 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk_constructs.nag import acknowledge
+from peagle import artifacts_layout as layout
 
 
-def artifacts_bucket_name(deployment_name: str, *, account: str = Aws.ACCOUNT_ID, region: str = Aws.REGION) -> str:
-    """Deterministic, so `peagle stage` and the endpoint stack find it without a stack export."""
-    return f"{deployment_name}-models-{account}-{region}"
+def artifacts_bucket_name(deployment_name: str) -> str:
+    """The project bucket's name in this stack's account and region (peagle.artifacts_layout)."""
+    return layout.artifacts_bucket_name(deployment_name, Aws.ACCOUNT_ID, Aws.REGION)
 
 
-def pair_prefix(pair_id: str) -> str:
-    return f"models/{pair_id}/"
+pair_prefix = layout.pair_prefix
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,7 @@ def _stage(args: argparse.Namespace) -> int:
 
 def _destination(args: argparse.Namespace, config, session: _LazySession):
     from peagle.stage.aws import S3Location, caller_account
-    from peagle.stage.plan import project_bucket_name, project_pair_prefix
+    from peagle.artifacts_layout import artifacts_bucket_name, pair_prefix
 
     if args.s3_uri:
         return S3Location.parse(args.s3_uri, what="--s3-uri").as_prefix()
@@ -138,7 +138,7 @@ def _destination(args: argparse.Namespace, config, session: _LazySession):
         return S3Location.parse(config.artifacts.s3_uri, what="artifacts.s3_uri").as_prefix()
     aws = session.get()
     account = caller_account(aws)  # raises AwsCallError when no region/credentials
-    return S3Location(project_bucket_name(config.name, account, aws.region_name), project_pair_prefix(config.model))
+    return S3Location(artifacts_bucket_name(config.name, account, aws.region_name), pair_prefix(config.model))
 
 
 def _describe_source(args: argparse.Namespace, pair) -> str:

@@ -20,14 +20,6 @@ from peagle.stage.checkpoints import CheckpointFiles
 from peagle.stage.upload import GIB, StagedFile
 
 
-def project_bucket_name(deployment_name: str, account: str, region: str) -> str:
-    """cdk_constructs.model_artifacts.artifacts_bucket_name, resolved."""
-    return f"{deployment_name}-models-{account}-{region}"
-
-
-def project_pair_prefix(pair_id: str) -> str:
-    """cdk_constructs.model_artifacts.pair_prefix."""
-    return f"models/{pair_id}/"
 
 
 @dataclass(frozen=True)

@@ -145,13 +145,3 @@ def test_cli_refuses_a_broken_pair_before_any_upload(pair_dir, capsys):
     err = capsys.readouterr().err
     assert exit_code == 2
     assert "the pair cannot be staged" in err and "target: no config.json" in err and "mask token" in err
-
-
-def test_default_destination_names_match_the_cdk_bucket_and_prefix():
-    from cdk_constructs.model_artifacts import artifacts_bucket_name, pair_prefix
-    from peagle.stage.plan import project_bucket_name, project_pair_prefix
-
-    assert project_bucket_name("peagle", "111122223333", "us-east-1") == artifacts_bucket_name(
-        "peagle", account="111122223333", region="us-east-1"
-    )
-    assert project_pair_prefix("gpt-oss-20b") == pair_prefix("gpt-oss-20b")
