@@ -13,11 +13,10 @@ EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2
 
 
-def add_target_arguments(parser: argparse.ArgumentParser, *, repeatable: bool = False) -> None:
-    """--url / --endpoint / --region, shared with `peagle bench`."""
-    action = "append" if repeatable else "store"
-    parser.add_argument("--url", action=action, help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--endpoint", action=action, help="a SageMaker endpoint name")
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """--url / --endpoint / --region / --max-attempts."""
+    parser.add_argument("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--endpoint", help="a SageMaker endpoint name")
     parser.add_argument("--region", help="AWS region of the endpoint (default: the AWS config's)")
     parser.add_argument("--max-attempts", type=int, default=5, help="app-level attempts before giving up (default 5)")
 

@@ -23,8 +23,6 @@ from peagle.client.stream_chunks import Usage, parse_stream_chunk
 
 
 class Transport(Protocol):
-    description: str
-
     def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
         """Send ``body``; yield response bytes as they arrive; raise ``PeagleClientError``."""
 

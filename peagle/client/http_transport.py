@@ -34,10 +34,6 @@ class HttpTransport:
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )
 
-    @property
-    def description(self) -> str:
-        return self.base_url
-
     def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
         """Yield the response body as it arrives; raise a typed error for a non-200 answer."""
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "X-Request-Id": request_id}

@@ -64,10 +64,6 @@ class SageMakerTransport:
         if inference_component:
             self._routing["InferenceComponentName"] = inference_component
 
-    @property
-    def description(self) -> str:
-        return f"sagemaker:{self.endpoint_name}"
-
     def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
         """Yield PayloadPart bytes as they arrive; raise typed errors.
 
@@ -105,7 +101,7 @@ class SageMakerTransport:
             raise error_from_client_error(error) from error
         except (NoCredentialsError, NoRegionError) as error:
             raise ClientConfigurationError(
-                f"{error}. Configure AWS credentials and a region (AWS_PROFILE / AWS_REGION, or --region)."
+                f"{error}. Configure AWS credentials (AWS_PROFILE, environment or instance role) and a region (--region or AWS_DEFAULT_REGION)."
             ) from error
         except (ReadTimeoutError, Urllib3ReadTimeoutError) as error:
             raise ResponseTimeoutError(f"No data from endpoint {self.endpoint_name} within the read timeout: {error}") from error
@@ -143,5 +139,5 @@ def _runtime_client_or_explain(region: str | None) -> Any:
         return make_runtime_client(region)
     except Exception as error:  # botocore raises NoRegionError at client creation
         if type(error).__name__ == "NoRegionError":
-            raise ClientConfigurationError("No AWS region configured: pass --region or set AWS_REGION.") from error
+            raise ClientConfigurationError("No AWS region configured: pass --region or set AWS_DEFAULT_REGION.") from error
         raise
