@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagemaker_wire import payload_part, split_at, stream_exception, vllm_sse_stream
+from sagemaker_wire import StubbedEndpoint, payload_part, split_at, stream_exception, vllm_sse_stream
 from peagle.client import (
     ClientConfigurationError,
     GenerationRequest,
@@ -18,6 +18,14 @@ from peagle.client.sagemaker_transport import make_runtime_client
 
 REQUEST = GenerationRequest(prompt="hello", max_tokens=8)
 OK_STREAM = [payload_part(vllm_sse_stream(["Hi", " there"]))]
+
+
+@pytest.fixture
+def endpoint():
+    """A real sagemaker-runtime client under botocore's Stubber; see StubbedEndpoint."""
+    stubbed = StubbedEndpoint()
+    with stubbed.stubber:
+        yield stubbed
 
 
 @pytest.mark.parametrize(
