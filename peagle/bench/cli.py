@@ -84,11 +84,13 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings(args) if targets else None
     new_runs = _run_targets(targets, settings, args) if targets else []
     runs = new_runs + stored_runs
-    if settings is not None:
-        environment, described = _environment(args), settings.describe
-    else:  # only stored runs: their own files say where and how they ran
-        environment = {"composed from": ", ".join(str(path) for path in args.from_results)}
-        described = _stored_settings(args.from_results, load_results)
+    # Stored runs keep where and how they ran: their files' environment and settings.
+    environment = _environment(args) if settings is not None else {}
+    described = dict(settings.describe) if settings is not None else {}
+    for path in args.from_results:
+        stored = load_results(path)
+        environment[f"environment of {path}"] = _one_line(stored.environment)
+        described[f"settings of {path}"] = _one_line(stored.settings)
     results, regressions = write_report_folder(
         runs,
         args.out,
@@ -240,9 +242,8 @@ def _environment(args: argparse.Namespace) -> dict:
     return environment
 
 
-def _stored_settings(paths, load_results) -> dict:
-    """When only stored runs are reported, keep each file's own settings."""
-    return {f"settings of {path}": "; ".join(f"{k}={v}" for k, v in load_results(path).settings.items()) for path in paths}
+def _one_line(values: dict) -> str:
+    return "; ".join(f"{key}={value}" for key, value in values.items())
 
 
 def _print_summary(results, out_dir: Path) -> None:
