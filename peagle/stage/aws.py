@@ -69,7 +69,7 @@ def aws_client(session: Any, service: str, **config: Any) -> Any:
     from botocore.config import Config
 
     if session.region_name is None:
-        raise AwsCallError("No AWS region configured: pass --region or set AWS_REGION (or AWS_PROFILE with a region).")
+        raise AwsCallError("No AWS region configured: pass --region or set AWS_DEFAULT_REGION (or AWS_PROFILE with a region).")
     return session.client(service, config=Config(retries={"mode": "standard", "max_attempts": 5}, **config))
 
 
@@ -124,7 +124,7 @@ def aws_call(doing: str, *, permission: str) -> Iterator[None]:
             "or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
         ) from None
     except NoRegionError:
-        raise AwsCallError(f"no AWS region while {doing}: pass --region or set AWS_REGION") from None
+        raise AwsCallError(f"no AWS region while {doing}: pass --region or set AWS_DEFAULT_REGION") from None
     except EndpointConnectionError as error:
         raise AwsCallError(f"cannot reach AWS while {doing}: {error}") from None
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT, peagle_local_command
+from local_engine import REPO_ROOT, peagle_local_command
 from peagle_serve.errors import EXIT_CONFIG_ERROR
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import http_status
+from local_engine import http_status
 from serving_requests import post, post_json
 
 pytestmark = pytest.mark.engine

@@ -14,7 +14,7 @@ import shutil
 import sys
 
 import pytest
-from conftest import free_port, spawn
+from local_engine import free_port, spawn
 from peagle.local.cli import local_environment
 from peagle_serve.errors import EXIT_SELF_CHECK_FAILED
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import TEST_KPI_INTERVAL_SECONDS
+from local_engine import TEST_KPI_INTERVAL_SECONDS
 from peagle_serve import metrics as m
 from serving_requests import greedy_completion, metrics
 
