@@ -76,10 +76,15 @@ class PeagleEndpoint(Construct):
             self,
             "EndpointConfig",
             kms_key_id=volume_key.key_arn if volume_key else None,
-            metrics_config=sagemaker.CfnEndpointConfig.MetricsConfigProperty(
-                enable_detailed_observability=detailed_observability,
-                enable_enhanced_metrics=True,
-                metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
+            # Container /metrics scraping and per-instance metrics are real-time endpoint features.
+            metrics_config=(
+                sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+                    enable_detailed_observability=detailed_observability,
+                    enable_enhanced_metrics=True,
+                    metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
+                )
+                if async_inference is None
+                else None
             ),
             async_inference_config=async_inference,
             production_variants=[
@@ -91,9 +96,12 @@ class PeagleEndpoint(Construct):
                     initial_variant_weight=variant.weight,
                     container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
                     model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
-                    # LLM requests vary 100x in length: route to the least busy instance.
-                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
-                        routing_strategy="LEAST_OUTSTANDING_REQUESTS"
+                    # LLM requests vary 100x in length: route to the least busy instance
+                    # (real-time only; an async endpoint's queue hands out work itself).
+                    routing_config=(
+                        sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
+                        if async_inference is None
+                        else None
                     ),
                 )
                 for variant in variants

@@ -252,3 +252,12 @@ def test_hub_mode_needs_network_isolation_off():
         config_from_overrides({}, base={"artifacts": {"source": "hub"}})
     with pytest.raises(ConfigError, match=r"hf_token_secret_arn is only used with source 'hub'"):
         config_from_overrides({}, base={"artifacts": {"hf_token_secret_arn": HUB_TOKEN_ARN}})
+
+
+def test_async_endpoint_config_leaves_out_real_time_only_settings(async_synth):
+    configs = [c["Properties"] for c in async_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()]
+    (async_config,) = [c for c in configs if "AsyncInferenceConfig" in c]
+    (real_time,) = [c for c in configs if "AsyncInferenceConfig" not in c]
+    assert "MetricsConfig" not in async_config and "MetricsConfig" in real_time
+    assert "RoutingConfig" not in async_config["ProductionVariants"][0]
+    assert async_config["ProductionVariants"][0]["InitialInstanceCount"] == 1
