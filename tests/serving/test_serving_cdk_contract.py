@@ -1,0 +1,60 @@
+"""The container environment the CDK app writes is one the launcher accepts.
+
+The launcher refuses unknown PEAGLE_* variables and launcher-owned vLLM options, so a
+name drift between peagle.container_env (CDK side) and peagle_serve (container side)
+would only show on a GPU at deploy time. Here the real environment of each example
+deployment goes through the launcher's own validation and command-line builder, with
+the SageMaker mount (/opt/ml/model) pointed at the tiny pair, which has the same
+target/ + drafter/ layout. No engine is started.
+"""
+
+import json
+
+import pytest
+from local_engine import REPO_ROOT
+
+from peagle.config import load_deployment_config
+from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, MODEL_MOUNT, container_environment
+from peagle.planner import plan_ab_baseline, plan_deployment
+from peagle_serve.launch_plan import build_launch_plan
+from peagle_serve.settings import load_settings
+
+
+def _as_mounted_on(env: dict[str, str], root) -> dict[str, str]:
+    local = {key: value.replace(MODEL_MOUNT, str(root)) for key, value in env.items()}
+    return {**local, "PEAGLE_MODEL_ROOT": str(root)}
+
+
+@pytest.mark.parametrize("deployment", ["default.yaml", "ab-test.yaml", "async-summarization.yaml", "private-vpc.yaml"])
+def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_pair, deployment):
+    config = load_deployment_config(REPO_ROOT / "deployments" / deployment)
+    plans = [(plan_deployment(config), DEFAULT_VARIANT_NAME)]
+    baseline = plan_ab_baseline(config)
+    if baseline is not None:
+        plans.append((baseline, BASELINE_VARIANT_NAME))
+    for plan, variant in plans:
+        env = _as_mounted_on(container_environment(plan, config, variant_name=variant), tiny_pair.root)
+        settings = load_settings(env)  # raises on any unknown or invalid PEAGLE_* variable
+        assert (settings.endpoint_name, settings.variant_name) == (config.endpoint_name, variant)
+        assert settings.drafter_trained_k == plan.pair.drafter.trained_k
+        launch = build_launch_plan(settings, env, [])
+        argv = launch.argv
+        assert argv[argv.index("--model") + 1] == str(tiny_pair.target_dir)
+        assert argv[argv.index("--port") + 1] == "8080"
+        assert int(argv[argv.index("--shutdown-timeout") + 1]) < 30
+        assert argv[argv.index("--max-model-len") + 1] == str(plan.max_model_len)
+        assert argv[argv.index("--tensor-parallel-size") + 1] == str(plan.tensor_parallel_size)
+        generation = json.loads(argv[argv.index("--override-generation-config") + 1])
+        assert generation["max_new_tokens"] == plan.profile.sampling.max_tokens
+        if plan.speculation_enabled:
+            speculative = json.loads(argv[argv.index("--speculative-config") + 1])
+            assert speculative == {
+                "method": "eagle3",
+                "model": str(tiny_pair.drafter_dir),
+                "num_speculative_tokens": plan.speculative_tokens,
+                "parallel_drafting": True,
+            }
+        else:
+            assert "--speculative-config" not in argv
+        if plan.pair.vllm_flags.get("enable-prefix-caching") is False:
+            assert "--no-enable-prefix-caching" in argv
