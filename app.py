@@ -23,6 +23,7 @@ def build_app(app: App) -> App:
     config = load_deployment_config(deployment_file, overrides)
     plan = plan_deployment(config)
     baseline_plan = plan_ab_baseline(config)
+    # Optional: pin both stacks to one account/region (README, context keys); unset = environment-agnostic.
     env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 
     if config.artifacts.s3_uri:

@@ -3,7 +3,7 @@ so it has a retention period and a KMS key, and KPI metric filters can attach to
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -29,8 +29,12 @@ class EndpointLogGroup(Construct):
                 resources=["*"],  # in a key policy, '*' means this key
                 conditions={
                     "ArnLike": {
+                        # log-group ARNs use ':' before the name (arn:...:log-group:/aws/...)
                         "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
-                            service="logs", resource="log-group", resource_name=endpoint_log_group_name(endpoint_name)
+                            service="logs",
+                            resource="log-group",
+                            resource_name=endpoint_log_group_name(endpoint_name),
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
                         )
                     }
                 },

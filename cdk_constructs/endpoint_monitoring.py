@@ -12,10 +12,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from cdk_constructs.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
+from cdk_constructs.endpoint_scaling import MICROSECONDS_PER_SECOND
 from cdk_constructs.kpi_metrics import KPI_REPORTS_METRIC, KpiMetrics
 from cdk_constructs.peagle_endpoint import PeagleEndpoint
 
-MICROSECONDS_PER_SECOND = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ class SageMakerExecutionRole(Construct):
         acknowledge(self.policy, finding, reason)
 
     def grant_write_logs(self, log_group_name: str, *, sid: str = "WriteEndpointLogs") -> None:
-        """Log streams of one endpoint's log group (SageMaker creates one per instance at run time)."""
+        """Log streams of one log group (SageMaker creates one per instance or job at run time)."""
         streams = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{log_group_name}:*"
         self.policy.add_statements(
             iam.PolicyStatement(
@@ -152,7 +152,8 @@ class SageMakerExecutionRole(Construct):
             self.policy,
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
             f"{log_group_name}:*]",
-            "Log streams are created per instance at run time; the grant covers this endpoint's log group only.",
+            "Log streams are created per instance (or per transform job) at run time; the grant covers this "
+            "one log group only.",
         )
 
     def grant_publish(self, topic: sns.ITopic, key: kms.IKey, *, sid: str) -> None:

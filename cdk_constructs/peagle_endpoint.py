@@ -124,8 +124,11 @@ class PeagleEndpoint(Construct):
     def endpoint_arn(self) -> str:
         return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
 
-    def configure_rollout(self, settings: RolloutSettings, rollback_alarms: list[cloudwatch.IAlarm]) -> None:
-        """Updates go blue/green (canary, linear, all at once) or rolling, rolled back on ``rollback_alarms``.
+    def configure_rollout(
+        self, settings: RolloutSettings, rollback_alarms: list[cloudwatch.IAlarm], *, traffic: str
+    ) -> None:
+        """Updates go blue/green (``traffic``: canary, linear, all_at_once) or rolling, rolled back
+        on ``rollback_alarms``.
 
         Scaled instance counts survive deploys (only the weights of the new config apply), so a
         deploy never shrinks an endpoint that autoscaling has grown.
@@ -163,7 +166,7 @@ class PeagleEndpoint(Construct):
                 "all_at_once": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
                     type="ALL_AT_ONCE", wait_interval_in_seconds=green.wait_seconds
                 ),
-            }[green.traffic]
+            }[traffic]
             config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
                 blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
                     traffic_routing_configuration=traffic,

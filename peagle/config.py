@@ -208,9 +208,15 @@ class ObservabilitySettings(StrictModel):
 
 
 class BlueGreenSettings(StrictModel):
-    traffic: Literal["canary", "linear", "all_at_once"] = "canary"
-    canary_percent: int = Field(10, ge=1, le=99, description="share of the new fleet's capacity taking traffic first")
-    linear_step_percent: int = Field(25, ge=1, le=99)
+    traffic: Literal["auto", "canary", "linear", "all_at_once"] = Field(
+        "auto",
+        description="auto: canary with two or more instances, all_at_once (with baking) with one, since a "
+        "canary must be at most half the fleet",
+    )
+    canary_percent: int = Field(
+        10, ge=1, le=50, description="share of the fleet taking traffic first (SageMaker: at most 50%)"
+    )
+    linear_step_percent: int = Field(25, ge=10, le=50, description="SageMaker allows 10-50% per step")
     wait_seconds: int = Field(600, ge=0, le=3600, description="baking time between traffic shifts")
     termination_wait_seconds: int = Field(600, ge=0, le=3600, description="keep the old fleet this long after 100%")
     max_execution_seconds: int = Field(7200, ge=600, le=28800)
@@ -359,11 +365,31 @@ class DeploymentConfig(StrictModel):
             problems.append("autoscaling.schedules: names must be unique")
         return problems
 
+    def blue_green_traffic(self) -> str:
+        """The traffic shifting a blue/green update uses: 'auto' resolved against the instance count."""
+        traffic = self.rollout.blue_green.traffic
+        if traffic == "auto":
+            return "canary" if self.instance.count >= 2 else "all_at_once"
+        return traffic
+
     def _rollout_problems(self) -> list[str]:
         rollout = self.rollout
+        problems = []
+        if self.observability.kpi_interval_seconds * 2 > self.alarms.kpi_missing_minutes * 60:
+            problems.append(
+                f"alarms.kpi_missing_minutes {self.alarms.kpi_missing_minutes} is shorter than two KPI intervals "
+                f"({self.observability.kpi_interval_seconds} s each): the alarm would fire between lines; raise it "
+                "or lower observability.kpi_interval_seconds"
+            )
         if rollout.strategy == "blue_green":
             green = rollout.blue_green
-            shifts = {"canary": 2, "linear": -(-100 // green.linear_step_percent), "all_at_once": 1}[green.traffic]
+            traffic = self.blue_green_traffic()
+            if traffic in ("canary", "linear") and self.instance.count < 2:
+                problems.append(
+                    f"rollout.blue_green.traffic '{traffic}' needs at least 2 instances (a canary or linear step is "
+                    "at most half the fleet); with instance.count 1 use 'all_at_once' (baking still applies) or 'auto'"
+                )
+            shifts = {"canary": 2, "linear": -(-100 // green.linear_step_percent), "all_at_once": 1}[traffic]
             needed = shifts * green.wait_seconds + green.termination_wait_seconds
             label = "rollout.blue_green"
         else:
@@ -372,11 +398,11 @@ class DeploymentConfig(StrictModel):
             needed = -(-100 // rolling.batch_percent) * rolling.wait_seconds
             label = "rollout.rolling"
         if needed > green.max_execution_seconds:
-            return [
+            problems.append(
                 f"{label}: the waits add up to {needed} s, more than max_execution_seconds "
                 f"{green.max_execution_seconds}; raise max_execution_seconds (<= 28800) or shorten the waits"
-            ]
-        return []
+            )
+        return problems
 
     @property
     def endpoint_name(self) -> str:

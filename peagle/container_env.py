@@ -71,9 +71,10 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
         "max-num-seqs": plan.max_num_seqs,
         "gpu-memory-utilization": plan.gpu_memory_utilization,
         # The profile's sampling becomes the server's default for requests that omit it.
+        # Not max_tokens: vLLM 0.32 turns an override's max_new_tokens into a cap on every
+        # request (min of it and the request's), so clients apply the profile's max_tokens.
         "override-generation-config": json.dumps(
-            {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_new_tokens": sampling.max_tokens},
-            separators=(",", ":"),
+            {"temperature": sampling.temperature, "top_p": sampling.top_p}, separators=(",", ":")
         ),
     }
     if plan.kv_cache_dtype != "auto":
@@ -98,6 +99,8 @@ def container_environment(plan: Plan, config: DeploymentConfig, *, variant_name:
             "PEAGLE_DRAFTER_TRAINED_K": str(plan.pair.drafter.trained_k),
             "PEAGLE_KPI_INTERVAL_SECONDS": str(config.observability.kpi_interval_seconds),
             "PEAGLE_SHUTDOWN_DRAIN_SECONDS": str(SHUTDOWN_DRAIN_SECONDS),
+            # the launcher gives up (and says why) when SageMaker's health-check budget runs out
+            "PEAGLE_STARTUP_TIMEOUT_SECONDS": str(plan.container_startup_timeout_seconds),
             "PEAGLE_SPECULATION_SELF_CHECK": "true" if plan.speculation_enabled else "false",
         }
     )

@@ -241,7 +241,10 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
     memory, max_model_len, max_num_seqs, notes = _plan_memory(config, pair, instance, profile, k)
     weight_bytes = pair.target.weight_bytes + pair.drafter.weight_bytes
     download = config.timeouts.model_download_seconds or _clamp_timeout(300 + weight_bytes / DOWNLOAD_BYTES_PER_SECOND)
-    startup = config.timeouts.container_startup_seconds or _clamp_timeout(600 + weight_bytes / LOAD_BYTES_PER_SECOND)
+    startup_seconds = 600 + weight_bytes / LOAD_BYTES_PER_SECOND
+    if config.artifacts.source == "hub":
+        startup_seconds += weight_bytes / DOWNLOAD_BYTES_PER_SECOND  # the container downloads during start-up
+    startup = config.timeouts.container_startup_seconds or _clamp_timeout(startup_seconds)
     notes = [*notes, *pair.notes]
     if k > 0 and k > pair.recommended_k.get(config.profile, k):
         notes.append(

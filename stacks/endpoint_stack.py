@@ -29,6 +29,8 @@ from peagle.planner import Plan
 # Target concurrency per instance as a share of the engine's max_num_seqs: scale out
 # before requests queue inside vLLM.
 DEFAULT_CONCURRENCY_SHARE = 0.75
+TRANSFORM_JOBS_LOG_GROUP = "/aws/sagemaker/TransformJobs"
+ASYNC_INPUT_PREFIX = "async/input/"
 ASYNC_OUTPUT_PREFIX = "async/output/"
 ASYNC_FAILURE_PREFIX = "async/failure/"
 
@@ -116,7 +118,7 @@ class EndpointStack(Stack):
             rollback_alarms = [self.monitoring.alarms["Invocation5xxRateHigh"], self.monitoring.alarms["ModelLatencyP90High"]]
             if baseline_plan is not None:
                 self.monitoring.add_variant_comparison(self.endpoint, self.kpi, baseline_variant=BASELINE_VARIANT_NAME)
-        self.endpoint.configure_rollout(config.rollout, rollback_alarms)
+        self.endpoint.configure_rollout(config.rollout, rollback_alarms, traffic=config.blue_green_traffic())
         if config.batch.enabled:
             self._batch_access()
         self.async_endpoint = self._async_endpoint(volume_key) if config.async_inference.enabled else None
@@ -253,6 +255,8 @@ class EndpointStack(Stack):
         self.execution_role.grant_write_prefix(bucket, batch.output_prefix, sid="WriteBatchOutput",
                                                why="the batch-transform output prefix")  # fmt: skip
         self.execution_role.grant_encrypt_with_bucket_key()
+        # Transform jobs log (and print their KPI lines) to one shared log group.
+        self.execution_role.grant_write_logs(TRANSFORM_JOBS_LOG_GROUP, sid="WriteTransformJobLogs")
 
     def _async_endpoint(self, volume_key: kms.IKey | None) -> PeagleEndpoint:
         """An asynchronous endpoint on the same Model: requests queue, results land in S3, SNS says when."""
@@ -261,6 +265,9 @@ class EndpointStack(Stack):
         failure = EncryptedTopic(self, "AsyncFailureTopic", display_name="P-EAGLE async inference failed")
         self.execution_role.grant_publish(success.topic, success.key, sid="PublishAsyncSuccess")
         self.execution_role.grant_publish(failure.topic, failure.key, sid="PublishAsyncFailure")
+        # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
+        self.execution_role.grant_read_prefix(bucket, ASYNC_INPUT_PREFIX, sid="ReadAsyncInput",
+                                              why="the async-inference input prefix")  # fmt: skip
         self.execution_role.grant_write_prefix(bucket, ASYNC_OUTPUT_PREFIX, sid="WriteAsyncOutput",
                                                why="the async-inference output prefix")  # fmt: skip
         self.execution_role.grant_write_prefix(bucket, ASYNC_FAILURE_PREFIX, sid="WriteAsyncFailures",
@@ -331,6 +338,12 @@ class EndpointStack(Stack):
             CfnOutput(self, "BatchOutputS3Uri", value=f"s3://{bucket}/{config.batch.output_prefix}")
         if self.async_endpoint is not None:
             CfnOutput(self, "AsyncEndpointName", value=config.async_endpoint_name)
+            CfnOutput(
+                self,
+                "AsyncInputS3Uri",
+                value=f"s3://{self.artifacts.bucket_name}/{ASYNC_INPUT_PREFIX}",
+                description="upload InvokeEndpointAsync inputs here (the model's role may read only this prefix)",
+            )
             CfnOutput(self, "AsyncOutputS3Uri", value=f"s3://{self.artifacts.bucket_name}/{ASYNC_OUTPUT_PREFIX}")
 
 

@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     job.add_argument("--dry-run", action="store_true", help="check everything and print the CreateTransformJob request; call no AWS API")
     job.add_argument("--region", help="AWS region (default: the AWS config's)")
     parser.add_argument("--no-validate", dest="validate", action="store_false", help="send local records unchecked")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        help="for local --input records without max_tokens (default: the batch profile's); records already "
+        "in S3 must carry their own",
+    )
     parser.add_argument("--max-attempts", type=int, default=5, help="--url: client attempts per record (default 5)")
     parser.set_defaults(handler=run_batch)
 
@@ -77,13 +83,16 @@ def run_batch(args: argparse.Namespace) -> int:
 
 def _run_local(args: argparse.Namespace) -> int:
     from peagle.batch.local_run import ServerUnreachableError, run_records
-    from peagle.batch.records import read_records
+    from peagle.batch.records import read_records, with_default_max_tokens
     from peagle.client.retry import RetryPolicy
     from peagle.errors import PeagleError
 
     if args.output.startswith("s3://") or args.input.startswith("s3://"):
         raise PeagleError("with --url, --input and --output are local files (S3 is for transform jobs)")
-    records = read_records(Path(args.input), validate=args.validate, max_payload_mb=args.max_payload_mb)
+    records = with_default_max_tokens(
+        read_records(Path(args.input), validate=args.validate, max_payload_mb=args.max_payload_mb),
+        _default_max_tokens(args),
+    )
     concurrency = args.max_concurrent_transforms or DEFAULT_LOCAL_CONCURRENCY
 
     def report(outcome) -> None:
@@ -128,7 +137,7 @@ def _run_job(args: argparse.Namespace) -> int:
         default_job_name,
         transform_instance_types,
     )
-    from peagle.batch.records import read_records
+    from peagle.batch.records import read_records, with_default_max_tokens
     from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
     from peagle.errors import PeagleError
     from peagle.planner import plan_deployment
@@ -143,7 +152,10 @@ def _run_job(args: argparse.Namespace) -> int:
 
     local_input = None if args.input.startswith("s3://") else Path(args.input)
     if local_input is not None:
-        records = read_records(local_input, validate=args.validate, max_payload_mb=args.max_payload_mb)
+        records = with_default_max_tokens(
+            read_records(local_input, validate=args.validate, max_payload_mb=args.max_payload_mb),
+            _default_max_tokens(args),
+        )
         if not args.upload_to:
             raise PeagleError(f"--input {local_input} is a local file: pass --upload-to s3://bucket/prefix/ to upload it for the job")
         upload = S3Location.parse(args.upload_to, what="--upload-to")
@@ -230,7 +242,7 @@ def _run_job(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     if local_input is not None:
-        _upload_input(session, local_input, S3Location.parse(input_uri))
+        _upload_records(session, local_input.name, records, S3Location.parse(input_uri))
     from peagle.batch.job_follow import follow_transform_job, start_transform_job
 
     arn = start_transform_job(sagemaker, request)
@@ -260,12 +272,23 @@ def _client(session, service: str):
     return aws_client(session, service)
 
 
-def _upload_input(session, local_input: Path, destination) -> None:
-    from peagle.stage.upload import StagedFile, upload_files
+def _default_max_tokens(args: argparse.Namespace) -> int:
+    from peagle.catalog import ProfileName, load_catalog
+
+    return args.max_tokens or load_catalog().profiles[ProfileName.BATCH].sampling.max_tokens
+
+
+def _upload_records(session, name: str, records: list[bytes], destination) -> None:
+    """Upload the checked records (with their max_tokens defaults), not the raw file."""
+    import tempfile
 
     from peagle.stage.aws import S3Location
+    from peagle.stage.upload import StagedFile, upload_files
 
-    # Always sent: an edited file of the same size must not be mistaken for the uploaded one.
-    bucket_root = S3Location(destination.bucket, "")
-    file = StagedFile(local_input, destination.key, local_input.stat().st_size)
-    upload_files(_client(session, "s3"), bucket_root, [file], max_concurrency=4, skip_existing=False)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_bytes(b"\n".join(records) + b"\n")
+        # Always sent: an edited file of the same size must not be mistaken for the uploaded one.
+        bucket_root = S3Location(destination.bucket, "")
+        file = StagedFile(path, destination.key, path.stat().st_size)
+        upload_files(_client(session, "s3"), bucket_root, [file], max_concurrency=4, skip_existing=False)

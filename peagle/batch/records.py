@@ -121,6 +121,24 @@ def read_records(path: Path, *, validate: bool = True, max_payload_mb: int = DEF
     return lines
 
 
+def with_default_max_tokens(records: list[bytes], max_tokens: int) -> list[bytes]:
+    """Records without ``max_tokens`` get the profile's: the server applies no default
+    length (a server-side one would cap every request in vLLM 0.32), and an unbounded
+    record would generate until max_model_len."""
+    filled = []
+    for line in records:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            filled.append(line)  # reported by validation (or sent as is with --no-validate)
+            continue
+        if isinstance(record, dict) and "max_tokens" not in record and "max_completion_tokens" not in record:
+            record["max_tokens"] = max_tokens
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        filled.append(line)
+    return filled
+
+
 def joined_output(line: bytes, answer: object) -> dict:
     """What a JoinSource=Input job writes for a record: the input object plus ``SageMakerOutput``
     (a non-object input goes under ``SageMakerInput``, as SageMaker does)."""

@@ -98,3 +98,12 @@ def test_an_unreachable_server_stops_the_run_with_one_message(tmp_path, capsys):
 
     err = capsys.readouterr().err
     assert exit_code == 1 and "Is the server running" in err and "Traceback" not in err
+
+
+def test_records_without_max_tokens_get_the_profile_default_and_others_keep_theirs():
+    from peagle.batch.records import with_default_max_tokens
+
+    records = [b'{"prompt":"a"}', b'{"prompt":"b","max_tokens":7}', b'{"messages":[],"max_completion_tokens":3}']
+    filled = [json.loads(line) for line in with_default_max_tokens(records, 1024)]
+    assert [r.get("max_tokens") for r in filled] == [1024, 7, None]
+    assert filled[2]["max_completion_tokens"] == 3

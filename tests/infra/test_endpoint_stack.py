@@ -43,10 +43,13 @@ def test_container_environment_carries_the_plan_and_p_eagle_parallel_drafting(de
     assert env["SM_VLLM_MAX_MODEL_LEN"] == "8192"
     assert env["SM_VLLM_KV_CACHE_DTYPE"] == "fp8"
     assert json.loads(env["SM_VLLM_OVERRIDE_GENERATION_CONFIG"]) == {
-        "temperature": 0.7, "top_p": 0.9, "max_new_tokens": 1024}  # fmt: skip
+        "temperature": 0.7, "top_p": 0.9}  # fmt: skip (max_tokens would become a cap in vLLM 0.32)
     assert env["PEAGLE_DRAFTER_TRAINED_K"] == "10"
     assert env["PEAGLE_SPECULATION_SELF_CHECK"] == "true"
     assert int(env["PEAGLE_SHUTDOWN_DRAIN_SECONDS"]) < 30  # SageMaker SIGKILLs 30 s after SIGTERM
+    (config,) = default_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()
+    startup = config["Properties"]["ProductionVariants"][0]["ContainerStartupHealthCheckTimeoutInSeconds"]
+    assert env["PEAGLE_STARTUP_TIMEOUT_SECONDS"] == str(startup)
     assert all(isinstance(value, str) for value in env.values())
 
 
@@ -124,7 +127,7 @@ def test_execution_role_is_least_privilege(default_synth):
     statements = {s["Sid"]: s for s in _policy_statements(default_synth)}
     assert set(statements) == {
         "ReadModelWeights", "ListReadModelWeights", "WriteEndpointLogs", "PublishMetrics", "PullServingImage",
-        "EcrLogin", "DecryptModelWeights", "ReadBatchInput", "ListReadBatchInput", "WriteBatchOutput", "EncryptResults",
+        "EcrLogin", "DecryptModelWeights", "ReadBatchInput", "ListReadBatchInput", "WriteBatchOutput", "EncryptResults", "WriteTransformJobLogs",
     }  # fmt: skip
     for statement in statements.values():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]

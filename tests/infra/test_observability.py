@@ -40,6 +40,21 @@ def test_log_group_is_owned_encrypted_retained_and_created_before_the_endpoint(d
     assert log_group_logical_id in depends_on
 
 
+def test_log_group_key_lets_cloudwatch_logs_encrypt_exactly_this_log_group(default_synth):
+    keys = default_synth.resources("PeagleEndpoint", "AWS::KMS::Key").values()
+    conditions = [
+        statement["Condition"]
+        for key in keys
+        for statement in key["Properties"]["KeyPolicy"]["Statement"]
+        if statement.get("Sid") == "AllowCloudWatchLogs"
+    ]
+    assert len(conditions) == 1
+    arn = json.dumps(conditions[0]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"])
+    # log-group ARNs put ':' (not '/') before the name; a '/' would never match and the
+    # log group (and with it the endpoint) would fail to create.
+    assert arn.endswith(f':log-group:/aws/sagemaker/Endpoints/{ENDPOINT}"]]}}')
+
+
 def test_every_kpi_field_becomes_a_metric_with_endpoint_and_variant_dimensions(default_synth):
     filters = _of_type(default_synth, "AWS::Logs::MetricFilter")
     by_name = {f["Properties"]["MetricTransformations"][0]["MetricName"]: f["Properties"] for f in filters}

@@ -33,8 +33,8 @@ def test_gpt_oss_120b_on_one_a10g_fails_naming_the_cheapest_instance_that_fits()
         plan(model="gpt-oss-120b", instanceType="ml.g5.xlarge")
     message = str(error.value)
     assert message.startswith("gpt-oss-120b needs ~64 GiB of weights")
-    assert "ml.g5.xlarge has 1 x 24 GiB A10G" in message
-    assert "Smallest that fits: ml.g6.12xlarge (4 x 24 GiB L4" in message
+    assert "ml.g5.xlarge has 1 x 22.5 GiB A10G" in message
+    assert "Smallest that fits: ml.g6.12xlarge (4 x 22.5 GiB L4" in message
     assert "-c instanceType=ml.g6.12xlarge" in message
     # and the suggestion really plans
     assert plan(model="gpt-oss-120b", instanceType="ml.g6.12xlarge").tensor_parallel_size == 4
@@ -83,20 +83,22 @@ def test_profile_changes_k_context_and_concurrency():
     assert batch.profile.sampling.temperature == 0.3
 
 
-def test_tight_memory_lowers_concurrency_and_says_so():
-    p = plan(model="qwen3-8b", instanceType="ml.g5.xlarge")
-    assert p.kv_cache_dtype == "auto"  # A10G has no FP8
+def test_tight_memory_lowers_context_and_concurrency_and_says_so():
+    p = plan(model="qwen3-8b", instanceType="ml.g6.xlarge")  # 22.5 GiB L4, 16.4 GB of bf16 weights
+    assert p.kv_cache_dtype == "fp8"  # L4 has FP8
+    assert 4096 <= p.max_model_len < 8192
+    assert any("max_model_len lowered from 8192" in note for note in p.notes)
     assert p.max_num_seqs < 32
     assert any("max_num_seqs lowered from 32" in note for note in p.notes)
 
 
-def test_max_model_len_is_lowered_to_fit_one_request_or_the_plan_fails():
-    p = plan(model="qwen3-8b", instanceType="ml.g6.xlarge", profile="batch")
-    assert 16384 <= p.max_model_len < 32768
-    assert any("max_model_len lowered from 32768" in note for note in p.notes)
-    with pytest.raises(PlanError, match=r"KV cache for [\d,]+ tokens, less than one request at the profile's "
-                       r"min_model_len 16,384.*Smallest that fits"):  # fmt: skip
-        plan(model="qwen3-8b", instanceType="ml.g5.xlarge", profile="batch")
+def test_a_plan_that_cannot_hold_one_request_fails_naming_what_fits():
+    # A10G: no FP8, so the KV cache is twice as large per token as on L4
+    with pytest.raises(PlanError, match=r"qwen3-8b on ml.g5.xlarge leaves KV cache for [\d,]+ tokens, less than one "
+                       r"request at the profile's min_model_len 4,096\. Smallest that fits: ml.g6.xlarge"):  # fmt: skip
+        plan(model="qwen3-8b", instanceType="ml.g5.xlarge")
+    with pytest.raises(PlanError, match=r"min_model_len 16,384\. Smallest that fits: ml.g6e.xlarge"):
+        plan(model="qwen3-8b", instanceType="ml.g6.xlarge", profile="batch")
 
 
 def test_tensor_parallel_spans_every_gpu_of_the_instance():

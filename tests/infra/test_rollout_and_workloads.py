@@ -8,6 +8,7 @@ from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.config import config_from_overrides
 from peagle.errors import ConfigError
+from peagle.planner import plan_deployment
 
 AB_FILE = str(REPO_ROOT / "deployments" / "ab-test.yaml")
 ASYNC_FILE = str(REPO_ROOT / "deployments" / "async-summarization.yaml")
@@ -32,14 +33,11 @@ def _alarm_logical_id(result, fragment):
 # --- rollout guardrails -------------------------------------------------------------
 
 
-def test_default_updates_go_blue_green_canary_with_baking_and_alarm_rollback(default_synth):
+def test_default_updates_go_blue_green_with_baking_and_alarm_rollback(default_synth):
     endpoint = _endpoint(default_synth)
     policy = endpoint["DeploymentConfig"]["BlueGreenUpdatePolicy"]
-    assert policy["TrafficRoutingConfiguration"] == {
-        "Type": "CANARY",
-        "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10},
-        "WaitIntervalInSeconds": 600,
-    }
+    # one instance: a canary would be the whole fleet (SageMaker allows at most half), so all at once + baking
+    assert policy["TrafficRoutingConfiguration"] == {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 600}
     assert (policy["TerminationWaitInSeconds"], policy["MaximumExecutionTimeoutInSeconds"]) == (600, 7200)
     rollback = endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
     assert rollback == [
@@ -50,9 +48,15 @@ def test_default_updates_go_blue_green_canary_with_baking_and_alarm_rollback(def
     assert endpoint["ExcludeRetainedVariantProperties"] == [{"VariantPropertyType": "DesiredWeight"}]
 
 
+def test_two_or_more_instances_shift_a_canary_first(synth):
+    routing = _endpoint(synth(instanceCount="2"))["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
+    assert routing == {"Type": "CANARY", "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10},
+                       "WaitIntervalInSeconds": 600}  # fmt: skip
+
+
 def test_linear_shifting_and_rolling_updates_are_configurable(synth, tmp_path):
     linear = synth(deployment=write_deployment(
-        tmp_path, "rollout:\n  blue_green: {traffic: linear, linear_step_percent: 25, wait_seconds: 300}\n"))  # fmt: skip
+        tmp_path, "instance: {count: 2}\nrollout:\n  blue_green: {traffic: linear, linear_step_percent: 25, wait_seconds: 300}\n"))  # fmt: skip
     routing = _endpoint(linear)["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
     assert routing == {"Type": "LINEAR", "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
                        "WaitIntervalInSeconds": 300}  # fmt: skip
@@ -67,13 +71,19 @@ def test_linear_shifting_and_rolling_updates_are_configurable(synth, tmp_path):
 
 
 def test_rollout_ranges_and_combinations_are_validated():
-    with pytest.raises(ConfigError, match=r"rollout.blue_green.canary_percent: Input should be less than or equal to 99"):
-        config_from_overrides({}, base={"rollout": {"blue_green": {"canary_percent": 150}}})
+    with pytest.raises(ConfigError, match=r"rollout.blue_green.canary_percent: Input should be less than or equal to 50"):
+        config_from_overrides({}, base={"rollout": {"blue_green": {"canary_percent": 60}}})
+    with pytest.raises(ConfigError, match=r"linear_step_percent: Input should be greater than or equal to 10"):
+        config_from_overrides({}, base={"rollout": {"blue_green": {"linear_step_percent": 5}}})
     with pytest.raises(ConfigError, match=r"the waits add up to 9600 s, more than max_execution_seconds 7200"):
-        config_from_overrides({}, base={"rollout": {"blue_green": {"traffic": "linear", "linear_step_percent": 10,
-                                                                   "wait_seconds": 900, "termination_wait_seconds": 600}}})  # fmt: skip
+        config_from_overrides({"instanceCount": 2}, base={"rollout": {"blue_green": {
+            "traffic": "linear", "linear_step_percent": 10, "wait_seconds": 900, "termination_wait_seconds": 600}}})  # fmt: skip
+    with pytest.raises(ConfigError, match=r"traffic 'canary' needs at least 2 instances"):
+        config_from_overrides({}, base={"rollout": {"blue_green": {"traffic": "canary"}}})
     with pytest.raises(ConfigError, match=r"rolling' is not supported on multi-variant endpoints"):
         config_from_overrides({}, base={"ab_test": {"enabled": True}, "rollout": {"strategy": "rolling"}})
+    with pytest.raises(ConfigError, match=r"kpi_missing_minutes 2 is shorter than two KPI intervals \(300 s each\)"):
+        config_from_overrides({}, base={"alarms": {"kpi_missing_minutes": 2}, "observability": {"kpi_interval_seconds": 300}})
 
 
 # --- A/B measurement ----------------------------------------------------------------
@@ -126,6 +136,7 @@ def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(default
     assert json.dumps(statements["ReadBatchInput"]["Resource"]).endswith('/batch/input/*"]]}')
     assert json.dumps(statements["WriteBatchOutput"]["Resource"]).endswith('/batch/output/*"]]}')
     assert statements["EncryptResults"]["Action"] == "kms:GenerateDataKey"
+    assert json.dumps(statements["WriteTransformJobLogs"]["Resource"]).endswith(':log-group:/aws/sagemaker/TransformJobs:*"]]}')
 
 
 # --- async inference ----------------------------------------------------------------
@@ -170,6 +181,10 @@ def test_async_topics_are_encrypted_and_the_role_may_publish_to_them(async_synth
     (policy,) = async_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
     sids = {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert {"PublishAsyncSuccess", "PublishAsyncFailure", "WriteAsyncOutput", "WriteAsyncEndpointLogs"} <= sids
+    # SageMaker reads each request's S3 input object with the model's role
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert json.dumps(statements["ReadAsyncInput"]["Resource"]).endswith('/async/input/*"]]}')
+    assert "AsyncInputS3Uri" in async_synth.templates["PeagleEndpoint"]["Outputs"]
 
 
 # --- private network ----------------------------------------------------------------
@@ -244,6 +259,15 @@ def test_hub_mode_downloads_in_the_container_with_only_the_token_arn_in_the_temp
     assert statements["ReadHubToken"] == {
         "Sid": "ReadHubToken", "Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": HUB_TOKEN_ARN}  # fmt: skip
     assert "ReadModelWeights" not in statements
+
+
+def test_hub_mode_budgets_the_download_into_the_start_up_timeout():
+    s3 = plan_deployment(config_from_overrides({"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"}))
+    hub = plan_deployment(config_from_overrides(
+        {"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"},
+        base={"artifacts": {"source": "hub"}, "network": {"isolation": False}}))  # fmt: skip
+    assert hub.container_startup_timeout_seconds > s3.container_startup_timeout_seconds
+    assert hub.container_startup_timeout_seconds <= 3600
 
 
 def test_hub_mode_needs_network_isolation_off():

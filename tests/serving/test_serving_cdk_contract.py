@@ -45,7 +45,7 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
         assert argv[argv.index("--max-model-len") + 1] == str(plan.max_model_len)
         assert argv[argv.index("--tensor-parallel-size") + 1] == str(plan.tensor_parallel_size)
         generation = json.loads(argv[argv.index("--override-generation-config") + 1])
-        assert generation["max_new_tokens"] == plan.profile.sampling.max_tokens
+        assert generation == {"temperature": plan.profile.sampling.temperature, "top_p": plan.profile.sampling.top_p}
         if plan.speculation_enabled:
             speculative = json.loads(argv[argv.index("--speculative-config") + 1])
             assert speculative == {
@@ -58,3 +58,15 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
             assert "--speculative-config" not in argv
         if plan.pair.vllm_flags.get("enable-prefix-caching") is False:
             assert "--no-enable-prefix-caching" in argv
+        # vLLM's own parser accepts the whole command line: a misspelt flag in pairs.yaml,
+        # container_env or a deployment's vllm_args fails here, not on a GPU.
+        parsed = _vllm_parser().parse_args(argv[3:])  # after `python -m <module>`
+        assert parsed.max_model_len == plan.max_model_len
+        assert parsed.tensor_parallel_size == plan.tensor_parallel_size
+
+
+def _vllm_parser():
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    return make_arg_parser(FlexibleArgumentParser(prog="vllm-api-server"))
