@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,15 +136,25 @@ def _mask_token_problem(drafter_dir: Path) -> str | None:
         drafter_config = json.loads(config_path.read_text())
     except (OSError, json.JSONDecodeError) as error:
         return f"drafter config {config_path} is unreadable: {error}"
+    problem = mask_token_problem(drafter_config)
+    return f"drafter config {config_path} {problem}" if problem else None
+
+
+def mask_token_problem(drafter_config: Mapping) -> str | None:
+    """None when a parsed drafter config names a parallel-drafting mask token, else what to fix.
+
+    The one statement of vLLM's rule (its lookup order, llm_base_proposer.py); `peagle stage`
+    checks drafters with it before uploading them.
+    """
     dflash = drafter_config.get("dflash_config") or {}
     if any(drafter_config.get(key) is not None for key in MASK_TOKEN_KEYS) or (
-        isinstance(dflash, dict) and dflash.get("mask_token_id") is not None
+        isinstance(dflash, Mapping) and dflash.get("mask_token_id") is not None
     ):
         return None
     return (
-        f"drafter config {config_path} names no mask token, which parallel drafting "
-        f"needs: add one of {', '.join(MASK_TOKEN_KEYS)} (P-EAGLE drafters use "
-        "ptd_token_id, the id the drafter was trained with), or use a P-EAGLE drafter"
+        f"names no mask token, which parallel drafting needs: add one of dflash_config.mask_token_id, "
+        f"{', '.join(MASK_TOKEN_KEYS)} (P-EAGLE drafters use ptd_token_id, the id the drafter was "
+        "trained with), or use a P-EAGLE drafter"
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from peagle.errors import PeagleError
+from peagle_serve.model_layout import mask_token_problem
 
 # Sub-folders some repositories carry that vLLM never reads: gpt-oss ships its
 # weights a second and third time under original/ and metal/ (~13 GB each for 20b).
@@ -134,29 +135,13 @@ def drafter_problems(drafter: CheckpointFiles, config: dict | None, *, drafter_f
     elif config is None:
         problems.append(f"drafter: {where}/config.json is not valid JSON")
     elif drafter_format != "speculators" and not is_speculators_config(config):
-        problem = mask_token_problem(config)
+        problem = mask_token_problem(config)  # the launcher's own rule, so stage and serve agree
         if problem:
             problems.append(f"drafter: {where}/config.json {problem}")
     if not any(name.endswith(DRAFTER_WEIGHT_SUFFIXES) for name in drafter.files if "/" not in name):
         problems.append(f"drafter: no weights (*.safetensors) in {where}")
     problems += _missing_shards(drafter)
     return problems
-
-
-def mask_token_problem(config: Mapping) -> str | None:
-    """The launcher's rule (vLLM's lookup order, facts.md §1), applied to a parsed config."""
-    from peagle_serve.model_layout import MASK_TOKEN_KEYS
-
-    dflash = config.get("dflash_config") or {}
-    if isinstance(dflash, Mapping) and dflash.get("mask_token_id") is not None:
-        return None
-    if any(config.get(key) is not None for key in MASK_TOKEN_KEYS):
-        return None
-    names = ", ".join(["dflash_config.mask_token_id", *MASK_TOKEN_KEYS])
-    return (
-        f"names no mask token, which parallel drafting needs (vLLM looks for {names}); "
-        "this is not a P-EAGLE drafter, or its config lost the key (P-EAGLE drafters use ptd_token_id)"
-    )
 
 
 def safetensors_tensor_names(path: Path) -> set[str]:
