@@ -12,7 +12,7 @@ from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from peagle.config import CONTEXT_OVERRIDES, DEFAULT_DEPLOYMENT_FILE, load_deployment_config
 from peagle.errors import PeagleError
-from peagle.planner import plan_ab_baseline, plan_deployment
+from peagle.deployment_rules import plan_checked_deployment
 from stacks.artifacts_stack import ArtifactsStack
 from stacks.endpoint_stack import EndpointStack
 
@@ -21,8 +21,9 @@ def build_app(app: App) -> App:
     deployment_file = app.node.try_get_context("deployment") or DEFAULT_DEPLOYMENT_FILE
     overrides = {key: app.node.try_get_context(key) for key in CONTEXT_OVERRIDES}
     config = load_deployment_config(deployment_file, overrides)
-    plan = plan_deployment(config)
-    baseline_plan = plan_ab_baseline(config)
+    # Plans every variant and checks SageMaker's rules (GPU driver vs image, rollout limits, ...).
+    plans = plan_checked_deployment(config)
+    plan, baseline_plan = plans.plan, plans.baseline_plan
     # Optional: pin both stacks to one account/region (README, context keys); unset = environment-agnostic.
     env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 

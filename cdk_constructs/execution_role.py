@@ -4,6 +4,7 @@ policies, no Action '*'. Each wildcard resource left is acknowledged where it is
 from __future__ import annotations
 
 from aws_cdk import Aws
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -164,6 +165,21 @@ class SageMakerExecutionRole(Construct):
                 sid=f"{sid}Encrypt", actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn]
             ),
         )
+
+    def grant_describe_alarms(self, alarms: list[cloudwatch.IAlarm], *, sid: str = "ReadRollbackAlarms") -> None:
+        """SageMaker reads the auto-rollback alarms with the execution role during an update.
+
+        "Ensure that your IAM execution role has permission to perform the
+        cloudwatch:DescribeAlarms action on the auto-rollback alarms you specify."
+        (SageMaker developer guide, "Auto-Rollback Configuration and Monitoring",
+        https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-guardrails-configuration.html)
+        """
+        if alarms:
+            self.policy.add_statements(
+                iam.PolicyStatement(
+                    sid=sid, actions=["cloudwatch:DescribeAlarms"], resources=[alarm.alarm_arn for alarm in alarms]
+                )
+            )
 
     def grant_read_secret(self, secret_arn: str, *, sid: str = "ReadHubToken") -> None:
         """The container reads one secret (a Hugging Face token) at start-up."""

@@ -38,6 +38,9 @@ class VariantSpec:
     weight: float
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
+    # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it,
+    # which is too old for a CUDA 13 serving image; peagle/deployment_rules.py picks and checks it.
+    inference_ami_version: str | None = None
 
 
 class PeagleEndpoint(Construct):
@@ -96,6 +99,7 @@ class PeagleEndpoint(Construct):
                     initial_variant_weight=variant.weight,
                     container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
                     model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
+                    inference_ami_version=variant.inference_ami_version,
                     # LLM requests vary 100x in length: route to the least busy instance
                     # (real-time only; an async endpoint's queue hands out work itself).
                     routing_config=(
@@ -128,11 +132,15 @@ class PeagleEndpoint(Construct):
         self, settings: RolloutSettings, rollback_alarms: list[cloudwatch.IAlarm], *, traffic: str
     ) -> None:
         """Updates go blue/green (``traffic``: canary, linear, all_at_once) or rolling, rolled back
-        on ``rollback_alarms``.
+        on ``rollback_alarms``; strategy ``none`` leaves SageMaker's plain update (no DeploymentConfig).
 
         Scaled instance counts survive deploys (only the weights of the new config apply), so a
         deploy never shrinks an endpoint that autoscaling has grown.
         """
+        if settings.strategy == "none":
+            # The plain update also takes variants added or removed; instance counts then come
+            # from the new config (nothing is retained for variants that may not exist any more).
+            return
         percent = lambda value: sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=value)  # noqa: E731
         rollback = (
             sagemaker.CfnEndpoint.AutoRollbackConfigProperty(

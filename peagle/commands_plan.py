@@ -10,7 +10,7 @@ from peagle.catalog import load_catalog
 from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
 from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
 from peagle.errors import PeagleError
-from peagle.planner import plan_deployment
+from peagle.deployment_rules import plan_checked_deployment
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,7 +80,7 @@ def run_plan(args: argparse.Namespace) -> int:
             if not args.model or not args.instance:
                 return _fail(ValueError("give --model and --instance, or --deployment FILE"))
             config = config_from_overrides(overrides)
-        plan = plan_deployment(config)
+        plan = plan_checked_deployment(config).plan
     except PeagleError as error:
         return _fail(error)
     if args.json:
@@ -95,6 +95,7 @@ def run_plan(args: argparse.Namespace) -> int:
             "max_num_seqs": plan.max_num_seqs,
             "gpu_memory_utilization": plan.gpu_memory_utilization,
             "kv_cache_dtype": plan.kv_cache_dtype,
+            "inference_ami_version": plan.inference_ami_version,
             "cost_per_hour_usd": plan.cost_per_hour_usd,
             "memory_per_gpu_gib": {
                 "target": plan.memory.target_weights_gib,

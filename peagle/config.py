@@ -33,6 +33,11 @@ CONTEXT_OVERRIDES: dict[str, tuple[str, ...]] = {
 class InstanceSettings(StrictModel):
     type: str = Field("ml.g6e.xlarge", description="SageMaker instance type (see `peagle catalog`)")
     count: PositiveInt = Field(1, le=100, description="initial instance count")
+    ami_version: str | None = Field(
+        None,
+        description="ProductionVariant.InferenceAmiVersion (the GPU host's NVIDIA driver); unset: the one the "
+        "serving image needs (peagle/catalog/runtime.yaml). A driver too old for the image fails synth",
+    )
 
 
 class SpeculationSettings(StrictModel):
@@ -230,9 +235,17 @@ class RollingSettings(StrictModel):
 
 
 class RolloutSettings(StrictModel):
-    """How endpoint updates roll out (facts.md §8). Blue/green needs a second GPU fleet while it runs."""
+    """How endpoint updates roll out. Blue/green needs a second GPU fleet while it runs.
 
-    strategy: Literal["blue_green", "rolling"] = "blue_green"
+    ``none`` deploys without a DeploymentConfig: SageMaker's plain update (new fleet, then
+    switch; no canary, no baking, no auto-rollback). It exists for the one change deployment
+    guardrails refuse: adding or removing a variant (the A/B test on or off), since "your new
+    endpoint configuration must have the same variant name as the old endpoint configuration"
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-guardrails-exclusions.html).
+    `peagle preflight` says when it is needed.
+    """
+
+    strategy: Literal["blue_green", "rolling", "none"] = "blue_green"
     blue_green: BlueGreenSettings = BlueGreenSettings()
     rolling: RollingSettings = RollingSettings()
     auto_rollback: bool = Field(True, description="roll back when the 5xx or latency alarm fires during the update")
@@ -248,9 +261,14 @@ class AbTestSettings(StrictModel):
 
 
 class BatchSettings(StrictModel):
-    """Batch Transform over JSONL in S3 (`peagle batch`); the Model's role may read input and write output."""
+    """Batch Transform over JSONL in S3 (`peagle batch`); the Model's role may read input and write output.
 
-    enabled: bool = True
+    Off by default: no Batch Transform host runs the CUDA 13 serving image (see
+    peagle/catalog/runtime.yaml); synth refuses ``enabled: true`` while that holds and says
+    what works instead.
+    """
+
+    enabled: bool = False
     input_prefix: str = Field("batch/input/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$")
     output_prefix: str = Field("batch/output/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$")
 
@@ -381,6 +399,8 @@ class DeploymentConfig(StrictModel):
                 f"({self.observability.kpi_interval_seconds} s each): the alarm would fire between lines; raise it "
                 "or lower observability.kpi_interval_seconds"
             )
+        if rollout.strategy == "none":
+            return problems
         if rollout.strategy == "blue_green":
             green = rollout.blue_green
             traffic = self.blue_green_traffic()

@@ -87,14 +87,20 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
     return flags
 
 
-def container_environment(plan: Plan, config: DeploymentConfig, *, variant_name: str) -> dict[str, str]:
+def container_environment(
+    plan: Plan, config: DeploymentConfig, *, variant_name: str, endpoint_name: str | None = None
+) -> dict[str, str]:
     """All of the container's environment. The endpoint and variant names go into every
-    KPI line, where CloudWatch metric filters read them as dimensions."""
+    KPI line, where CloudWatch metric filters read them as dimensions.
+
+    :param endpoint_name: the endpoint this Model serves (default: the real-time endpoint;
+        the asynchronous endpoint passes its own, so its KPI lines carry its name).
+    """
     env = {sm_vllm_name(flag): _render(value) for flag, value in vllm_flags(plan, config).items()}
     env.update(
         {
             "PEAGLE_MODEL_PAIR": plan.pair_id,
-            "PEAGLE_ENDPOINT_NAME": config.endpoint_name,
+            "PEAGLE_ENDPOINT_NAME": endpoint_name or config.endpoint_name,
             "PEAGLE_VARIANT_NAME": variant_name,
             "PEAGLE_DRAFTER_TRAINED_K": str(plan.pair.drafter.trained_k),
             "PEAGLE_KPI_INTERVAL_SECONDS": str(config.observability.kpi_interval_seconds),

@@ -71,6 +71,7 @@ class Plan:
     memory: MemoryFit
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
+    inference_ami_version: str  # the GPU host image; peagle/deployment_rules.py checks its driver
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -106,6 +107,8 @@ class Plan:
             f"KV cache        {mem.kv_cache_tokens:,} tokens per replica "
             f"(~{mem.kv_cache_tokens // (self.profile.typical_context_tokens + self.speculative_tokens):,} "
             f"requests of {self.profile.typical_context_tokens:,} tokens)",
+            f"GPU host        {self.inference_ami_version} (driver {self._driver_text()}), image "
+            f"{catalog.runtime.serving_image.base} (CUDA {catalog.runtime.serving_image.cuda})",
             f"timeouts        model download {self.model_download_timeout_seconds} s, "
             f"container start-up {self.container_startup_timeout_seconds} s",
             f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand "
@@ -113,6 +116,11 @@ class Plan:
         ]
         lines += [f"note            {note}" for note in self.notes]
         return lines
+
+
+    def _driver_text(self) -> str:
+        host = load_catalog().runtime.inference_amis.get(self.inference_ami_version)
+        return f"{host.driver}, CUDA {host.cuda}" if host else "unknown"
 
 
 def _clamp_timeout(seconds: float) -> int:
@@ -268,6 +276,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         memory=memory,
         container_startup_timeout_seconds=startup,
         model_download_timeout_seconds=download,
+        inference_ami_version=config.instance.ami_version or catalog.runtime.serving_image.inference_ami_version,
         notes=tuple(notes),
     )
 

@@ -24,6 +24,7 @@ from cdk_constructs.peagle_model import PeagleModel, ServingImage
 from cdk_constructs.private_network import PrivateNetwork
 from peagle.config import DeploymentConfig
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
+from peagle.deployment_rules import volume_key_allowed
 from peagle.planner import Plan
 
 # Target concurrency per instance as a share of the engine's max_num_seqs: scale out
@@ -72,11 +73,13 @@ class EndpointStack(Stack):
             self.execution_role.grant_read_secret(config.artifacts.hf_token_secret_arn)
         from_hub = config.artifacts.source == "hub"
 
-        def model(construct_id: str, model_plan: Plan, variant: str) -> PeagleModel:
+        def model(construct_id: str, model_plan: Plan, variant: str, endpoint_name: str | None = None) -> PeagleModel:
             return PeagleModel(
                 self,
                 construct_id,
-                environment=container_environment(model_plan, config, variant_name=variant),
+                environment=container_environment(
+                    model_plan, config, variant_name=variant, endpoint_name=endpoint_name
+                ),
                 artifacts=None if from_hub else artifacts,
                 image=self.image,
                 execution_role=self.execution_role,
@@ -86,6 +89,13 @@ class EndpointStack(Stack):
             )
 
         self.model = model("PeagleModel", plan, DEFAULT_VARIANT_NAME)
+        # The async endpoint's own Model: the same image and weights, but its KPI lines must name
+        # the async endpoint (its log group's metric filters and alarms key on that name).
+        self.async_model = (
+            model("AsyncModel", plan, DEFAULT_VARIANT_NAME, endpoint_name=config.async_endpoint_name)
+            if config.async_inference.enabled
+            else None
+        )
         primary_weight = 1.0
         variants = []
         if baseline_plan is not None:
@@ -116,6 +126,8 @@ class EndpointStack(Stack):
         rollback_alarms = []
         if self.monitoring is not None:
             rollback_alarms = [self.monitoring.alarms["Invocation5xxRateHigh"], self.monitoring.alarms["ModelLatencyP90High"]]
+            if config.rollout.auto_rollback and config.rollout.strategy != "none":
+                self.execution_role.grant_describe_alarms(rollback_alarms)
             if baseline_plan is not None:
                 self.monitoring.add_variant_comparison(self.endpoint, self.kpi, baseline_variant=BASELINE_VARIANT_NAME)
         self.endpoint.configure_rollout(config.rollout, rollback_alarms, traffic=config.blue_green_traffic())
@@ -158,10 +170,11 @@ class EndpointStack(Stack):
             weight=round(weight, 4),
             container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
             model_download_timeout_seconds=plan.model_download_timeout_seconds,
+            inference_ami_version=plan.inference_ami_version,
         )
 
     def _volume_key(self, plan: Plan) -> kms.IKey | None:
-        if plan.instance.local_nvme:
+        if not volume_key_allowed(plan.instance_type):
             return None
         return kms.Key(self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume")
 
@@ -281,7 +294,7 @@ class EndpointStack(Stack):
             "AsyncEndpoint",
             endpoint_name=self.config.async_endpoint_name,
             # async endpoints start with one instance; autoscaling may take them to zero
-            variants=[replace(self._variant(DEFAULT_VARIANT_NAME, self.model, self.plan, 1.0), instance_count=1)],
+            variants=[replace(self._variant(DEFAULT_VARIANT_NAME, self.async_model, self.plan, 1.0), instance_count=1)],
             volume_key=volume_key,
             log_retention_days=self.config.observability.log_retention_days,
             async_inference=sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty(

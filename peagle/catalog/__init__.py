@@ -13,14 +13,18 @@ import yaml
 from peagle.catalog.schema import (
     Catalog,
     DrafterModel,
+    HostDriver,
     InstanceCatalog,
     InstanceType,
     ModelPair,
     Profile,
     ProfileName,
+    Runtime,
     Sampling,
     StrictModel,
     TargetModel,
+    cuda_version,
+    instance_family,
 )
 
 _HERE = Path(__file__).parent
@@ -28,13 +32,17 @@ _HERE = Path(__file__).parent
 __all__ = [
     "Catalog",
     "DrafterModel",
+    "HostDriver",
     "InstanceType",
     "ModelPair",
     "Profile",
     "ProfileName",
+    "Runtime",
     "Sampling",
     "StrictModel",
     "TargetModel",
+    "cuda_version",
+    "instance_family",
     "load_catalog",
 ]
 
@@ -51,6 +59,7 @@ def load_catalog() -> Catalog:
         pairs=_read_yaml("pairs.yaml")["pairs"],
         profiles=_read_yaml("profiles.yaml")["profiles"],
         instances=instances.instances,
+        runtime=_read_yaml("runtime.yaml"),
         price_region=instances.price_region,
         price_date=instances.price_date,
         price_source=instances.price_source,

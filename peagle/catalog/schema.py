@@ -100,10 +100,46 @@ class InstanceCatalog(StrictModel):
     instances: dict[str, InstanceType]
 
 
+class HostDriver(StrictModel):
+    """An NVIDIA driver branch and the newest CUDA it runs."""
+
+    driver: PositiveInt
+    cuda: str = Field(pattern=r"^\d+\.\d+$")
+
+    @property
+    def cuda_version(self) -> tuple[int, int]:
+        return cuda_version(self.cuda)
+
+
+def cuda_version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+class ServingImage(StrictModel):
+    base: str = Field(description="the vLLM image inference_image/Dockerfile builds FROM")
+    cuda: str = Field(pattern=r"^\d+\.\d+$", description="CUDA the image is built for")
+    inference_ami_version: str = Field(description="the InferenceAmiVersion every variant gets")
+
+
+class Runtime(StrictModel):
+    serving_image: ServingImage
+    inference_amis: dict[str, HostDriver]
+    default_host_drivers: dict[str, HostDriver] = Field(description="instance family -> driver without an AMI override")
+    transform_amis: dict[str, HostDriver]
+    transform_instance_families: list[str]
+
+
+def instance_family(instance_type: str) -> str:
+    """'ml.g6e.12xlarge' -> 'ml.g6e'."""
+    return instance_type.rsplit(".", 1)[0]
+
+
 class Catalog(StrictModel):
     pairs: dict[str, ModelPair]
     instances: dict[str, InstanceType]
     profiles: dict[ProfileName, Profile]
+    runtime: Runtime
     price_region: str
     price_date: str
     price_source: str

@@ -127,7 +127,7 @@ def test_execution_role_is_least_privilege(default_synth):
     statements = {s["Sid"]: s for s in _policy_statements(default_synth)}
     assert set(statements) == {
         "ReadModelWeights", "ListReadModelWeights", "WriteEndpointLogs", "PublishMetrics", "PullServingImage",
-        "EcrLogin", "DecryptModelWeights", "ReadBatchInput", "ListReadBatchInput", "WriteBatchOutput", "EncryptResults", "WriteTransformJobLogs",
+        "EcrLogin", "DecryptModelWeights", "ReadRollbackAlarms",
     }  # fmt: skip
     for statement in statements.values():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -135,7 +135,6 @@ def test_execution_role_is_least_privilege(default_synth):
     wildcard_resources = {sid for sid, s in statements.items() if s["Resource"] == "*"}
     assert wildcard_resources == {"PublishMetrics", "EcrLogin"}  # APIs without resource-level permissions
     assert statements["ListReadModelWeights"]["Condition"] == {"StringLike": {"s3:prefix": ["models/gpt-oss-20b/*"]}}
-    assert statements["WriteBatchOutput"]["Action"] == ["s3:AbortMultipartUpload", "s3:PutObject"]
     assert statements["DecryptModelWeights"]["Action"] == "kms:Decrypt"
 
 

@@ -4,7 +4,10 @@ import json
 
 import pytest
 from aws_cdk.assertions import Match
-from cdk_synth import REPO_ROOT, write_deployment
+from cdk_synth import REPO_ROOT, synthesize, write_deployment
+
+import peagle.deployment_rules
+from peagle.catalog import HostDriver, load_catalog
 
 from peagle.config import config_from_overrides
 from peagle.errors import ConfigError
@@ -60,7 +63,10 @@ def test_linear_shifting_and_rolling_updates_are_configurable(synth, tmp_path):
     routing = _endpoint(linear)["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
     assert routing == {"Type": "LINEAR", "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
                        "WaitIntervalInSeconds": 300}  # fmt: skip
-    rolling = _endpoint(synth(deployment=ASYNC_FILE), "peagle-summaries-endpoint")["DeploymentConfig"]
+    (tmp_path / "rolling").mkdir()
+    rolling = _endpoint(synth(deployment=write_deployment(
+        tmp_path / "rolling", "instance: {count: 2}\nrollout:\n  strategy: rolling\n  rolling: {batch_percent: 50, wait_seconds: 300}\n"
+        "autoscaling: {min_instances: 2, max_instances: 4}\n")))["DeploymentConfig"]  # fmt: skip
     assert rolling["RollingUpdatePolicy"] == {
         "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
         "WaitIntervalInSeconds": 300,
@@ -126,7 +132,21 @@ def test_ab_dashboard_shows_per_variant_latency_and_the_measured_speedup(ab):
 # --- batch transform ----------------------------------------------------------------
 
 
-def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(default_synth):
+def test_batch_access_is_off_by_default_since_no_transform_host_runs_the_image(default_synth):
+    outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]
+    assert "ModelName" in outputs and "BatchInputS3Uri" not in outputs
+    (policy,) = default_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
+    assert not {"ReadBatchInput", "WriteBatchOutput"} & {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+
+
+def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(tmp_path, monkeypatch):
+    # With a transform host whose driver runs the image (a catalog row AWS has yet to make true).
+    catalog = load_catalog()
+    runtime = catalog.runtime.model_copy(
+        update={"transform_amis": {"al2023-example-batch-gpu-580": HostDriver(driver=580, cuda="13.0")}}
+    )
+    monkeypatch.setattr(peagle.deployment_rules, "load_catalog", lambda: catalog.model_copy(update={"runtime": runtime}))
+    default_synth = synthesize(tmp_path / "out", deployment=write_deployment(tmp_path, "batch: {enabled: true}\n"))
     outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]
     assert {"ModelName", "BatchInputS3Uri", "BatchOutputS3Uri"} <= set(outputs)
     assert outputs["ModelName"]["Value"] == {"Fn::GetAtt": [Match.any_value(), "ModelName"]} or "Fn::GetAtt" in json.dumps(
@@ -136,6 +156,7 @@ def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(default
     assert json.dumps(statements["ReadBatchInput"]["Resource"]).endswith('/batch/input/*"]]}')
     assert json.dumps(statements["WriteBatchOutput"]["Resource"]).endswith('/batch/output/*"]]}')
     assert statements["EncryptResults"]["Action"] == "kms:GenerateDataKey"
+    assert statements["WriteBatchOutput"]["Action"] == ["s3:AbortMultipartUpload", "s3:PutObject"]
     assert json.dumps(statements["WriteTransformJobLogs"]["Resource"]).endswith(':log-group:/aws/sagemaker/TransformJobs:*"]]}')
 
 

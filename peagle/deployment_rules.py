@@ -1,0 +1,287 @@
+"""SageMaker's deployment rules that cfn-lint and cdk-nag do not know, checked before anything
+is synthesized or deployed.
+
+A template can be schema-valid and still fail on AWS: an endpoint whose GPU driver cannot
+run the image fails after the instances started (CannotStartContainerError), a rolling
+update whose batch is less than one instance is refused at update time, a container
+environment past SageMaker's limits is refused by CreateModel. Each rule below quotes its
+primary source, looks at the deployment config and its plans, and reports what was given,
+what is allowed and what to do. ``check_deployment`` runs them all; ``app.py`` (every
+``cdk synth``) and ``peagle plan`` call it through ``plan_checked_deployment``, and fail
+with every violation at once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from peagle.catalog import HostDriver, cuda_version, instance_family, load_catalog
+from peagle.config import DeploymentConfig
+from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
+from peagle.errors import PlanError
+from peagle.planner import Plan, plan_ab_baseline, plan_deployment
+
+
+class DeploymentRuleError(PlanError):
+    """The deployment would be refused by SageMaker, or would fail once on the GPU."""
+
+    def __init__(self, violations: list[Violation]):
+        self.violations = violations
+        lines = [f"{len(violations)} SageMaker rule(s) broken:"]
+        lines += [f"  - [{violation.rule}] {violation.message}" for violation in violations]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str  # stable id, e.g. "gpu-driver"
+    message: str  # what was given, what is allowed, what to do
+
+
+@dataclass(frozen=True)
+class DeploymentPlans:
+    """Everything the rules look at: the config and each variant's plan."""
+
+    config: DeploymentConfig
+    plan: Plan
+    baseline_plan: Plan | None = None
+
+    def variant_plans(self) -> list[tuple[str, str, Plan]]:
+        """(endpoint, variant, plan) for every production variant the stack creates."""
+        config = self.config
+        variants = [(config.endpoint_name, DEFAULT_VARIANT_NAME, self.plan)]
+        if self.baseline_plan is not None:
+            variants.append((config.endpoint_name, BASELINE_VARIANT_NAME, self.baseline_plan))
+        if config.async_inference.enabled:
+            variants.append((config.async_endpoint_name, DEFAULT_VARIANT_NAME, self.plan))
+        return variants
+
+
+# --- GPU host: NVIDIA driver vs the image's CUDA ---------------------------------------------
+
+
+def host_driver(instance_type: str, ami_version: str | None) -> HostDriver | None:
+    """The driver a real-time/async variant boots: its InferenceAmiVersion's, else the family default."""
+    runtime = load_catalog().runtime
+    if ami_version:
+        return runtime.inference_amis.get(ami_version)
+    return runtime.default_host_drivers.get(instance_family(instance_type))
+
+
+def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
+    # A CUDA image needs a driver that supports its CUDA version; otherwise "deploying the endpoint
+    # will fail with ... Failure reason CannotStartContainerError" ("Best practices to minimize
+    # interruptions during GPU driver upgrades", https://docs.aws.amazon.com/sagemaker/latest/dg/
+    # inference-gpu-drivers.html). Which AMI has which driver: peagle/catalog/runtime.yaml.
+    runtime = load_catalog().runtime
+    image = runtime.serving_image
+    working = [name for name, host in runtime.inference_amis.items() if host.cuda_version >= cuda_version(image.cuda)]
+    violations = []
+    for endpoint, variant, plan in plans.variant_plans():
+        ami = plan.inference_ami_version
+        if ami not in runtime.inference_amis:
+            violations.append(
+                Violation(
+                    "gpu-driver",
+                    f"{endpoint}/{variant}: instance.ami_version {ami!r} is not a GPU InferenceAmiVersion SageMaker "
+                    f"offers; use one of {sorted(runtime.inference_amis)} ({' or '.join(working)} runs the image)",
+                )
+            )
+            continue
+        host = runtime.inference_amis[ami]
+        if host.cuda_version < cuda_version(image.cuda):
+            violations.append(
+                Violation(
+                    "gpu-driver",
+                    f"{endpoint}/{variant}: {ami} has NVIDIA driver {host.driver} (CUDA {host.cuda}), but the serving "
+                    f"image {image.base} is built for CUDA {image.cuda}; the container would fail to start on "
+                    f"{plan.instance_type} (CannotStartContainerError). Use instance.ami_version "
+                    f"{' or '.join(working)}, or remove instance.ami_version to get {image.inference_ami_version}",
+                )
+            )
+    return violations
+
+
+# --- Rolling updates ---------------------------------------------------------------------------
+
+
+def _rolling_batch(plans: DeploymentPlans) -> list[Violation]:
+    # RollingUpdatePolicy.MaximumBatchSize: "Value must be between 5% to 50% of the variant's total
+    # instance count." (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RollingUpdatePolicy.html)
+    # A batch must also be at least one whole instance, so a rolling update needs
+    # batch_percent x fleet >= 100 at the smallest the fleet can be when the update starts.
+    config = plans.config
+    if config.rollout.strategy != "rolling":
+        return []
+    percent = config.rollout.rolling.batch_percent
+    smallest = config.instance.count
+    if config.autoscaling.enabled:
+        smallest = min(smallest, config.autoscaling.min_instances)
+    if percent * smallest >= 100:
+        return []
+    needed = math.ceil(100 / percent)
+    return [
+        Violation(
+            "rolling-batch",
+            f"rollout.strategy 'rolling' replaces {percent}% of the fleet per step, but the fleet can be as small as "
+            f"{smallest} instance(s): a step of {percent * smallest / 100:g} instances; SageMaker needs 5-50% of the "
+            f"variant's instances and at least one per step. Use rollout.strategy 'blue_green' (with one instance "
+            f"it shifts all at once after baking), or keep at least {needed} instances "
+            f"(instance.count and autoscaling.min_instances)",
+        )
+    ]
+
+
+# --- Timeouts ---------------------------------------------------------------------------------
+
+# ProductionVariant: ContainerStartupHealthCheckTimeoutInSeconds and
+# ModelDataDownloadTimeoutInSeconds "Valid Range: Minimum value of 60. Maximum value of 3600."
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html)
+VARIANT_TIMEOUT_RANGE_SECONDS = (60, 3600)
+
+
+def _timeouts(plans: DeploymentPlans) -> list[Violation]:
+    low, high = VARIANT_TIMEOUT_RANGE_SECONDS
+    violations = []
+    for endpoint, variant, plan in plans.variant_plans():
+        for what, value in (
+            ("ContainerStartupHealthCheckTimeoutInSeconds", plan.container_startup_timeout_seconds),
+            ("ModelDataDownloadTimeoutInSeconds", plan.model_download_timeout_seconds),
+        ):
+            if not low <= value <= high:
+                violations.append(
+                    Violation(
+                        "variant-timeouts",
+                        f"{endpoint}/{variant}: {what} {value} s is outside SageMaker's {low}-{high} s; set "
+                        "timeouts.container_startup_seconds / timeouts.model_download_seconds within it",
+                    )
+                )
+    return violations
+
+
+# --- Container environment -----------------------------------------------------------------
+
+# ContainerDefinition.Environment (botocore shape EnvironmentMap; API reference
+# https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html):
+# "Maximum number of 100 items", key "Maximum length of 1024. Pattern: [a-zA-Z_][a-zA-Z0-9_]*",
+# value "Maximum length of 1024".
+MODEL_ENVIRONMENT_MAX_ENTRIES = 100
+MODEL_ENVIRONMENT_MAX_KEY_CHARS = 1024
+MODEL_ENVIRONMENT_MAX_VALUE_CHARS = 1024
+_ENVIRONMENT_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def environment_problems(environment: Mapping[str, str]) -> list[str]:
+    """Why CreateModel would refuse this container environment (empty when it would not)."""
+    problems = []
+    if len(environment) > MODEL_ENVIRONMENT_MAX_ENTRIES:
+        problems.append(
+            f"{len(environment)} environment variables; a SageMaker Model takes at most "
+            f"{MODEL_ENVIRONMENT_MAX_ENTRIES}: drop vllm_args entries"
+        )
+    for key, value in environment.items():
+        if len(key) > MODEL_ENVIRONMENT_MAX_KEY_CHARS or not _ENVIRONMENT_KEY.match(key):
+            problems.append(f"variable name {key!r} must match [a-zA-Z_][a-zA-Z0-9_]* (at most 1024 characters)")
+        if len(value) > MODEL_ENVIRONMENT_MAX_VALUE_CHARS:
+            problems.append(
+                f"{key} is {len(value)} characters; SageMaker allows {MODEL_ENVIRONMENT_MAX_VALUE_CHARS} per value: "
+                "shorten it (for a vllm_args entry, move the setting into a file under the weights prefix)"
+            )
+    return problems
+
+
+def _container_environment(plans: DeploymentPlans) -> list[Violation]:
+    violations = []
+    for endpoint, variant, plan in plans.variant_plans():
+        environment = container_environment(plan, plans.config, variant_name=variant, endpoint_name=endpoint)
+        violations += [Violation("model-environment", f"{endpoint}/{variant}: {p}") for p in environment_problems(environment)]
+    return violations
+
+
+# --- Batch Transform ------------------------------------------------------------------------
+
+
+def transform_ami_version() -> str | None:
+    """The TransformAmiVersion whose driver runs the serving image (the newest such), or None."""
+    runtime = load_catalog().runtime
+    runnable = [
+        (host.driver, name)
+        for name, host in runtime.transform_amis.items()
+        if host.cuda_version >= cuda_version(runtime.serving_image.cuda)
+    ]
+    return max(runnable)[1] if runnable else None
+
+
+def transform_problems(instance_type: str) -> list[str]:
+    """Why a Batch Transform job of the serving image on ``instance_type`` cannot work (empty if it can)."""
+    runtime = load_catalog().runtime
+    image = runtime.serving_image
+    problems = []
+    if transform_ami_version() is None:
+        newest = max(runtime.transform_amis.items(), key=lambda item: item[1].driver)
+        problems.append(
+            f"Batch Transform cannot run the serving image: {image.base} is built for CUDA {image.cuda}, and transform "
+            f"jobs offer only {', '.join(runtime.transform_amis)} (newest: NVIDIA driver {newest[1].driver}, "
+            f"CUDA {newest[1].cuda}), so the container would fail to start. What works instead: an asynchronous "
+            "endpoint (async_inference.enabled: true: requests and results in S3, scales to zero when idle), or "
+            "`peagle batch --endpoint <name>` to send the records through the real-time endpoint"
+        )
+    if instance_family(instance_type) not in runtime.transform_instance_families:
+        allowed = sorted(
+            name for name in load_catalog().instances if instance_family(name) in runtime.transform_instance_families
+        )
+        problems.append(
+            f"{instance_type} is not a Batch Transform instance type (CreateTransformJob's TransformInstanceType "
+            f"has no {instance_family(instance_type)}.*); catalog types it accepts: {', '.join(allowed)}"
+        )
+    return problems
+
+
+def _batch_transform(plans: DeploymentPlans) -> list[Violation]:
+    config = plans.config
+    if not config.batch.enabled:
+        return []
+    return [
+        Violation("batch-transform", f"batch.enabled: true, but {problem}; or set batch.enabled: false")
+        for problem in transform_problems(config.instance.type)
+    ]
+
+
+# --- Volume encryption ----------------------------------------------------------------------
+
+
+def volume_key_allowed(instance_type: str) -> bool:
+    """Whether EndpointConfig.KmsKeyId may be set for this instance type.
+
+    CreateEndpointConfig, KmsKeyId: "Certain Nitro-based instances include local storage,
+    dependent on the instance type. Local storage volumes are encrypted using a hardware module
+    on the instance. You can't request a KmsKeyId when using an instance type with local
+    storage." (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html)
+    """
+    return not load_catalog().instances[instance_type].local_nvme
+
+
+RULES: tuple[Callable[[DeploymentPlans], list[Violation]], ...] = (
+    _gpu_driver,
+    _rolling_batch,
+    _timeouts,
+    _container_environment,
+    _batch_transform,
+)
+
+
+def check_deployment(plans: DeploymentPlans) -> list[Violation]:
+    """Every rule's violations, in rule order."""
+    return [violation for rule in RULES for violation in rule(plans)]
+
+
+def plan_checked_deployment(config: DeploymentConfig) -> DeploymentPlans:
+    """Plan the deployment (and its A/B baseline) and check SageMaker's rules; raise with every violation."""
+    plans = DeploymentPlans(config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config))
+    violations = check_deployment(plans)
+    if violations:
+        raise DeploymentRuleError(violations)
+    return plans
