@@ -23,17 +23,25 @@ DEFAULT_LOCAL_CONCURRENCY = 4
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "batch",
-        help="run JSONL prompts as a SageMaker Batch Transform job (or against --url)",
+        help="run JSONL prompts through an endpoint (--endpoint), a local server (--url) or a Batch Transform job",
         description="Each line of --input is one JSON record ({'prompt': ...} or {'messages': [...]} plus sampling "
         "fields), POSTed as one /invocations request; each output line is its record plus 'SageMakerOutput' "
-        "(the answer). Without --url: starts a Batch Transform job on the endpoint stack's Model with the batch "
-        "profile's throughput settings and follows it. With --url: sends the records to that server and writes "
-        "--output locally, an 'error' record for each rejected line. "
+        "(the answer). With --endpoint: sends the records through that SageMaker real-time endpoint from here; "
+        "with --url: to that server; both write --output locally, an 'error' record for each rejected line. "
+        "Without either: a Batch Transform job on the endpoint stack's Model with the batch profile's settings, "
+        "refused (before anything is uploaded) while no transform host runs the serving image's CUDA "
+        "(peagle/catalog/runtime.yaml says which do). "
         "Exit 0 ok, 1 job/record/AWS failure, 2 bad input (nothing started).",
     )
     parser.add_argument("--input", required=True, help="JSONL records: a local file, or s3://bucket/key (or a prefix) for a job")
-    parser.add_argument("--output", required=True, help="s3://bucket/prefix/ for a job; a local .jsonl file with --url")
-    parser.add_argument("--url", help="run the records against this server instead, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--output", required=True, help="s3://bucket/prefix/ for a job; a local .jsonl file with --url/--endpoint")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", help="run the records against this server instead, e.g. http://127.0.0.1:8080")
+    target.add_argument(
+        "--endpoint",
+        help="run the records through this SageMaker real-time endpoint from here (InvokeEndpoint per record; "
+        "--input/--output are local files)",
+    )
     where = parser.add_argument_group("which Model and plan")
     where.add_argument("--model-name", help="SageMaker Model to run (default: the ModelName output of --stack)")
     where.add_argument("--stack", help="endpoint stack whose ModelName output names the Model (default <name>-endpoint)")
@@ -72,7 +80,7 @@ def run_batch(args: argparse.Namespace) -> int:
     from peagle.stage.aws import AwsCallError
 
     try:
-        return _run_local(args) if args.url else _run_job(args)
+        return _run_local(args) if (args.url or args.endpoint) else _run_job(args)
     except AwsCallError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED
@@ -88,7 +96,7 @@ def _run_local(args: argparse.Namespace) -> int:
     from peagle.errors import PeagleError
 
     if args.output.startswith("s3://") or args.input.startswith("s3://"):
-        raise PeagleError("with --url, --input and --output are local files (S3 is for transform jobs)")
+        raise PeagleError("with --url or --endpoint, --input and --output are local files (S3 is for transform jobs)")
     records = with_default_max_tokens(
         read_records(Path(args.input), validate=args.validate, max_payload_mb=args.max_payload_mb),
         _default_max_tokens(args),
@@ -99,11 +107,17 @@ def _run_local(args: argparse.Namespace) -> int:
         if not outcome.ok:
             print(f"line {outcome.line_number}: {outcome.message}", file=sys.stderr)
 
-    print(f"{len(records)} records -> {args.url}/invocations, {concurrency} in flight")
+    transport = None
+    if args.endpoint:
+        from peagle.client.sagemaker_transport import SageMakerTransport
+
+        transport = SageMakerTransport(args.endpoint, region=args.region)
+    target = f"endpoint {args.endpoint}" if args.endpoint else f"{args.url}/invocations"
+    print(f"{len(records)} records -> {target}, {concurrency} in flight")
     try:
         summary = run_records(
             records, args.url, Path(args.output), concurrency=concurrency,
-            retry_policy=RetryPolicy(max_attempts=args.max_attempts), on_outcome=report,
+            retry_policy=RetryPolicy(max_attempts=args.max_attempts), on_outcome=report, transport=transport,
         )
     except ServerUnreachableError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -146,6 +160,13 @@ def _run_job(args: argparse.Namespace) -> int:
 
     config = load_cli_config(args.deployment, {"model": args.model})
     instance_type = args.instance_type or config.instance.type
+    # Before anything is uploaded or started: a job that cannot start on its GPU host costs an hour of
+    # provisioning to find out (peagle/deployment_rules.py says why, and what works instead).
+    from peagle.deployment_rules import transform_ami_version, transform_problems
+
+    problems = transform_problems(instance_type)
+    if problems:
+        raise TransformJobError(problems)
     batch_config = load_cli_config(args.deployment, {"model": args.model, "profile": "batch", "instanceType": instance_type})
     batch_plan = plan_deployment(batch_config)
     job_name = args.job_name or default_job_name(config.name, config.model, datetime.now(timezone.utc))
@@ -219,6 +240,7 @@ def _run_job(args: argparse.Namespace) -> int:
         invocation_max_retries=args.invocation_max_retries,
         output_kms_key_id=args.output_kms_key_id,
         tags={"project": "peagle-sagemaker", "peagle:deployment": config.name, "peagle:pair": config.model},
+        ami_version=transform_ami_version(),
     )
     from peagle.catalog import load_catalog
 

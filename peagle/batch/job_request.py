@@ -148,6 +148,9 @@ class TransformJobSpec:
     invocation_max_retries: int = 1
     output_kms_key_id: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    # TransformResources.TransformAmiVersion: the GPU host whose driver runs the image
+    # (peagle.deployment_rules.transform_ami_version); None: the family's default host.
+    ami_version: str | None = None
 
     def problems(self, *, allowed_instance_types: Sequence[str]) -> list[str]:
         problems = []
@@ -204,7 +207,11 @@ def build_transform_job_request(spec: TransformJobSpec) -> dict:
             "SplitType": "Line",
         },
         "TransformOutput": transform_output,
-        "TransformResources": {"InstanceType": spec.instance_type, "InstanceCount": spec.instance_count},
+        "TransformResources": {
+            "InstanceType": spec.instance_type,
+            "InstanceCount": spec.instance_count,
+            **({"TransformAmiVersion": spec.ami_version} if spec.ami_version else {}),
+        },
         # Each output line = its input record + "SageMakerOutput": the answer.
         "DataProcessing": {"JoinSource": "Input", "InputFilter": "$", "OutputFilter": "$"},
         "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],

@@ -96,21 +96,27 @@ def _outcome(line_number: int, line: bytes, transport, policy: RetryPolicy, slee
 
 def run_records(
     records: Sequence[bytes],
-    url: str,
+    url: str | None,
     output_path: Path,
     *,
     concurrency: int = 4,
     retry_policy: RetryPolicy | None = None,
     on_outcome: Callable[[RecordOutcome], None] = lambda outcome: None,
     sleep: Callable[[float], None] = time.sleep,
+    transport=None,
 ) -> LocalRunSummary:
-    """Send every record, ``concurrency`` in flight; write one output line per record, in order."""
+    """Send every record, ``concurrency`` in flight; write one output line per record, in order.
+
+    To ``url`` (a server speaking the container contract), or through ``transport`` (e.g. a
+    SageMakerTransport for `peagle batch --endpoint`), which is closed at the end.
+    """
     from peagle.client.http_transport import HttpTransport
 
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     policy = retry_policy or RetryPolicy()
-    transport = HttpTransport(url, max_connections=concurrency)
+    if transport is None:
+        transport = HttpTransport(url, max_connections=concurrency)
     summary = LocalRunSummary(len(records), 0, 0, 0.0, 0, 0)
     started = time.perf_counter()
     output_path.parent.mkdir(parents=True, exist_ok=True)

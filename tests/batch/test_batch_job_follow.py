@@ -10,6 +10,7 @@ from botocore.stub import Stubber
 
 from peagle.batch.job_follow import follow_transform_job, model_environment, model_name_from_stack
 from peagle.errors import PeagleError
+from transform_host import cuda13_transform_host  # noqa: F401 (fixture)
 
 JOB = "peagle-gpt-oss-20b-20260301-120000"
 
@@ -130,7 +131,9 @@ def _stack_with_model_name() -> dict:
                         "Outputs": [{"OutputKey": "ModelName", "OutputValue": "PeagleModel-abc123"}]}]}
 
 
-def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_the_deployed_model(tmp_path, monkeypatch, capsys):
+def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_the_deployed_model(
+    tmp_path, monkeypatch, capsys, cuda13_transform_host
+):
     from botocore.stub import ANY
 
     from peagle.batch import cli as batch_cli
@@ -169,6 +172,7 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     for stubber in aws.stubbers.values():
         stubber.assert_no_pending_responses()
     assert sent["ModelName"] == "PeagleModel-abc123"
+    assert sent["TransformResources"]["TransformAmiVersion"] == cuda13_transform_host
     assert sent["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://my-batch-io/in/prompts.jsonl"
     # Same instance type as the deployed Model: TP is unchanged, so not repeated.
     assert "SM_VLLM_TENSOR_PARALLEL_SIZE" not in sent["Environment"]
@@ -176,7 +180,7 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     assert "nightly-1: Completed" in out and "completed; output" in out
 
 
-def test_a_model_serving_another_pair_is_refused_before_starting(tmp_path, monkeypatch, capsys):
+def test_a_model_serving_another_pair_is_refused_before_starting(tmp_path, monkeypatch, capsys, cuda13_transform_host):
     from peagle.batch import cli as batch_cli
     from peagle.cli import main
 

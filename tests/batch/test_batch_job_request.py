@@ -27,6 +27,7 @@ from peagle.config import config_from_overrides
 from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
 from peagle.planner import plan_deployment
 from peagle.stage.aws import AwsCallError
+from transform_host import cuda13_transform_host  # noqa: F401 (fixture)
 
 JOB_NAME_RULE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -118,7 +119,7 @@ def test_spec_problems_are_reported_together():
     assert "use at most 16" in problems[3]
 
 
-def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkeypatch):
+def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkeypatch, cuda13_transform_host):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     prompts = tmp_path / "prompts.jsonl"
@@ -134,6 +135,7 @@ def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkey
     assert request["TransformJobName"] == "nightly-1" and request["ModelName"] == "PeagleModel-abc123"
     assert request["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://my-batch-io/in/prompts.jsonl"
     assert request["MaxConcurrentTransforms"] == 16  # 100 MB / 6 MB payload
+    assert request["TransformResources"]["TransformAmiVersion"] == cuda13_transform_host
     assert request["Environment"]["PEAGLE_ENDPOINT_NAME"] == "nightly-1"
     assert request["Environment"]["PEAGLE_SELF_CHECK_MAX_TOKENS"] == "4"
     assert len(request["Environment"]) <= 16
@@ -157,3 +159,24 @@ def test_create_failures_become_actionable_messages(code, message, expected):
         with pytest.raises(AwsCallError, match=re.escape(expected)) as raised:
             start_transform_job(client, request)
     assert message.split()[0] in str(raised.value)
+
+
+def test_transform_jobs_are_refused_before_anything_is_uploaded_while_no_host_runs_the_image(tmp_path, capsys):
+    # The real runtime catalog: transform hosts have drivers 470/535, the image needs CUDA 13.0 (driver 580).
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
+    exit_code = main(["batch", "--input", str(prompts), "--upload-to", "s3://my-batch-io/in/", "--output",
+                      "s3://my-batch-io/out/", "--instance-type", "ml.g6.12xlarge", "--region", "us-east-1"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exit_code == 2
+    assert "Batch Transform cannot run the serving image" in err and "CUDA 13.0" in err
+    assert "async_inference.enabled: true" in err and "peagle batch --endpoint" in err
+    assert "Traceback" not in err
+
+
+def test_transform_instance_types_outside_the_transform_enum_are_refused(cuda13_transform_host, capsys):
+    exit_code = main(["batch", "--input", "s3://b/in/", "--output", "s3://b/out/", "--instance-type", "ml.p5.48xlarge",
+                      "--model-name", "M", "--dry-run"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exit_code == 2
+    assert "ml.p5.48xlarge is not a Batch Transform instance type" in err and "ml.g6e.12xlarge" in err
