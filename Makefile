@@ -14,12 +14,22 @@ DEPLOYMENT ?= deployments/default.yaml
 CDK := node_modules/.bin/cdk
 NODE_DEPS := node_modules/.installed
 
-.PHONY: synth test local plan catalog deps dev-deps serving-deps clean
+.PHONY: synth deploy test local plan catalog deps client-deps dev-deps serving-deps clean
 
-synth: $(VENV)/.synth-deps $(VENV)/bin/node $(NODE_DEPS)
+# synth also installs what the deploy section's other commands need (peagle stage, invoke,
+# bench, smoke, preflight: boto3, httpx, ...), so the README's deploy steps run after it.
+synth: $(VENV)/.synth-deps $(VENV)/.client-deps $(VENV)/bin/node $(NODE_DEPS)
 	$(PY) -m peagle plan --deployment $(DEPLOYMENT)
 	$(CDK) synth --quiet -c deployment=$(DEPLOYMENT)
 	@echo "Synthesized into cdk.out/ ($(DEPLOYMENT))."
+
+# Deploy the endpoint stack exactly as synthesized and checked: `peagle preflight` compares
+# cdk.out with the deployed stack and refuses updates SageMaker would fail or could not roll
+# back (docs/preflight.md); then cdk deploys that same assembly. PREFLIGHT_ARGS: e.g.
+# --region eu-west-1 or --allow-replace; CDK_DEPLOY_ARGS: e.g. --require-approval never.
+deploy: synth
+	$(VENV)/bin/peagle preflight --deployment $(DEPLOYMENT) --stack $(PREFLIGHT_ARGS)
+	$(CDK) deploy --app cdk.out PeagleEndpoint $(CDK_DEPLOY_ARGS)
 
 test: $(VENV)/.dev-deps $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -28,6 +38,7 @@ local: $(VENV)/.synth-deps $(VENV)/.serving-deps
 	$(VENV)/bin/peagle local $(LOCAL_ARGS)
 
 deps: $(VENV)/.synth-deps
+client-deps: $(VENV)/.client-deps
 dev-deps: $(VENV)/.dev-deps
 serving-deps: $(VENV)/.serving-deps
 
@@ -40,7 +51,11 @@ $(VENV)/.synth-deps: requirements.txt pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev-deps: requirements-dev.txt requirements-client.txt $(VENV)/.synth-deps
+$(VENV)/.client-deps: requirements-client.txt $(VENV)/.synth-deps
+	$(PIP) install --quiet -r requirements-client.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements-dev.txt $(VENV)/.client-deps
 	$(PIP) install --quiet -r requirements-dev.txt
 	touch $@
 

@@ -17,8 +17,14 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cdk_constructs.endpoint_logs import EndpointLogGroup
+from peagle.kpi_names import (
+    ENDPOINT_NAME_DIMENSION,
+    KPI_METRIC_NAMES,
+    KPI_NAMESPACE,
+    KPI_REPORTS_METRIC,
+    VARIANT_NAME_DIMENSION,
+)
 
-KPI_NAMESPACE = "PEagle/Endpoints"
 KPI_EVENT = "peagle_kpi"
 
 
@@ -29,26 +35,30 @@ class KpiField:
     unit: cloudwatch.Unit
 
 
-KPI_FIELDS: tuple[KpiField, ...] = (
-    KpiField("requests_per_second", "RequestsPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
-    KpiField("generation_tokens_per_second", "GenerationTokensPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
-    KpiField("prompt_tokens_per_second", "PromptTokensPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
-    KpiField("ttft_mean_seconds", "TimeToFirstTokenSeconds", cloudwatch.Unit.SECONDS),
-    KpiField("tpot_mean_seconds", "TimePerOutputTokenSeconds", cloudwatch.Unit.SECONDS),
-    KpiField("e2e_latency_mean_seconds", "EndToEndLatencySeconds", cloudwatch.Unit.SECONDS),
-    KpiField("queue_time_mean_seconds", "QueueTimeSeconds", cloudwatch.Unit.SECONDS),
-    KpiField("spec_acceptance_rate", "SpecAcceptanceRate", cloudwatch.Unit.NONE),
-    KpiField("spec_mean_acceptance_length", "SpecMeanAcceptanceLength", cloudwatch.Unit.NONE),
-    KpiField("spec_drafts_per_second", "SpecDraftsPerSecond", cloudwatch.Unit.COUNT_PER_SECOND),
-    KpiField("requests_running", "RequestsRunning", cloudwatch.Unit.COUNT),
-    KpiField("requests_waiting", "RequestsWaiting", cloudwatch.Unit.COUNT),
-    KpiField("kv_cache_usage_ratio", "KvCacheUsageRatio", cloudwatch.Unit.NONE),
-    KpiField("requests_finished_total_in_interval", "RequestsFinished", cloudwatch.Unit.COUNT),
-    KpiField("requests_finished.length", "RequestsFinishedByLength", cloudwatch.Unit.COUNT),
-    KpiField("requests_finished.abort", "RequestsAborted", cloudwatch.Unit.COUNT),
+# The names are peagle/kpi_names.py's (the CLI's `peagle smoke` reads the same metrics); the
+# units are CloudWatch's, so they live here.
+_UNITS: dict[str, cloudwatch.Unit] = {
+    "requests_per_second": cloudwatch.Unit.COUNT_PER_SECOND,
+    "generation_tokens_per_second": cloudwatch.Unit.COUNT_PER_SECOND,
+    "prompt_tokens_per_second": cloudwatch.Unit.COUNT_PER_SECOND,
+    "ttft_mean_seconds": cloudwatch.Unit.SECONDS,
+    "tpot_mean_seconds": cloudwatch.Unit.SECONDS,
+    "e2e_latency_mean_seconds": cloudwatch.Unit.SECONDS,
+    "queue_time_mean_seconds": cloudwatch.Unit.SECONDS,
+    "spec_acceptance_rate": cloudwatch.Unit.NONE,
+    "spec_mean_acceptance_length": cloudwatch.Unit.NONE,
+    "spec_drafts_per_second": cloudwatch.Unit.COUNT_PER_SECOND,
+    "requests_running": cloudwatch.Unit.COUNT,
+    "requests_waiting": cloudwatch.Unit.COUNT,
+    "kv_cache_usage_ratio": cloudwatch.Unit.NONE,
+    "requests_finished_total_in_interval": cloudwatch.Unit.COUNT,
+    "requests_finished.length": cloudwatch.Unit.COUNT,
+    "requests_finished.abort": cloudwatch.Unit.COUNT,
+}
+assert set(_UNITS) == set(KPI_METRIC_NAMES), "every KPI metric needs a unit (peagle/kpi_names.py)"
+KPI_FIELDS: tuple[KpiField, ...] = tuple(
+    KpiField(json_field, KPI_METRIC_NAMES[json_field], unit) for json_field, unit in _UNITS.items()
 )
-# One per line, whatever its contents: its absence means the container stopped reporting.
-KPI_REPORTS_METRIC = "KpiReports"
 
 
 class KpiMetrics(Construct):
@@ -64,7 +74,7 @@ class KpiMetrics(Construct):
         # Metric filters need the group to exist; it is created before the endpoint.
         self.node.add_dependency(log_group.resource)
         self.endpoint_name = endpoint_name
-        dimensions = {"EndpointName": "$.endpoint_name", "VariantName": "$.variant_name"}
+        dimensions = {ENDPOINT_NAME_DIMENSION: "$.endpoint_name", VARIANT_NAME_DIMENSION: "$.variant_name"}
         self.filters: dict[str, logs.MetricFilter] = {}
         for kpi in KPI_FIELDS:
             self.filters[kpi.metric_name] = logs.MetricFilter(

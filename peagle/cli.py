@@ -21,6 +21,8 @@ _COMMAND_MODULES = (
     "peagle.bench.cli",  # bench
     "peagle.batch.cli",  # batch
     "peagle.stage.cli",  # stage
+    "peagle.preflight.cli",  # preflight
+    "peagle.smoke.cli",  # smoke
 )
 
 

@@ -21,7 +21,7 @@ _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?
 _ACCESS_DENIED = frozenset(
     {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden", "403", "AllAccessDisabled"}
 )
-_BAD_CREDENTIALS = frozenset(
+BAD_CREDENTIAL_CODES = frozenset(
     {"ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
 )
 _THROTTLED = frozenset({"Throttling", "ThrottlingException", "TooManyRequestsException", "SlowDown", "RequestLimitExceeded"})
@@ -79,9 +79,9 @@ def describe_client_error(error: Any, *, doing: str, permission: str) -> str:
     code = str(details.get("Code", "Unknown"))
     message = details.get("Message") or str(error)
     status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if code in _ACCESS_DENIED or (status == 403 and code not in _BAD_CREDENTIALS):
+    if code in _ACCESS_DENIED or (status == 403 and code not in BAD_CREDENTIAL_CODES):
         return f"access denied while {doing}: the caller needs {permission} ({code}: {message})"
-    if code in _BAD_CREDENTIALS:
+    if code in BAD_CREDENTIAL_CODES:
         return (
             f"AWS rejected the credentials while {doing} ({code}: {message}); refresh them "
             "(e.g. `aws sso login`, or export fresh AWS_* variables)"

@@ -1,0 +1,398 @@
+"""The transitions CloudFormation and SageMaker refuse or cannot roll back, one function
+per rule over (deployed template, new template), each naming its source.
+
+A rule returns findings: REFUSE (the deploy would fail, or do what nobody asked for),
+WARN (needs a check preflight could not make) or NOTE (allowed; worth knowing). Every
+REFUSE carries the sequence of deploys that gets to the same place safely, written in
+the deployment file's terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+from peagle.preflight.template import Endpoint, LogGroup, StackTemplate, canonical
+
+# What `peagle stage` writes under a weights prefix (peagle/stage/plan.py's layout), and
+# what the launcher looks for first (inference_image/peagle_serve/model_layout.py).
+STAGED_CONFIG_KEYS = ("target/config.json", "drafter/config.json")
+
+
+class Severity(str, Enum):
+    REFUSE = "refuse"
+    WARN = "warn"
+    NOTE = "note"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: Severity
+    what: str  # what changes
+    why: str  # why AWS refuses it, or what to know
+    source: str  # the document that says so
+    safe_sequence: tuple[str, ...] = ()
+
+
+class AccountProbe(Protocol):
+    """Read-only questions to the target account (``--stack`` mode); absent in file mode."""
+
+    def resolve(self, template: StackTemplate, value: Any) -> str | None:
+        """A template value with the account's pseudo parameters (AWS::AccountId, AWS::Region ...) filled in."""
+
+    def missing_objects(self, prefix_uri: str, relative_keys: Sequence[str]) -> list[str]:
+        """Which of ``relative_keys`` do not exist under the S3 prefix."""
+
+    def log_group_exists(self, name: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    deployment_file: str  # named in the safe sequences
+    allow_replace: bool = False
+    account: AccountProbe | None = None
+
+
+Rule = Callable[[StackTemplate, StackTemplate, CheckContext], list[Finding]]
+
+
+def updated_in_place(old: StackTemplate, new: StackTemplate) -> list[tuple[Endpoint, Endpoint]]:
+    """Endpoints CloudFormation updates with UpdateEndpoint: same logical id, same EndpointName."""
+    new_by_id = {endpoint.logical_id: endpoint for endpoint in new.endpoints()}
+    return [
+        (before, new_by_id[before.logical_id])
+        for before in old.endpoints()
+        if before.logical_id in new_by_id and before.name == new_by_id[before.logical_id].name
+    ]
+
+
+def _label(endpoint: Endpoint) -> str:
+    return f"endpoint {endpoint.name or endpoint.logical_id}"
+
+
+# --- 1 ----------------------------------------------------------------------------------
+
+# https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-guardrails-exclusions.html:
+# "When doing a blue/green or rolling deployment, your new endpoint configuration must
+# have the same variant name as the old endpoint configuration."
+GUARDRAIL_EXCLUSIONS = "https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-guardrails-exclusions.html"
+# https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateEndpoint.html,
+# RetainDeploymentConfig: "Specifies whether to reuse the last deployment configuration.
+# The default value is false (the configuration is not reused)."
+
+
+def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """Variants added, removed or renamed while the update runs blue/green or rolling."""
+    findings = []
+    for before, after in updated_in_place(old, new):
+        if set(before.variant_names) == set(after.variant_names):
+            continue
+        removed = [name for name in before.variant_names if name not in after.variant_names]
+        added = [name for name in after.variant_names if name not in before.variant_names]
+        change = (
+            f"{_label(after)}: production variants {', '.join(before.variant_names)} -> {', '.join(after.variant_names)}"
+            + (f" (removed: {', '.join(removed)})" if removed else "")
+            + (f" (added: {', '.join(added)})" if added else "")
+        )
+        guardrail = after.guardrail or (before.guardrail if after.retain_deployment_config else None)
+        if guardrail is None:
+            findings.append(Finding(
+                rule="variant-set", severity=Severity.NOTE, what=change,
+                why="the update runs without deployment guardrails (no DeploymentConfig): SageMaker's plain update, "
+                    "no canary, no baking period and no automatic rollback protects this deploy; watch it, and set "
+                    "rollout.strategy back with your next deploy",
+                source=GUARDRAIL_EXCLUSIONS,
+            ))
+            continue
+        findings.append(Finding(
+            rule="variant-set", severity=Severity.REFUSE, what=change,
+            why=f"the update runs {guardrail} (the new template's DeploymentConfig), and SageMaker requires: \"When "
+                "doing a blue/green or rolling deployment, your new endpoint configuration must have the same variant "
+                "name as the old endpoint configuration.\" UpdateEndpoint would fail and CloudFormation roll back",
+            source=GUARDRAIL_EXCLUSIONS,
+            safe_sequence=(
+                f"deploy this change once with `rollout.strategy: none` in {context.deployment_file} (SageMaker's plain "
+                "update: no guardrails, no auto-rollback)",
+                f"then set the strategy back (`rollout.strategy: {'rolling' if guardrail == 'rolling' else 'blue_green'}`) "
+                "with your next deploy",
+            ),
+        ))
+    return findings
+
+
+# --- 2 ----------------------------------------------------------------------------------
+
+# https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html ("Update
+# endpoints that use auto scaling"): "When you update an endpoint, Application Auto
+# Scaling checks to see whether any of the models on that endpoint are targets for auto
+# scaling. If the update would change the instance type for any model that is a target
+# for auto scaling, the update fails." Its note names the two changes that need the
+# variant deregistered first: changing the instance type of, and removing, a production
+# variant that has auto scaling configured.
+#
+# The old template decides: CloudFormation deletes the resources a template drops only
+# in the stack's UPDATE_COMPLETE_CLEANUP_IN_PROGRESS phase, after every create and update
+# (stack status codes, https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-describing-stacks.html),
+# so a ScalableTarget removed by the same deploy is still registered when UpdateEndpoint runs.
+AUTOSCALING_UPDATE = "https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html"
+
+
+def autoscaled_variant_update(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """Instance type changed, or variant removed, while the variant is registered with autoscaling."""
+    registered = old.autoscaled_variants()
+    findings = []
+    for before, after in updated_in_place(old, new):
+        for variant in before.variants:
+            if (before.name, variant.name) not in registered:
+                continue
+            replacement = after.variant(variant.name)
+            if replacement is None:
+                findings.append(_autoscaled_variant_removed(before, variant.name, context))
+            elif canonical(replacement.instance_type) != canonical(variant.instance_type):
+                findings.append(_autoscaled_instance_type(old, new, before, variant.instance_type,
+                                                          replacement.instance_type, variant.name, context))
+    return findings
+
+
+def _autoscaled_instance_type(
+    old: StackTemplate, new: StackTemplate, endpoint: Endpoint, old_type: Any, new_type: Any, variant: str,
+    context: CheckContext,
+) -> Finding:
+    old_text, new_text = old.render(old_type), new.render(new_type)
+    dep = context.deployment_file
+    if endpoint.asynchronous:
+        # The asynchronous endpoint's scaling is part of async_inference (stacks/endpoint_stack.py):
+        # it cannot be switched off while the endpoint stays.
+        off = "`async_inference.enabled: false` (deletes the asynchronous endpoint; let its queue drain first)"
+        on = "`async_inference.enabled: true`"
+    else:
+        off, on = "`autoscaling.enabled: false`", "`autoscaling.enabled: true`"
+    return Finding(
+        rule="autoscaled-instance-type", severity=Severity.REFUSE,
+        what=f"{_label(endpoint)}: variant {variant} instance type {old_text} -> {new_text} while the variant is "
+             "registered with Application Auto Scaling",
+        why="SageMaker: \"If the update would change the instance type for any model that is a target for auto "
+            "scaling, the update fails.\" Disabling autoscaling in the same deploy does not help: CloudFormation "
+            "deregisters the scalable target only after the endpoint update",
+        source=AUTOSCALING_UPDATE,
+        safe_sequence=(
+            f"set {off} in {dep}, keep `instance.type: {old_text}`, and deploy (CloudFormation deletes the scaling "
+            "policies and deregisters the scalable target)",
+            f"set `instance.type: {new_text}` and deploy",
+            f"set {on} and deploy (registers the new instances with autoscaling)",
+        ),
+    )
+
+
+def _autoscaled_variant_removed(endpoint: Endpoint, variant: str, context: CheckContext) -> Finding:
+    return Finding(
+        rule="autoscaled-instance-type", severity=Severity.REFUSE,
+        what=f"{_label(endpoint)}: variant {variant} is removed while it is registered with Application Auto Scaling",
+        why="SageMaker requires a variant to be deregistered from auto scaling before an update removes it; "
+            "CloudFormation deregisters the scalable target only after the endpoint update",
+        source=AUTOSCALING_UPDATE,
+        safe_sequence=(
+            f"deploy once with autoscaling of variant {variant} removed (`autoscaling.enabled: false` in "
+            f"{context.deployment_file}), keeping the variant",
+            "then remove the variant and deploy",
+        ),
+    )
+
+
+# --- 3 ----------------------------------------------------------------------------------
+
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-endpoint.html,
+# EndpointName: "Update requires: Replacement". And
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html:
+# "AWS CloudFormation usually creates the replacement resource first, changes references
+# from other dependent resources to point to the replacement resource, and then deletes
+# the old resource." The endpoint's log group is named after the endpoint and retained
+# (cdk_constructs/endpoint_logs.py: RemovalPolicy.RETAIN), so the old one stays behind.
+ENDPOINT_NAME_REPLACEMENT = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-endpoint.html"
+UPDATE_BEHAVIORS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html"
+
+
+def endpoint_replacement(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """EndpointName changes: CloudFormation creates a second endpoint, then deletes the first."""
+    findings = []
+    old_by_id = {endpoint.logical_id: endpoint for endpoint in old.endpoints()}
+    for after in new.endpoints():
+        before = old_by_id.get(after.logical_id)
+        if before is None or before.name == after.name:
+            continue
+        old_name, new_name = before.name or "(generated)", after.name or "(generated)"
+        old_logs = _log_group_of(old, before.name)
+        new_logs = _log_group_of(new, after.name)
+        retained = f"; its log group {old_logs.name} is retained (DeletionPolicy Retain)" if old_logs and old_logs.retained else ""
+        why = (
+            f"EndpointName changes require replacement: CloudFormation creates endpoint {new_name} (a second GPU fleet "
+            f"while both run), then deletes {old_name}{retained}. Clients calling {old_name} fail once it is deleted"
+        )
+        if new_logs:
+            why += f". The new log group {new_logs.name} must not exist yet: one left from an earlier deploy makes the create fail"
+        sequence = []
+        if new_logs:
+            sequence.append(
+                f"if {new_logs.name} exists (`aws logs describe-log-groups --log-group-name-prefix {new_logs.name}`), "
+                f"export what you need and delete it: `aws logs delete-log-group --log-group-name {new_logs.name}`"
+            )
+        sequence += [
+            "run preflight again with --allow-replace, then deploy: CloudFormation creates the new endpoint before it "
+            "deletes the old one (both fleets run for a while: mind the instance quota)",
+            f"switch clients to {new_name} (stack output EndpointName)"
+            + (f"; delete {old_logs.name} when its logs are no longer needed" if old_logs and old_logs.retained else ""),
+        ]
+        findings.append(Finding(
+            rule="endpoint-replacement",
+            severity=Severity.NOTE if context.allow_replace else Severity.REFUSE,
+            what=f"endpoint {old_name} is replaced by {new_name} (EndpointName changes)"
+                 + (" (allowed by --allow-replace)" if context.allow_replace else ""),
+            why=why, source=ENDPOINT_NAME_REPLACEMENT,
+            safe_sequence=() if context.allow_replace else tuple(sequence),
+        ))
+    return findings
+
+
+def physical_name_reused(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """An endpoint or log group keeps its name under a new logical id (a construct id renamed)."""
+    findings = []
+    moves = [
+        ("endpoint", {e.name: e.logical_id for e in old.endpoints() if e.name},
+         {e.name: e.logical_id for e in new.endpoints() if e.name}),
+        ("log group", {name: g.logical_id for name, g in old.named_log_groups().items()},
+         {name: g.logical_id for name, g in new.named_log_groups().items()}),
+    ]
+    for kind, before, after in moves:
+        for name, new_id in after.items():
+            old_id = before.get(name)
+            if old_id is None or old_id == new_id:
+                continue
+            findings.append(Finding(
+                rule="physical-name-reused", severity=Severity.REFUSE,
+                what=f"{kind} {name} moves from logical id {old_id} to {new_id} (a construct id was renamed)",
+                why=f"a new logical id is a new resource: CloudFormation creates {new_id} before deleting {old_id}, "
+                    f"and the name {name} is still taken, so the create fails",
+                source=UPDATE_BEHAVIORS,
+                safe_sequence=(f"restore the construct id that produced {old_id} (construct ids are a contract: "
+                               "a rename replaces the resource), then deploy",),
+            ))
+    return findings
+
+
+def _log_group_of(template: StackTemplate, endpoint_name: str | None) -> LogGroup | None:
+    """The template's log group for an endpoint: SageMaker logs to /aws/sagemaker/Endpoints/<name>."""
+    if not endpoint_name:
+        return None
+    return next((g for name, g in template.named_log_groups().items() if name.endswith(f"/{endpoint_name}")), None)
+
+
+# --- 4 ----------------------------------------------------------------------------------
+
+# A Model whose ModelDataSource prefix is empty or incomplete fails only when the
+# endpoint's instances start (the container finds no target/config.json), after the GPU
+# fleet was provisioned; peagle stage writes the layout (docs/batch-and-stage.md).
+STAGING_DOC = "docs/batch-and-stage.md"
+
+
+def weights_prefix(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """The Models' S3 weights prefix changes (or appears): it must be staged before deploying."""
+    before = {canonical(uri): uri for uri in old.weights_uris().values()}
+    after = {canonical(uri): uri for uri in new.weights_uris().values()}
+    findings = []
+    stage = f"stage it first: `peagle stage --deployment {context.deployment_file}`"
+    old_text = ", ".join(sorted(old.render(uri) for uri in before.values())) or "none"
+    for key, uri in sorted(after.items()):
+        if key in before:
+            continue
+        shown = new.render(uri)
+        what = f"weights prefix {old_text} -> {shown}"
+        if context.account is None:
+            findings.append(Finding(
+                rule="weights-prefix", severity=Severity.WARN, what=what,
+                why=f"the Model reads {' and '.join(STAGED_CONFIG_KEYS)} under the new prefix when the instances "
+                    "start; without --stack preflight cannot look: make sure it is staged before deploying",
+                source=STAGING_DOC, safe_sequence=(stage,),
+            ))
+            continue
+        resolved = context.account.resolve(new, uri)
+        if resolved is None:
+            findings.append(Finding(
+                rule="weights-prefix", severity=Severity.WARN, what=what,
+                why="the prefix cannot be resolved outside CloudFormation (it refers to more than the account's "
+                    "pseudo parameters); make sure it is staged before deploying",
+                source=STAGING_DOC, safe_sequence=(stage,),
+            ))
+            continue
+        missing = context.account.missing_objects(resolved, STAGED_CONFIG_KEYS)
+        if missing:
+            findings.append(Finding(
+                rule="weights-prefix", severity=Severity.REFUSE, what=f"{what} ({resolved})",
+                why=f"{', '.join(resolved + key for key in missing)} not found: the endpoint's instances would start, "
+                    "find no weights and fail the health check",
+                source=STAGING_DOC, safe_sequence=(stage, "then run preflight again and deploy"),
+            ))
+        else:
+            findings.append(Finding(
+                rule="weights-prefix", severity=Severity.NOTE, what=f"{what} ({resolved})",
+                why=f"staged: {' and '.join(STAGED_CONFIG_KEYS)} found", source=STAGING_DOC,
+            ))
+    if before and not after:
+        findings.append(Finding(
+            rule="weights-prefix", severity=Severity.WARN, what=f"weights prefix {old_text} -> none",
+            why="the Models no longer read weights from S3: with `artifacts.source: hub` the container downloads "
+                "target and drafter at start-up (network.isolation must be false)",
+            source=STAGING_DOC,
+        ))
+    return findings
+
+
+# --- 5 ----------------------------------------------------------------------------------
+
+# https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html
+# lists ResourceAlreadyExistsException, "The specified resource already exists.", and
+# the endpoint's log groups are retained after the stack lets go of them (README,
+# "Deleting": "the next deploy with the same name fails on the existing log group").
+CREATE_LOG_GROUP = "https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html"
+
+
+def log_group_name_taken(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """A named log group the deploy creates already exists in the account (left by an earlier stack)."""
+    findings = []
+    existing = old.named_log_groups()
+    for name in sorted(set(new.named_log_groups()) - set(existing)):
+        if context.account is None:
+            findings.append(Finding(
+                rule="log-group-name", severity=Severity.NOTE,
+                what=f"log group {name} is created",
+                why="a log group with this name left by an earlier deploy (they are retained) makes the create "
+                    f"fail; --stack checks it (`aws logs describe-log-groups --log-group-name-prefix {name}`)",
+                source=CREATE_LOG_GROUP,
+            ))
+        elif context.account.log_group_exists(name):
+            findings.append(Finding(
+                rule="log-group-name", severity=Severity.REFUSE,
+                what=f"log group {name} is created, but it already exists in the account",
+                why="CreateLogGroup fails with ResourceAlreadyExistsException; it was left by an earlier deploy "
+                    "(the endpoint's log groups are retained)",
+                source=CREATE_LOG_GROUP,
+                safe_sequence=(f"export what you need from it, then `aws logs delete-log-group --log-group-name {name}`",
+                               "run preflight again and deploy"),
+            ))
+    return findings
+
+
+RULES: tuple[Rule, ...] = (
+    variant_set_under_guardrails,
+    autoscaled_variant_update,
+    endpoint_replacement,
+    physical_name_reused,
+    weights_prefix,
+    log_group_name_taken,
+)
+
+
+def check_transition(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    return [finding for rule in RULES for finding in rule(old, new, context)]

@@ -1,0 +1,322 @@
+"""Read a CloudFormation template (JSON, or YAML with the short-form intrinsic tags) and
+answer the questions the preflight rules ask of it, by resource *type*, never by logical
+id: which endpoints, with which variants and rollout settings; which variants are
+registered with Application Auto Scaling; which log groups have explicit names; where
+each Model reads its weights.
+
+Values in a template may be intrinsic functions. ``resolve`` turns the simple ones
+(literals, ``Fn::Join``, ``Fn::Sub``, ``Ref`` to pseudo parameters, ``Fn::GetAtt`` of a
+name attribute the template itself sets) into strings; anything else stays unresolved.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from peagle.errors import PeagleError
+
+ENDPOINT = "AWS::SageMaker::Endpoint"
+ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
+MODEL = "AWS::SageMaker::Model"
+SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
+LOG_GROUP = "AWS::Logs::LogGroup"
+
+# ScalableTarget.ResourceId of a SageMaker variant, and its only scalable dimension
+# (Application Auto Scaling API reference, RegisterScalableTarget: "SageMaker endpoint
+# variant - The resource type is variant and the unique identifier is the resource ID.
+# Example: endpoint/my-end-point/variant/KMeansClustering.")
+_VARIANT_RESOURCE_ID = re.compile(r"^endpoint/(?P<endpoint>[^/]+)/variant/(?P<variant>[^/]+)$")
+VARIANT_INSTANCE_COUNT = "sagemaker:variant:DesiredInstanceCount"
+
+# Fn::GetAtt attributes that return the value of the same-named property when the
+# template sets it (the physical names the SageMaker and Logs resources take).
+_ECHOED_ATTRIBUTES = frozenset({"EndpointName", "EndpointConfigName", "ModelName", "LogGroupName"})
+_SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]*)\}")
+
+
+class TemplateError(PeagleError):
+    """A template that cannot be read, or is not an endpoint stack's."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    instance_type: Any  # the template value: a string, or an intrinsic function; None for serverless
+    model_id: str | None  # logical id of the AWS::SageMaker::Model it serves, if referenced
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    logical_id: str
+    name: str | None  # the EndpointName; None when generated or not resolvable
+    variants: tuple[Variant, ...]
+    deployment_config: Mapping[str, Any] | None
+    retain_deployment_config: bool
+    asynchronous: bool
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return tuple(variant.name for variant in self.variants)
+
+    def variant(self, name: str) -> Variant | None:
+        return next((variant for variant in self.variants if variant.name == name), None)
+
+    @property
+    def guardrail(self) -> str | None:
+        """'blue/green' or 'rolling' when the update runs under deployment guardrails."""
+        config = self.deployment_config or {}
+        if "RollingUpdatePolicy" in config:
+            return "rolling"
+        if "BlueGreenUpdatePolicy" in config:
+            return "blue/green"
+        return None
+
+
+@dataclass(frozen=True)
+class LogGroup:
+    logical_id: str
+    name: str
+    retained: bool  # DeletionPolicy Retain: the group outlives its resource
+
+
+class StackTemplate:
+    """One parsed template; ``source`` names where it came from, for messages."""
+
+    def __init__(self, body: Mapping[str, Any], *, source: str) -> None:
+        resources = body.get("Resources")
+        if not isinstance(resources, Mapping):
+            raise TemplateError(f"{source} is not a CloudFormation template: it has no Resources section")
+        self.source = source
+        self.resources: dict[str, Mapping[str, Any]] = {
+            logical_id: resource for logical_id, resource in resources.items() if isinstance(resource, Mapping)
+        }
+
+    @classmethod
+    def empty(cls, *, source: str) -> StackTemplate:
+        """What a stack that does not exist yet holds."""
+        return cls({"Resources": {}}, source=source)
+
+    def of_type(self, resource_type: str) -> dict[str, Mapping[str, Any]]:
+        return {lid: res for lid, res in self.resources.items() if res.get("Type") == resource_type}
+
+    def properties(self, logical_id: str) -> Mapping[str, Any]:
+        return self.resources.get(logical_id, {}).get("Properties") or {}
+
+    # --- intrinsic functions ---------------------------------------------------------
+
+    def resolve(
+        self,
+        value: Any,
+        pseudo: Mapping[str, str] | None = None,
+        *,
+        unresolved: Callable[[str], str | None] = lambda name: None,
+    ) -> str | None:
+        """The string ``value`` stands for, or None. ``pseudo`` gives AWS::* values;
+        ``unresolved(name)`` may stand in for anything else (``render`` uses placeholders)."""
+        pseudo = pseudo or {}
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
+            return None
+        if not isinstance(value, Mapping):
+            return str(value)
+        if len(value) != 1:
+            return None
+        (function, argument), = value.items()
+        if function == "Ref" and isinstance(argument, str):
+            if argument in pseudo:
+                return pseudo[argument]
+            return unresolved(argument)
+        if function == "Fn::GetAtt":
+            logical_id, attribute = _get_att(argument)
+            if logical_id and attribute in _ECHOED_ATTRIBUTES and attribute in self.properties(logical_id):
+                return self.resolve(self.properties(logical_id)[attribute], pseudo, unresolved=unresolved)
+            return unresolved(f"{logical_id}.{attribute}") if logical_id else None
+        if function == "Fn::Join" and isinstance(argument, list) and len(argument) == 2:
+            separator, parts = argument
+            if not isinstance(separator, str) or not isinstance(parts, list):
+                return None
+            resolved = [self.resolve(part, pseudo, unresolved=unresolved) for part in parts]
+            return None if any(part is None for part in resolved) else separator.join(resolved)
+        if function == "Fn::Sub":
+            if isinstance(argument, str):
+                text, variables = argument, {}
+            elif isinstance(argument, list) and len(argument) == 2:
+                text, variables = argument
+            else:
+                return None
+            if not isinstance(text, str) or not isinstance(variables, Mapping):
+                return None
+            return self._substitute(text, variables, pseudo, unresolved)
+        return None
+
+    def _substitute(self, text, variables, pseudo, unresolved) -> str | None:
+        missing = False
+
+        def one(match: re.Match) -> str:
+            nonlocal missing
+            literal, name = match.groups()
+            if literal:  # ${!Name} is the literal text ${Name}
+                return "${" + name + "}"
+            if name in variables:
+                value = self.resolve(variables[name], pseudo, unresolved=unresolved)
+            elif "." in name:
+                value = self.resolve({"Fn::GetAtt": name.split(".", 1)}, pseudo, unresolved=unresolved)
+            else:
+                value = self.resolve({"Ref": name}, pseudo, unresolved=unresolved)
+            if value is None:
+                missing = True
+                return ""
+            return value
+
+        result = _SUB_VARIABLE.sub(one, text)
+        return None if missing else result
+
+    def render(self, value: Any) -> str:
+        """``value`` for a message: what cannot be resolved here shows as ${Name}."""
+        rendered = self.resolve(value, unresolved=lambda name: "${" + name + "}")
+        return rendered if rendered is not None else json.dumps(value, sort_keys=True)
+
+    # --- what the rules ask ----------------------------------------------------------
+
+    def endpoints(self) -> list[Endpoint]:
+        endpoints = []
+        for logical_id, resource in self.of_type(ENDPOINT).items():
+            props = resource.get("Properties") or {}
+            config = self.properties(self._referenced(props.get("EndpointConfigName"), ENDPOINT_CONFIG) or "")
+            variants = tuple(
+                Variant(
+                    name=str(variant.get("VariantName")),
+                    instance_type=variant.get("InstanceType"),
+                    model_id=self._referenced(variant.get("ModelName"), MODEL),
+                )
+                for variant in config.get("ProductionVariants") or []
+                if isinstance(variant, Mapping)
+            )
+            endpoints.append(
+                Endpoint(
+                    logical_id=logical_id,
+                    name=self.resolve(props.get("EndpointName")) if "EndpointName" in props else None,
+                    variants=variants,
+                    deployment_config=props.get("DeploymentConfig") or None,
+                    retain_deployment_config=props.get("RetainDeploymentConfig") in (True, "true", "True"),
+                    asynchronous=bool(config.get("AsyncInferenceConfig")),
+                )
+            )
+        return endpoints
+
+    def autoscaled_variants(self) -> set[tuple[str, str]]:
+        """(endpoint name, variant name) of every variant registered as a scalable target."""
+        registered = set()
+        for resource in self.of_type(SCALABLE_TARGET).values():
+            props = resource.get("Properties") or {}
+            if props.get("ServiceNamespace") != "sagemaker" or props.get("ScalableDimension") != VARIANT_INSTANCE_COUNT:
+                continue
+            match = _VARIANT_RESOURCE_ID.match(self.resolve(props.get("ResourceId")) or "")
+            if match:
+                registered.add((match["endpoint"], match["variant"]))
+        return registered
+
+    def named_log_groups(self) -> dict[str, LogGroup]:
+        """Log groups with an explicit name, by name."""
+        groups = {}
+        for logical_id, resource in self.of_type(LOG_GROUP).items():
+            name = self.resolve((resource.get("Properties") or {}).get("LogGroupName"))
+            if name:
+                groups[name] = LogGroup(logical_id, name, retained=resource.get("DeletionPolicy") == "Retain")
+        return groups
+
+    def weights_uris(self) -> dict[str, Any]:
+        """Model logical id -> its ModelDataSource S3Uri (template value), for Models reading S3 prefixes."""
+        uris = {}
+        for logical_id, resource in self.of_type(MODEL).items():
+            container = (resource.get("Properties") or {}).get("PrimaryContainer") or {}
+            uri = ((container.get("ModelDataSource") or {}).get("S3DataSource") or {}).get("S3Uri")
+            if uri is not None:
+                uris[logical_id] = uri
+        return uris
+
+    def _referenced(self, value: Any, resource_type: str) -> str | None:
+        """The logical id of the ``resource_type`` resource ``value`` points at (GetAtt, Ref or its literal name)."""
+        if isinstance(value, Mapping) and len(value) == 1:
+            (function, argument), = value.items()
+            logical_id = argument if function == "Ref" else _get_att(argument)[0] if function == "Fn::GetAtt" else None
+            if logical_id in self.of_type(resource_type):
+                return logical_id
+            return None
+        if isinstance(value, str):  # a literal physical name: the resource that sets it
+            name_property = resource_type.rsplit("::", 1)[1] + "Name"
+            for logical_id, resource in self.of_type(resource_type).items():
+                if (resource.get("Properties") or {}).get(name_property) == value:
+                    return logical_id
+        return None
+
+
+def canonical(value: Any) -> str:
+    """A template value as comparable text (equal values, equal text)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _get_att(argument: Any) -> tuple[str | None, str | None]:
+    if isinstance(argument, str) and "." in argument:
+        logical_id, attribute = argument.split(".", 1)
+        return logical_id, attribute
+    if isinstance(argument, list) and len(argument) == 2 and all(isinstance(part, str) for part in argument):
+        return argument[0], argument[1]
+    return None, None
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+class _TemplateLoader(yaml.SafeLoader):
+    """YAML templates may use CloudFormation's short forms (!Ref, !GetAtt, !Join, !Sub ...)."""
+
+
+def _short_form(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dict:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if tag_suffix == "Ref":
+        return {"Ref": value}
+    if tag_suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{tag_suffix}": value}
+
+
+_TemplateLoader.add_multi_constructor("!", _short_form)
+
+
+def parse_template(body: Mapping[str, Any] | str | bytes, *, source: str) -> StackTemplate:
+    """A template given as parsed JSON (what botocore hands back for JSON bodies) or as text."""
+    if isinstance(body, (str, bytes)):
+        text = body.decode("utf-8") if isinstance(body, bytes) else body
+        try:
+            body = json.loads(text)
+        except ValueError:
+            try:
+                body = yaml.load(text, Loader=_TemplateLoader)  # noqa: S506 - a SafeLoader subclass
+            except yaml.YAMLError as error:
+                raise TemplateError(f"{source} is neither JSON nor YAML: {error}") from None
+    if not isinstance(body, Mapping):
+        raise TemplateError(f"{source} is not a CloudFormation template (expected a mapping at the top)")
+    return StackTemplate(body, source=source)
+
+
+def load_template_file(path: str | Path) -> StackTemplate:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise TemplateError(f"cannot read template {path}: {error.strerror or error}") from None
+    return parse_template(text, source=str(path))

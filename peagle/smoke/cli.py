@@ -1,0 +1,175 @@
+"""`peagle smoke`: prove a deployed endpoint (or a local server) works, one line per step.
+
+Exit codes: 0 every step passed or was skipped; 1 a step failed (named on stderr); 2 bad
+arguments or deployment file; 3 no usable AWS credentials or region; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from peagle.client.cli import add_target_arguments
+from peagle.container_env import DEFAULT_VARIANT_NAME
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_AWS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+KPI_INTERVALS_TO_WAIT = 3  # a KPI line per interval; three intervals absorb the metric filters' delay
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "smoke",
+        help="prove a deployed endpoint works: status, invocations, speculation, KPI metrics, alarms",
+        description="Check a deployed endpoint step by step, printing one line per step (ok / FAIL / skip and what "
+        "was seen): endpoint-in-service (DescribeEndpoint), plain-invocation (InvokeEndpoint), "
+        "streamed-invocation (InvokeEndpointWithResponseStream), speculation-on (SpecAcceptanceRate > 0 in "
+        "CloudWatch), kpi-metrics (KpiReports datapoints), alarms-ok (no alarm of the stack in ALARM). With --url "
+        "(a local server) only the HTTP steps run, and speculation is read from the server's /metrics counters. "
+        "Exit codes: 0 all steps passed or were skipped; 1 a step failed (named on stderr); 2 bad arguments or "
+        "deployment file; 3 no AWS credentials or region; 130 interrupted (Ctrl-C).",
+    )
+    add_target_arguments(parser)
+    parser.add_argument(
+        "--deployment",
+        help="deployment YAML: its name gives the endpoint (<name>-endpoint, when --endpoint is not given) and the "
+        "stack, its plan whether speculation is on (K > 0), its KPI interval the default --kpi-wait-seconds",
+    )
+    parser.add_argument("--stack", help="CloudFormation stack holding the alarms (default <deployment name>-endpoint)")
+    parser.add_argument("--variant", default=DEFAULT_VARIANT_NAME, help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME})")
+    parser.add_argument(
+        "--expect-speculation",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="off skips speculation-on (K=0); auto: from --deployment's plan, else on (default auto)",
+    )
+    parser.add_argument("--wait-seconds", type=float, default=0.0, help="poll DescribeEndpoint this long while Creating/Updating (default 0: no waiting)")
+    parser.add_argument(
+        "--kpi-wait-seconds",
+        type=float,
+        help=f"wait this long for KPI datapoints (default {KPI_INTERVALS_TO_WAIT} KPI intervals: 180 s at the default 60 s)",
+    )
+    parser.add_argument("--metrics-window-minutes", type=int, default=10, help="how far back to look for KPI datapoints (default 10)")
+    parser.add_argument("--max-tokens", type=int, default=32, help="tokens per smoke completion (default 32)")
+    parser.set_defaults(handler=run_smoke_command)
+
+
+def run_smoke_command(args: argparse.Namespace) -> int:
+    return execute(args)
+
+
+def execute(args: argparse.Namespace, *, aws=None, timing=None) -> int:
+    """The command; ``aws`` (AwsClients) and ``timing`` are injectable for tests."""
+    from peagle.errors import PeagleError
+    from peagle.smoke.cloud import AwsSetupError
+    from peagle.smoke.runner import run_smoke
+    from peagle.smoke.step import StepStatus, Timing
+
+    try:
+        try:
+            options = resolve_options(args)
+        except PeagleError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        try:
+            if options.url is None and aws is None:
+                aws = connect_aws(args.region)
+            results = run_smoke(options, aws=aws, timing=timing or Timing(), report=_print_step)
+        except AwsSetupError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_NO_AWS
+    except KeyboardInterrupt:
+        print("interrupted: nothing was changed; the checks so far are above", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+    failed = [result.name for result in results if result.status is StepStatus.FAIL]
+    skipped = sum(result.status is StepStatus.SKIP for result in results)
+    if failed:
+        print(f"smoke test FAILED at: {', '.join(failed)}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"smoke test passed: {len(results) - skipped} step(s) ok, {skipped} skipped")
+    return EXIT_OK
+
+
+def _print_step(result) -> None:
+    print(result.line(), flush=True)
+
+
+def resolve_options(args: argparse.Namespace):
+    """SmokeOptions from the arguments and the deployment file; PeagleError when they do not add up."""
+    from peagle.config import DeploymentConfig, ObservabilitySettings, load_deployment_config
+    from peagle.errors import PeagleError
+    from peagle.smoke.runner import SmokeOptions
+
+    if args.url and args.endpoint:
+        raise PeagleError("give --url (a local server) or --endpoint (a SageMaker endpoint), not both")
+    config = load_deployment_config(args.deployment) if args.deployment else None
+    endpoint_name = args.endpoint or (config.endpoint_name if config is not None and not args.url else None)
+    if not args.url and not endpoint_name:
+        raise PeagleError("give --endpoint NAME, or --deployment FILE (its endpoint is <name>-endpoint), or --url for a local server")
+    for flag, value, minimum in (
+        ("--wait-seconds", args.wait_seconds, 0),
+        ("--kpi-wait-seconds", args.kpi_wait_seconds, 0),
+        ("--metrics-window-minutes", args.metrics_window_minutes, 1),
+        ("--max-tokens", args.max_tokens, 1),
+        ("--max-attempts", args.max_attempts, 1),
+    ):
+        if value is not None and value < minimum:
+            raise PeagleError(f"{flag} must be >= {minimum}, got {value}")
+
+    deployment_name = config.name if config is not None else DeploymentConfig.model_fields["name"].default
+    kpi_interval = (config.observability if config is not None else ObservabilitySettings()).kpi_interval_seconds
+    expect, source = _expected_speculation(args, config)
+    return SmokeOptions(
+        endpoint_name=None if args.url else endpoint_name,
+        url=args.url,
+        variant_name=args.variant,
+        stack_name=args.stack or f"{deployment_name}-endpoint",
+        expect_speculation=expect,
+        speculation_source=source,
+        wait_seconds=args.wait_seconds,
+        kpi_wait_seconds=args.kpi_wait_seconds if args.kpi_wait_seconds is not None else KPI_INTERVALS_TO_WAIT * kpi_interval,
+        metrics_window_minutes=args.metrics_window_minutes,
+        max_tokens=args.max_tokens,
+        max_attempts=args.max_attempts,
+    )
+
+
+def _expected_speculation(args: argparse.Namespace, config) -> tuple[bool, str]:
+    if args.expect_speculation != "auto":
+        return args.expect_speculation == "on", f"--expect-speculation {args.expect_speculation}"
+    if config is None:
+        return True, "default"
+    from peagle.container_env import BASELINE_VARIANT_NAME
+    from peagle.planner import plan_ab_baseline, plan_deployment
+
+    # The A/B baseline variant runs its own K (often 0); every other variant runs the plan's.
+    baseline = args.variant == BASELINE_VARIANT_NAME and config.ab_test.enabled
+    plan = plan_ab_baseline(config) if baseline else plan_deployment(config)
+    return plan.speculation_enabled, f"{args.deployment}: K={plan.speculative_tokens} for variant {args.variant}"
+
+
+def connect_aws(region: str | None):
+    """The four clients, after checking that a region and credentials exist (else AwsSetupError)."""
+    from botocore.exceptions import BotoCoreError
+
+    from peagle.client.sagemaker_transport import make_runtime_client
+    from peagle.smoke.cloud import NO_CREDENTIALS_MESSAGE, AwsSetupError
+    from peagle.smoke.runner import AwsClients
+    from peagle.stage.aws import AwsCallError, aws_client, aws_session
+
+    try:
+        session = aws_session(region)
+        clients = AwsClients(
+            sagemaker=aws_client(session, "sagemaker"),  # raises AwsCallError without a region
+            runtime=make_runtime_client(session.region_name),
+            cloudwatch=aws_client(session, "cloudwatch"),
+            cloudformation=aws_client(session, "cloudformation"),
+        )
+        credentials = session.get_credentials()
+    except AwsCallError as error:
+        raise AwsSetupError(str(error)) from None
+    except BotoCoreError as error:  # e.g. ProfileNotFound for a bad AWS_PROFILE
+        raise AwsSetupError(f"the AWS configuration is not usable: {error}") from None
+    if credentials is None:
+        raise AwsSetupError(NO_CREDENTIALS_MESSAGE)
+    return clients

@@ -1,0 +1,165 @@
+"""The smoke steps that talk to the model: one plain and one streamed completion, and, for a
+server whose /metrics is reachable (``--url``), whether its drafts were accepted meanwhile.
+
+The streamed request goes through ``PeagleClient`` exactly as `peagle invoke` sends it. The
+client only streams, so the plain request is sent here: the same body with ``stream: false``,
+over InvokeEndpoint or ``POST /invocations``, with failures mapped by the client's own
+classifiers so the messages match.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from peagle.client.errors import ConnectionFailedError, PeagleClientError
+from peagle.client.request import GenerationRequest
+from peagle.smoke.step import PLAIN_INVOCATION, SPECULATION_ON, STREAMED_INVOCATION, StepResult, Timing, fail, ok
+
+SMOKE_PROMPT = "Explain speculative decoding in one sentence."
+PLAIN_READ_TIMEOUT_S = 75.0  # above SageMaker's 60 s invocation limit, as the client's transports
+
+
+def smoke_request(max_tokens: int) -> GenerationRequest:
+    """Greedy, so the answer is reproducible and never empty by sampling a special token."""
+    return GenerationRequest(prompt=SMOKE_PROMPT, max_tokens=max_tokens, temperature=0.0)
+
+
+def plain_body(request: GenerationRequest) -> bytes:
+    """The request's body, not streamed (``to_body`` always asks for a stream)."""
+    body = request.to_body()
+    body["stream"] = False
+    body.pop("stream_options", None)
+    return json.dumps(body).encode("utf-8")
+
+
+def invoke_plain_sagemaker(runtime: Any, endpoint_name: str, variant_name: str) -> Callable[[bytes], dict]:
+    """InvokeEndpoint on one variant; the parsed JSON answer."""
+
+    def invoke(body: bytes) -> dict:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from peagle.client.sagemaker_transport import error_from_client_error
+
+        try:
+            # TargetVariant: "Specify the production variant to send the inference request to when invoking
+            # an endpoint that is running two or more variants"
+            # (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html),
+            # so the answer and the KPI metrics read later are the same variant's.
+            response = runtime.invoke_endpoint(
+                EndpointName=endpoint_name,
+                Body=body,
+                ContentType="application/json",
+                Accept="application/json",
+                TargetVariant=variant_name,
+                CustomAttributes="peagle-request-id=smoke-plain",
+            )
+            return json.loads(response["Body"].read())
+        except ClientError as error:
+            raise error_from_client_error(error) from error
+        except BotoCoreError as error:
+            raise ConnectionFailedError(f"InvokeEndpoint on {endpoint_name} failed: {error}") from error
+
+    return invoke
+
+
+def invoke_plain_url(base_url: str) -> Callable[[bytes], dict]:
+    """POST /invocations on a server speaking the container contract; the parsed JSON answer."""
+
+    def invoke(body: bytes) -> dict:
+        import httpx
+
+        from peagle.client.retry import error_for_http_status
+
+        url = base_url.rstrip("/") + "/invocations"
+        try:
+            response = httpx.post(
+                url,
+                content=body,
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+                timeout=httpx.Timeout(PLAIN_READ_TIMEOUT_S, connect=5.0),
+            )
+        except httpx.HTTPError as error:
+            raise ConnectionFailedError(f"POST {url} failed: {error!r}. Is the server running (`make local`)?") from error
+        if response.status_code != 200:
+            raise error_for_http_status(response.status_code, response.text[:300])
+        return response.json()
+
+    return invoke
+
+
+def check_plain_invocation(invoke: Callable[[bytes], dict], request: GenerationRequest, timing: Timing) -> StepResult:
+    started = timing.monotonic()
+    try:
+        answer = invoke(plain_body(request))
+    except PeagleClientError as error:
+        return fail(PLAIN_INVOCATION, str(error))
+    except ValueError as error:  # the 200 body was not JSON
+        return fail(PLAIN_INVOCATION, f"the answer is not JSON: {error}")
+    elapsed = timing.monotonic() - started
+    if not isinstance(answer, dict):
+        return fail(PLAIN_INVOCATION, f"the answer is not a completion object: {json.dumps(answer)[:200]}")
+    choice = (answer.get("choices") or [{}])[0]
+    text = choice.get("text") or (choice.get("message") or {}).get("content") or ""
+    if not text:
+        return fail(PLAIN_INVOCATION, f"200 but no text in the answer: {json.dumps(answer)[:200]}")
+    tokens = (answer.get("usage") or {}).get("completion_tokens")
+    return ok(PLAIN_INVOCATION, f"200, {tokens} token(s) in {elapsed:.1f} s: {_preview(text)}")
+
+
+def check_streamed_invocation(client: Any, request: GenerationRequest) -> StepResult:
+    """``client`` is a ``PeagleClient`` (streams through InvokeEndpointWithResponseStream or /invocations)."""
+    try:
+        result = client.generate(request)
+    except PeagleClientError as error:
+        return fail(STREAMED_INVOCATION, f"{type(error).__name__}: {error}")
+    if not result.text:
+        return fail(STREAMED_INVOCATION, f"the stream finished ({result.finish_reason}) without any text")
+    tokens = result.usage.completion_tokens if result.usage else "?"
+    ttft = f"TTFT {result.timings.ttft_s * 1000:.0f} ms, " if result.timings.ttft_s is not None else ""
+    return ok(
+        STREAMED_INVOCATION,
+        f"{tokens} token(s) in {len(result.timings.chunk_times_s)} chunk(s), {ttft}e2e {result.timings.e2e_s:.1f} s: "
+        f"{_preview(result.text)}",
+    )
+
+
+def check_speculation_from_counters(before: Any, after: Any, base_url: str) -> StepResult:
+    """vLLM's spec-decode counters (``MetricsSnapshot`` before and after the invocations, or None
+    when /metrics was unreachable) must show drafts and accepted tokens."""
+    from peagle.bench.vllm_counters import speculation_between
+    from peagle_serve import metrics as vllm_metrics
+
+    if before is None or after is None:
+        return fail(SPECULATION_ON, f"GET {base_url.rstrip('/')}/metrics failed: vLLM's spec-decode counters cannot be read")
+    speculation = speculation_between(before, after)
+    if speculation is None:
+        return fail(
+            SPECULATION_ON,
+            f"the server exports no {vllm_metrics.SPEC_DRAFTS}: speculation is off (vLLM registers the spec-decode "
+            "counters only with a speculative config). If K=0 is intended pass --expect-speculation off",
+        )
+    if speculation.drafts == 0:
+        return fail(SPECULATION_ON, f"{vllm_metrics.SPEC_DRAFTS} did not grow during the smoke requests: no drafts were made")
+    if speculation.accepted_tokens == 0:
+        return fail(
+            SPECULATION_ON,
+            f"{speculation.drafts} drafts, 0 accepted tokens ({vllm_metrics.SPEC_ACCEPTED}): the drafter's guesses "
+            "never match the target; is it the drafter trained for this target?",
+        )
+    return ok(
+        SPECULATION_ON,
+        f"{speculation.drafts} drafts, {speculation.accepted_tokens} accepted tokens during the smoke requests "
+        f"(acceptance rate {_number(speculation.acceptance_rate)}, mean acceptance length "
+        f"{_number(speculation.mean_acceptance_length)})",
+    )
+
+
+def _preview(text: str, limit: int = 40) -> str:
+    shown = text if len(text) <= limit else text[: limit - 3] + "..."
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"

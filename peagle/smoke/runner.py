@@ -1,0 +1,186 @@
+"""Runs the smoke steps in order and reports each as it finishes.
+
+Over SageMaker every step runs; with ``--url`` (a local server) only the HTTP ones, and
+speculation is read from the server's own /metrics counters instead of CloudWatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from peagle.smoke.step import (
+    ALARMS_OK,
+    ENDPOINT_IN_SERVICE,
+    KPI_METRICS,
+    PLAIN_INVOCATION,
+    SPECULATION_ON,
+    STREAMED_INVOCATION,
+    StepResult,
+    StepStatus,
+    Timing,
+    fail,
+    skip,
+)
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    """What to check and how long to wait; ``url`` set means a local server (HTTP steps only)."""
+
+    endpoint_name: str | None
+    url: str | None
+    variant_name: str
+    stack_name: str
+    expect_speculation: bool
+    speculation_source: str  # why speculation is expected on/off, for the skip line
+    wait_seconds: float
+    kpi_wait_seconds: float
+    metrics_window_minutes: int
+    max_tokens: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class AwsClients:
+    sagemaker: Any
+    runtime: Any  # sagemaker-runtime
+    cloudwatch: Any
+    cloudformation: Any
+
+
+def run_smoke(
+    options: SmokeOptions,
+    *,
+    aws: AwsClients | None,
+    timing: Timing,
+    report: Callable[[StepResult], None],
+) -> list[StepResult]:
+    results: list[StepResult] = []
+
+    def record(result: StepResult) -> StepResult:
+        results.append(result)
+        report(result)
+        return result
+
+    over_url = options.url is not None
+    if over_url:
+        in_service = record(skip(ENDPOINT_IN_SERVICE, "--url: a local server, no SageMaker endpoint to describe"))
+    else:
+        from peagle.smoke.cloud import check_endpoint_in_service
+
+        in_service = record(
+            _reporting_aws_failures(
+                ENDPOINT_IN_SERVICE,
+                lambda: check_endpoint_in_service(
+                    aws.sagemaker,
+                    options.endpoint_name,
+                    options.variant_name,
+                    wait_seconds=options.wait_seconds,
+                    timing=timing,
+                ),
+            )
+        )
+
+    if in_service.status is StepStatus.FAIL:
+        for name in (PLAIN_INVOCATION, STREAMED_INVOCATION, SPECULATION_ON, KPI_METRICS):
+            record(skip(name, f"{ENDPOINT_IN_SERVICE} failed"))
+    elif over_url:
+        _run_url_steps(options, timing, record)
+    else:
+        _run_endpoint_steps(options, aws, timing, record)
+
+    if over_url:
+        record(skip(ALARMS_OK, "--url: a local server has no CloudFormation stack"))
+    else:
+        from peagle.smoke.cloud import check_alarms
+
+        record(
+            _reporting_aws_failures(
+                ALARMS_OK, lambda: check_alarms(aws.cloudformation, aws.cloudwatch, options.stack_name)
+            )
+        )
+    return results
+
+
+def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[StepResult], StepResult]) -> None:
+    from peagle.bench.server_probe import scrape_metrics
+    from peagle.client.http_transport import HttpTransport
+    from peagle.smoke.invocations import (
+        check_plain_invocation,
+        check_speculation_from_counters,
+        check_streamed_invocation,
+        invoke_plain_url,
+        smoke_request,
+    )
+
+    request = smoke_request(options.max_tokens)
+    before = scrape_metrics(options.url) if options.expect_speculation else None
+    plain = record(check_plain_invocation(invoke_plain_url(options.url), request, timing))
+    with _client(HttpTransport(options.url), options, timing) as client:
+        streamed = record(check_streamed_invocation(client, request))
+    if not options.expect_speculation:
+        record(skip(SPECULATION_ON, f"speculation expected off ({options.speculation_source})"))
+    elif plain.status is StepStatus.FAIL and streamed.status is StepStatus.FAIL:
+        record(skip(SPECULATION_ON, "no smoke request succeeded, so no drafts to count"))
+    else:
+        record(check_speculation_from_counters(before, scrape_metrics(options.url), options.url))
+    record(skip(KPI_METRICS, "--url: KPI metrics live in CloudWatch; a local server prints its peagle_kpi lines on stdout"))
+
+
+def _run_endpoint_steps(
+    options: SmokeOptions, aws: AwsClients, timing: Timing, record: Callable[[StepResult], StepResult]
+) -> None:
+    from peagle.client.sagemaker_transport import SageMakerTransport
+    from peagle.smoke.cloud import KpiMetricReader, check_acceptance_in_cloudwatch, check_kpi_reports
+    from peagle.smoke.invocations import (
+        check_plain_invocation,
+        check_streamed_invocation,
+        invoke_plain_sagemaker,
+        smoke_request,
+    )
+
+    request = smoke_request(options.max_tokens)
+    invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, options.variant_name)
+    record(check_plain_invocation(invoke, request, timing))
+    transport = SageMakerTransport(options.endpoint_name, runtime_client=aws.runtime, target_variant=options.variant_name)
+    # Not closed: the runtime client is the caller's (the transport's close would close it).
+    record(check_streamed_invocation(_client(transport, options, timing), request))
+
+    reader = KpiMetricReader(
+        aws.cloudwatch,
+        endpoint_name=options.endpoint_name,
+        variant_name=options.variant_name,
+        window_minutes=options.metrics_window_minutes,
+        timing=timing,
+    )
+    # One budget for both metric steps: the KPI line that carries this run's acceptance is the one
+    # that proves KPI reporting too, so waiting for it twice would only double a failure's wait.
+    deadline = timing.monotonic() + options.kpi_wait_seconds
+    if options.expect_speculation:
+        record(
+            _reporting_aws_failures(
+                SPECULATION_ON, lambda: check_acceptance_in_cloudwatch(reader, deadline=deadline, timing=timing)
+            )
+        )
+    else:
+        record(skip(SPECULATION_ON, f"speculation expected off ({options.speculation_source})"))
+    record(_reporting_aws_failures(KPI_METRICS, lambda: check_kpi_reports(reader, deadline=deadline, timing=timing)))
+
+
+def _client(transport: Any, options: SmokeOptions, timing: Timing):
+    from peagle.client.client import PeagleClient
+    from peagle.client.retry import RetryPolicy
+
+    return PeagleClient(transport, retry_policy=RetryPolicy(max_attempts=options.max_attempts), sleep=timing.sleep)
+
+
+def _reporting_aws_failures(name: str, check: Callable[[], StepResult]) -> StepResult:
+    """A fixable AWS failure (permissions, not found, throttled) fails this step only."""
+    from peagle.stage.aws import AwsCallError
+
+    try:
+        return check()
+    except AwsCallError as error:
+        return fail(name, str(error))

@@ -1,0 +1,69 @@
+"""What a smoke step reports, and the clock the waiting steps use (injectable for tests)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+
+ENDPOINT_IN_SERVICE = "endpoint-in-service"
+PLAIN_INVOCATION = "plain-invocation"
+STREAMED_INVOCATION = "streamed-invocation"
+SPECULATION_ON = "speculation-on"
+KPI_METRICS = "kpi-metrics"
+ALARMS_OK = "alarms-ok"
+# In the order they run.
+STEP_NAMES = (ENDPOINT_IN_SERVICE, PLAIN_INVOCATION, STREAMED_INVOCATION, SPECULATION_ON, KPI_METRICS, ALARMS_OK)
+
+
+class StepStatus(str, Enum):
+    OK = "ok"
+    FAIL = "FAIL"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    name: str
+    status: StepStatus
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status.value:<5}{self.name:<21}{self.detail}"
+
+
+def ok(name: str, detail: str) -> StepResult:
+    return StepResult(name, StepStatus.OK, detail)
+
+
+def fail(name: str, detail: str) -> StepResult:
+    return StepResult(name, StepStatus.FAIL, detail)
+
+
+def skip(name: str, detail: str) -> StepResult:
+    return StepResult(name, StepStatus.SKIP, detail)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Sleeping and both clocks in one place, so tests run the polling steps without waiting."""
+
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    utc_now: Callable[[], datetime] = field(default=_utc_now)
+
+
+def poll_until(read, satisfied, *, deadline: float, interval_seconds: float, timing: Timing):
+    """``read()`` until ``satisfied(value)`` or ``deadline`` (monotonic) passes; the last value read."""
+    while True:
+        value = read()
+        now = timing.monotonic()
+        if satisfied(value) or now >= deadline:
+            return value
+        timing.sleep(min(interval_seconds, deadline - now))

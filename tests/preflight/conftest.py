@@ -1,0 +1,64 @@
+"""Real endpoint-stack templates for preflight: each deployment variant is synthesized once
+per session by the project's own CDK app (tests/infra/cdk_synth.py), ~5 s each, so the
+rules are checked against the structure `cdk deploy` really submits."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))  # the same helper tests/infra uses
+from cdk_synth import REPO_ROOT, synthesize  # noqa: E402
+
+
+def _deployment(base: str, **changes: Any) -> dict:
+    data = yaml.safe_load((REPO_ROOT / "deployments" / base).read_text())
+    for dotted, value in changes.items():
+        node = data
+        *parents, leaf = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return data
+
+
+# name -> deployment file content (`a__b=v` sets a.b: v)
+DEPLOYMENTS = {
+    "default": _deployment("default.yaml"),
+    "ab": _deployment("ab-test.yaml"),
+    "ab-off": _deployment("ab-test.yaml", ab_test__enabled=False),
+    "ab-off-none": _deployment("ab-test.yaml", ab_test__enabled=False, rollout__strategy="none"),
+    "bigger-instance": _deployment("default.yaml", instance__type="ml.g6e.12xlarge"),
+    "no-autoscaling": _deployment("default.yaml", autoscaling__enabled=False),
+    "renamed": _deployment("default.yaml", name="peagle-b"),
+    "own-prefix": _deployment("default.yaml", artifacts__s3_uri="s3://my-weights-bucket/models/gpt-oss-20b/"),
+}
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    deployment_file: Path
+    cdk_out: Path
+    template: Path  # the endpoint stack's template, as `cdk deploy` submits it
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory):
+    cache: dict[str, Synthesized] = {}
+
+    def _get(name: str) -> Synthesized:
+        if name not in cache:
+            root = tmp_path_factory.mktemp(name)
+            deployment_file = root / f"{name}.yaml"
+            deployment_file.write_text(yaml.safe_dump(DEPLOYMENTS[name]))
+            cdk_out = root / "cdk.out"
+            synthesize(cdk_out, deployment=str(deployment_file))
+            cache[name] = Synthesized(deployment_file, cdk_out, cdk_out / "PeagleEndpoint.template.json")
+        return cache[name]
+
+    return _get

@@ -1,0 +1,201 @@
+"""Real boto3 clients under botocore's Stubber, answering the calls `peagle smoke` makes,
+plus a fake clock, so the smoke steps run against recorded AWS answers without waiting."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import boto3
+from botocore.response import StreamingBody
+from botocore.stub import ANY, Stubber
+
+from client.sagemaker_wire import StubbedEndpoint, payload_part, vllm_sse_stream
+from peagle.kpi_names import KPI_NAMESPACE
+from peagle.smoke.runner import AwsClients
+from peagle.smoke.step import Timing
+
+ENDPOINT = "demo-endpoint"
+VARIANT = "Primary"
+STACK = "demo-endpoint"
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class FakeClock:
+    """``sleep`` advances the clock instead of waiting; every sleep is recorded."""
+
+    now: float = 0.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def timing(self) -> Timing:
+        return Timing(sleep=self.sleep, monotonic=lambda: self.now, utc_now=lambda: T0 + timedelta(seconds=self.now))
+
+
+class StubbedAws:
+    """The four clients `peagle smoke` uses; queue answers with the helpers, in call order."""
+
+    def __init__(self) -> None:
+        self.endpoint = StubbedEndpoint()  # sagemaker-runtime, with event streams for the streamed call
+        self.sagemaker = boto3.client("sagemaker", region_name="us-east-1")
+        self.cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        self.cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+        self.stubbers = {
+            "sagemaker-runtime": self.endpoint.stubber,
+            "sagemaker": Stubber(self.sagemaker),
+            "cloudwatch": Stubber(self.cloudwatch),
+            "cloudformation": Stubber(self.cloudformation),
+        }
+        for stubber in self.stubbers.values():
+            stubber.activate()
+
+    def clients(self) -> AwsClients:
+        return AwsClients(self.sagemaker, self.endpoint.runtime, self.cloudwatch, self.cloudformation)
+
+    def assert_all_answers_used(self) -> None:
+        for stubber in self.stubbers.values():
+            stubber.assert_no_pending_responses()
+
+    # -- SageMaker ----------------------------------------------------------------------------
+
+    def describe_endpoint(self, status: str, *, variants=(VARIANT,), failure_reason: str | None = None, endpoint=ENDPOINT):
+        response = {
+            "EndpointName": endpoint,
+            "EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{endpoint}",
+            "EndpointConfigName": f"{endpoint}-config",
+            "EndpointStatus": status,
+            "CreationTime": T0,
+            "LastModifiedTime": T0,
+            "ProductionVariants": [{"VariantName": name, "CurrentInstanceCount": 1} for name in variants],
+        }
+        if failure_reason:
+            response["FailureReason"] = failure_reason
+        self.stubbers["sagemaker"].add_response("describe_endpoint", response, {"EndpointName": endpoint})
+
+    def describe_endpoint_error(self, code: str, message: str, status: int = 400):
+        self.stubbers["sagemaker"].add_client_error(
+            "describe_endpoint", service_error_code=code, service_message=message, http_status_code=status
+        )
+
+    def plain_completion(self, text: str = "Drafts, then one check.", *, variant=VARIANT, endpoint=ENDPOINT):
+        body = (
+            '{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":%s,"finish_reason":"length"}],'
+            '"usage":{"prompt_tokens":9,"completion_tokens":8,"total_tokens":17}}' % _json_string(text)
+        ).encode()
+        self.endpoint.stubber.add_response(
+            "invoke_endpoint",
+            {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": "application/json"},
+            {
+                "EndpointName": endpoint,
+                "Body": ANY,
+                "ContentType": "application/json",
+                "Accept": "application/json",
+                "TargetVariant": variant,
+                "CustomAttributes": ANY,
+            },
+        )
+
+    def streamed_completion(self, pieces=("Drafts", ", then", " one check.")):
+        self.endpoint.add_stream([payload_part(vllm_sse_stream(list(pieces)))])
+
+    # -- CloudWatch ---------------------------------------------------------------------------
+
+    def metric_data(self, values_by_id: dict[str, list[float]], metrics: dict[str, tuple[str, str]], *, endpoint=ENDPOINT, variant=VARIANT):
+        """One GetMetricData answer; ``metrics`` is the query the step must send (id -> (name, stat))."""
+        queries = [
+            {
+                "Id": query_id,
+                "MetricStat": {
+                    "Metric": {
+                        "Namespace": KPI_NAMESPACE,
+                        "MetricName": name,
+                        "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],
+                    },
+                    "Period": 60,
+                    "Stat": stat,
+                },
+                "ReturnData": True,
+            }
+            for query_id, (name, stat) in metrics.items()
+        ]
+        results = [
+            {
+                "Id": query_id,
+                "Timestamps": [T0 - timedelta(minutes=index) for index in range(len(values))],
+                "Values": values,
+                "StatusCode": "Complete",
+            }
+            for query_id, values in values_by_id.items()
+        ]
+        self.stubbers["cloudwatch"].add_response(
+            "get_metric_data",
+            {"MetricDataResults": results},
+            {"MetricDataQueries": queries, "StartTime": ANY, "EndTime": ANY},
+        )
+
+    def acceptance(self, rates: list[float], lengths: list[float] | None = None, **kwargs):
+        self.metric_data(
+            {"acceptance": rates, "length": lengths if lengths is not None else [1 + 3 * rate for rate in rates]},
+            {"acceptance": ("SpecAcceptanceRate", "Maximum"), "length": ("SpecMeanAcceptanceLength", "Maximum")},
+            **kwargs,
+        )
+
+    def kpi_reports(self, counts: list[float], **kwargs):
+        self.metric_data({"reports": counts}, {"reports": ("KpiReports", "Sum")}, **kwargs)
+
+    def metric_data_error(self, code: str, message: str, status: int = 403):
+        self.stubbers["cloudwatch"].add_client_error(
+            "get_metric_data", service_error_code=code, service_message=message, http_status_code=status
+        )
+
+    def alarms(self, states: dict[str, str], *, composite: dict[str, str] | None = None, stack=STACK):
+        """The stack's alarm resources, then DescribeAlarms answering with ``states`` (name -> StateValue)."""
+        composite = composite or {}
+        resources = [
+            {
+                "LogicalResourceId": f"Alarm{index}",
+                "PhysicalResourceId": name,
+                "ResourceType": "AWS::CloudWatch::CompositeAlarm" if name in composite else "AWS::CloudWatch::Alarm",
+                "LastUpdatedTimestamp": T0,
+                "ResourceStatus": "CREATE_COMPLETE",
+            }
+            for index, name in enumerate([*states, *composite])
+        ]
+        resources.append(
+            {"LogicalResourceId": "Endpoint", "PhysicalResourceId": "arn:endpoint", "ResourceType": "AWS::SageMaker::Endpoint",
+             "LastUpdatedTimestamp": T0, "ResourceStatus": "CREATE_COMPLETE"}
+        )  # fmt: skip
+        self.stubbers["cloudformation"].add_response(
+            "list_stack_resources", {"StackResourceSummaries": resources}, {"StackName": stack}
+        )
+
+        def alarm(name: str, state: str) -> dict:
+            return {"AlarmName": name, "StateValue": state, "StateReason": f"{name} is {state}: threshold crossed"}
+
+        self.stubbers["cloudwatch"].add_response(
+            "describe_alarms",
+            {
+                "MetricAlarms": [alarm(name, state) for name, state in states.items()],
+                "CompositeAlarms": [alarm(name, state) for name, state in composite.items()],
+            },
+            {"AlarmNames": [*states, *composite], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]},
+        )
+
+    def stack_missing(self, stack=STACK):
+        self.stubbers["cloudformation"].add_client_error(
+            "list_stack_resources",
+            service_error_code="ValidationError",
+            service_message=f"Stack with id {stack} does not exist",
+            http_status_code=400,
+        )
+
+
+def _json_string(text: str) -> str:
+    import json
+
+    return json.dumps(text)
