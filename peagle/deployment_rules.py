@@ -164,30 +164,42 @@ def _timeouts(plans: DeploymentPlans) -> list[Violation]:
 
 # --- Container environment -----------------------------------------------------------------
 
+@dataclass(frozen=True)
+class EnvironmentLimits:
+    """What one SageMaker API accepts as a container ``Environment``."""
+
+    api: str
+    max_entries: int
+    max_value_chars: int
+    fewer_entries_hint: str
+
+
 # ContainerDefinition.Environment (botocore shape EnvironmentMap; API reference
 # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html):
 # "Maximum number of 100 items", key "Maximum length of 1024. Pattern: [a-zA-Z_][a-zA-Z0-9_]*",
 # value "Maximum length of 1024".
-MODEL_ENVIRONMENT_MAX_ENTRIES = 100
-MODEL_ENVIRONMENT_MAX_KEY_CHARS = 1024
-MODEL_ENVIRONMENT_MAX_VALUE_CHARS = 1024
-_ENVIRONMENT_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+MODEL_ENVIRONMENT = EnvironmentLimits("CreateModel", 100, 1024, "drop vllm_args entries")
+# CreateTransformJob.Environment (botocore shape TransformEnvironmentMap; API reference
+# https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTransformJob.html):
+# "Maximum number of 16 items", key "Maximum length of 1024", value "Maximum length of 10240".
+TRANSFORM_ENVIRONMENT = EnvironmentLimits("CreateTransformJob", 16, 10240, "drop some --env values")
+_ENVIRONMENT_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
 
 
-def environment_problems(environment: Mapping[str, str]) -> list[str]:
-    """Why CreateModel would refuse this container environment (empty when it would not)."""
+def environment_problems(environment: Mapping[str, str], limits: EnvironmentLimits = MODEL_ENVIRONMENT) -> list[str]:
+    """Why ``limits.api`` would refuse this container environment (empty when it would not)."""
     problems = []
-    if len(environment) > MODEL_ENVIRONMENT_MAX_ENTRIES:
+    if len(environment) > limits.max_entries:
         problems.append(
-            f"{len(environment)} environment variables; a SageMaker Model takes at most "
-            f"{MODEL_ENVIRONMENT_MAX_ENTRIES}: drop vllm_args entries"
+            f"{len(environment)} environment variables ({', '.join(environment)}); {limits.api} takes at most "
+            f"{limits.max_entries}: {limits.fewer_entries_hint}"
         )
     for key, value in environment.items():
-        if len(key) > MODEL_ENVIRONMENT_MAX_KEY_CHARS or not _ENVIRONMENT_KEY.match(key):
+        if not _ENVIRONMENT_KEY.match(key):
             problems.append(f"variable name {key!r} must match [a-zA-Z_][a-zA-Z0-9_]* (at most 1024 characters)")
-        if len(value) > MODEL_ENVIRONMENT_MAX_VALUE_CHARS:
+        if len(value) > limits.max_value_chars:
             problems.append(
-                f"{key} is {len(value)} characters; SageMaker allows {MODEL_ENVIRONMENT_MAX_VALUE_CHARS} per value: "
+                f"{key} is {len(value)} characters; {limits.api} allows {limits.max_value_chars} per value: "
                 "shorten it (for a vllm_args entry, move the setting into a file under the weights prefix)"
             )
     return problems

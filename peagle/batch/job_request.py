@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCURRENCY_MB
+from peagle.deployment_rules import TRANSFORM_ENVIRONMENT
+from peagle.deployment_rules import environment_problems as _environment_problems
 from peagle.errors import PeagleError
 
-TRANSFORM_ENVIRONMENT_LIMIT = 16  # CreateTransformJob: at most 16 Environment entries
-_ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
-ENV_VALUE_MAX_CHARS = 10240
+TRANSFORM_ENVIRONMENT_LIMIT = TRANSFORM_ENVIRONMENT.max_entries
 JOB_NAME_MAX_CHARS = 63
 _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -93,19 +93,7 @@ def choose_batch_environment(
 
 
 def environment_problems(environment: Mapping[str, str]) -> list[str]:
-    problems = []
-    if len(environment) > TRANSFORM_ENVIRONMENT_LIMIT:
-        problems.append(
-            f"Environment has {len(environment)} entries; CreateTransformJob allows {TRANSFORM_ENVIRONMENT_LIMIT}. "
-            f"Entries: {', '.join(environment)}. Drop some --env values (the batch plan's own are at most "
-            f"{len(BATCH_ENVIRONMENT_KEYS)})"
-        )
-    for key, value in environment.items():
-        if not _ENV_KEY.match(key):
-            problems.append(f"Environment key {key!r} must match [a-zA-Z_][a-zA-Z0-9_]* (at most 1024 characters)")
-        if len(value) > ENV_VALUE_MAX_CHARS:
-            problems.append(f"Environment value of {key} has {len(value)} characters; at most {ENV_VALUE_MAX_CHARS}")
-    return problems
+    return _environment_problems(environment, TRANSFORM_ENVIRONMENT)
 
 
 def default_job_name(deployment_name: str, pair_id: str, now: datetime) -> str:

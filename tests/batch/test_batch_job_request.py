@@ -98,7 +98,7 @@ def test_an_unset_batch_setting_is_overridden_with_its_neutral_value():
 
 def test_more_than_16_entries_is_refused_with_the_list():
     extra = {f"EXTRA_{index}": "1" for index in range(12)}
-    with pytest.raises(TransformJobError, match="Environment has 1[6-9] entries; CreateTransformJob allows 16"):
+    with pytest.raises(TransformJobError, match=r"1[7-9] environment variables \(.*EXTRA_11\); CreateTransformJob takes at most 16: drop some --env values"):
         choose_batch_environment(_environment(), _environment(profile="batch", instanceType="ml.g6e.12xlarge"), extra=extra)
 
 

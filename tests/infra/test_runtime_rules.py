@@ -159,14 +159,14 @@ def test_transform_instance_types_are_checked_against_the_transform_enum():
 
 def test_a_container_environment_value_past_1024_characters_is_refused():
     config = config_from_overrides({}, base={"vllm_args": {"chat-template": "x" * 1025}})
-    with pytest.raises(DeploymentRuleError, match=r"SM_VLLM_CHAT_TEMPLATE is 1025 characters; SageMaker allows 1024"):
+    with pytest.raises(DeploymentRuleError, match=r"SM_VLLM_CHAT_TEMPLATE is 1025 characters; CreateModel allows 1024"):
         plan_checked_deployment(config)
 
 
 def test_more_than_100_environment_variables_are_refused():
     config = config_from_overrides({}, base={"vllm_args": {f"flag-{i}": i for i in range(90)}})
     violations = check_deployment(DeploymentPlans(config=config, plan=plan_deployment(config)))
-    assert any("a SageMaker Model takes at most 100" in v.message for v in violations)
+    assert any("CreateModel takes at most 100" in v.message for v in violations)
 
 
 def test_the_shipped_examples_break_no_rule():
