@@ -105,7 +105,10 @@ def container_environment(
             "PEAGLE_DRAFTER_TRAINED_K": str(plan.pair.drafter.trained_k),
             "PEAGLE_KPI_INTERVAL_SECONDS": str(config.observability.kpi_interval_seconds),
             "PEAGLE_SHUTDOWN_DRAIN_SECONDS": str(SHUTDOWN_DRAIN_SECONDS),
-            # the launcher gives up (and says why) when SageMaker's health-check budget runs out
+            # The whole start-up budget: the variant's ContainerStartupHealthCheckTimeoutInSeconds,
+            # "The timeout value, in seconds, for your inference container to pass health check by
+            # SageMaker Hosting" (API_ProductionVariant). The launcher splits it between engine
+            # start and self-check, keeping a margin, so its own error comes before SageMaker's kill.
             "PEAGLE_STARTUP_TIMEOUT_SECONDS": str(plan.container_startup_timeout_seconds),
             "PEAGLE_SPECULATION_SELF_CHECK": "true" if plan.speculation_enabled else "false",
         }

@@ -21,11 +21,13 @@ from .settings import LauncherSettings
 
 log = logging.getLogger("peagle_serve")
 
-# vLLM's OpenAI server module. The `vllm` console script of the CPU build looks up a
-# distribution named `vllm` and fails, and the official image's SageMaker entrypoint
-# uses this module too. NB: this entrypoint ignores a positional model tag (only
-# `vllm serve` maps it), so the launcher always passes --model.
-VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# `vllm serve`, vLLM's supported server command (vLLM's own SageMaker entrypoint,
+# examples/online_serving/sagemaker-entrypoint.sh, ends in `exec vllm serve "${ARGS[@]}"`),
+# run through vllm_cli so it also starts on the CPU build (see there). Not the old
+# `python -m vllm.entrypoints.openai.api_server`: vLLM 0.32 warns "The `python -m
+# vllm.entrypoints.openai.api_server` command is deprecated and may be removed in a future
+# release." (vllm/entrypoints/openai/api_server.py).
+VLLM_SERVE_COMMAND = ("-m", "peagle_serve.vllm_cli", "serve")
 
 # Gates /ping until the self-check passed; JSON bodies on /invocations (readiness.py).
 READINESS_MIDDLEWARE = "peagle_serve.readiness.ContainerContractMiddleware"
@@ -109,7 +111,11 @@ def build_launch_plan(
         if warning:
             log.warning("%s", warning)
 
-    argv = [sys.executable, "-m", VLLM_SERVER_MODULE, "--model", model]
+    # The model goes first, positionally: vLLM 0.32 moves a `--model` there itself and warns
+    # "With `vllm serve`, you should provide the model as a positional argument or in a
+    # config file instead of via the `--model` option. The `--model` option will be removed
+    # in a future version." (vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args).
+    argv = [sys.executable, *VLLM_SERVE_COMMAND, model]
     argv += args
     if speculation is not None:
         argv += ["--speculative-config", json.dumps(speculation.config, separators=(",", ":"))]

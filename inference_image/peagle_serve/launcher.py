@@ -1,10 +1,13 @@
 """Start vLLM's OpenAI server, hold back /ping until it truly serves, supervise it.
 
 Sequence: settings and plan (exit 2 on any config problem) -> start vLLM in its own
-session -> wait for /health -> warm-up + speculation self-check (exit 3) -> open the
-/ping gate -> KPI line every interval -> wait. SIGTERM/SIGINT go to vLLM, which
-drains in-flight requests for ``PEAGLE_SHUTDOWN_DRAIN_SECONDS``; if vLLM dies on its
-own the launcher exits non-zero (SageMaker then replaces the instance).
+session -> wait for /health (exit 4) -> warm-up + speculation self-check (exit 3) ->
+open the /ping gate -> KPI line every interval -> wait. Both waits share one budget,
+``PEAGLE_STARTUP_TIMEOUT_SECONDS`` (SageMaker's health-check timeout; see
+``settings.StartupDeadlines``), so the launcher's own error is logged before SageMaker
+gives up on /ping. SIGTERM/SIGINT go to vLLM, which drains in-flight requests for
+``PEAGLE_SHUTDOWN_DRAIN_SECONDS``; if vLLM dies on its own the launcher exits non-zero
+(SageMaker then replaces the instance).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from .kpi import KpiReporter
 from .launch_plan import LaunchPlan, build_launch_plan
 from .local_http import get_text
 from .self_check import run_self_check
-from .settings import LauncherSettings, load_settings
+from .settings import STARTUP_MARGIN_SECONDS, LauncherSettings, StartupDeadlines, load_settings
 
 log = logging.getLogger("peagle_serve")
 
@@ -51,6 +54,7 @@ def configure_logging() -> None:
 
 def run(passthrough: list[str], environ: Mapping[str, str]) -> int:
     """Run the server until it stops; returns the process exit code."""
+    started_at = time.monotonic()  # SageMaker's start-up clock is already running
     configure_logging()
     try:
         settings = load_settings(environ)
@@ -61,14 +65,19 @@ def run(passthrough: list[str], environ: Mapping[str, str]) -> int:
         for problem in error.problems:
             log.error("  - %s", problem)
         return EXIT_CONFIG_ERROR
-    return _Supervisor(settings, plan, {**environ, **secrets}).run()
+    deadlines = StartupDeadlines.starting_at(started_at, settings)
+    return _Supervisor(settings, plan, {**environ, **secrets}, deadlines).run()
 
 
 class _Supervisor:
-    def __init__(self, settings: LauncherSettings, plan: LaunchPlan, environ: Mapping[str, str]):
+    def __init__(
+        self, settings: LauncherSettings, plan: LaunchPlan, environ: Mapping[str, str],
+        deadlines: StartupDeadlines,
+    ):
         self.settings = settings
         self.plan = plan
         self.environ = environ  # vLLM's environment (may hold HF_TOKEN: never log it)
+        self.deadlines = deadlines
         self.process: subprocess.Popen | None = None
         self.shutdown_requested = False
         self._interrupts = 0
@@ -86,7 +95,10 @@ class _Supervisor:
                 return status
             if self.settings.speculation_self_check:
                 try:
-                    run_self_check(self.plan, self.settings)
+                    run_self_check(
+                        self.plan, self.settings,
+                        deadline=self.deadlines.self_check_deadline(time.monotonic(), self.settings),
+                    )
                 except (SelfCheckError, OSError) as error:
                     if self.shutdown_requested:
                         return self._finish_shutdown()
@@ -127,6 +139,12 @@ class _Supervisor:
         package_parent = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        log.info(
+            "start-up budget %.0f s (PEAGLE_STARTUP_TIMEOUT_SECONDS): the engine has %.0f s to "
+            "become healthy, the self-check %.0f s, %.0f s kept as margin",
+            self.settings.startup_timeout_seconds, self.deadlines.engine_healthy_by - time.monotonic(),
+            self.settings.self_check_reserve_seconds, STARTUP_MARGIN_SECONDS,
+        )
         log.info("starting vLLM: %s", " ".join(vllm_args.redact(self.plan.argv[1:])))
         # Own session: a terminal's Ctrl-C reaches only the launcher, which forwards
         # one SIGTERM, so vLLM drains instead of being hit twice.
@@ -134,7 +152,7 @@ class _Supervisor:
 
     def _wait_until_healthy(self) -> int | None:
         """None once /health is 200; otherwise the exit code to return."""
-        deadline = time.monotonic() + self.settings.startup_timeout_seconds
+        deadline = self.deadlines.engine_healthy_by
         while True:
             returncode = self.process.poll()
             if returncode is not None:
@@ -152,8 +170,13 @@ class _Supervisor:
                 pass  # not listening yet
             if time.monotonic() > deadline:
                 log.error(
-                    "vLLM not healthy after %.0f s (PEAGLE_STARTUP_TIMEOUT_SECONDS); stopping",
-                    self.settings.startup_timeout_seconds,
+                    "vLLM not healthy after %.0f s, the engine's share of the %.0f s start-up "
+                    "budget (PEAGLE_STARTUP_TIMEOUT_SECONDS less PEAGLE_SELF_CHECK_TIMEOUT_SECONDS "
+                    "and a %.0f s margin); stopping. Raise the variant's "
+                    "ContainerStartupHealthCheckTimeoutInSeconds, or find in vLLM's log above "
+                    "what is slow",
+                    self.settings.engine_start_seconds, self.settings.startup_timeout_seconds,
+                    STARTUP_MARGIN_SECONDS,
                 )
                 self._stop_engine()
                 return EXIT_STARTUP_TIMEOUT

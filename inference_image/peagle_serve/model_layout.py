@@ -159,11 +159,29 @@ def mask_token_problem(drafter_config: Mapping) -> str | None:
 
 
 def drafter_context_warning(speculation: Speculation, served_max_model_len: int | None) -> str | None:
-    """Warn when the drafter's context is shorter than what the server accepts.
+    """Warn when P-EAGLE drafting stops for sequences the server still accepts.
 
-    vLLM silently skips drafting for sequences longer than the drafter's
-    max_model_len, so long prompts would run without speculation.
+    vLLM 0.32 raises an EAGLE drafter's ``max_position_embeddings`` to the target's
+    max_model_len (vllm/config/speculative.py, ``_maybe_override_draft_max_position_embeddings``:
+    "Raise an EAGLE draft's max_position_embeddings up to the target's"), but that only
+    sizes the drafter's rotary cache. The drafter's ``max_model_len`` was already derived
+    from the checkpoint's value when its ModelConfig was built, a few lines earlier, and
+    ``_maybe_override_draft_max_model_len`` keeps ``min(draft, target)``. The V1 model
+    runner then drafts only while ``common_attn_metadata.max_seq_len +
+    num_drafter_query_tokens <= self.effective_drafter_max_model_len`` (that drafter
+    max_model_len; vllm/v1/worker/gpu_model_runner.py, ``_input_fits_in_drafter``) and
+    otherwise zeroes the whole batch's drafts, which are then all rejected.
+    tests/serving/test_serving_self_check.py shows it on the tiny pair.
+
+    Parallel drafting (P-EAGLE) always runs on that V1 runner: vllm/config/vllm.py,
+    ``_get_v2_model_runner_unsupported_features``, "V2 EagleSpeculator does not support
+    parallel_drafting (for P-Eagle)". Plain EAGLE-3 runs on the V2 runner where it is
+    available, whose speculator drafts up to the target's max_model_len
+    (vllm/v1/worker/gpu/spec_decode/speculator.py, ``self.draft_max_seq_len =
+    self.max_model_len``), so no warning there.
     """
+    if not speculation.parallel_drafting:
+        return None
     drafter = speculation.config.get("model")
     if not drafter or not Path(drafter).is_dir():
         return None
@@ -175,7 +193,9 @@ def drafter_context_warning(speculation: Speculation, served_max_model_len: int 
     if isinstance(drafter_len, int) and served_max_model_len and drafter_len < served_max_model_len:
         return (
             f"the drafter's context is {drafter_len} tokens but the server accepts "
-            f"{served_max_model_len}: vLLM does not draft for longer sequences. Use a "
-            "long-context drafter or lower SM_VLLM_MAX_MODEL_LEN."
+            f"{served_max_model_len}: vLLM drafts nothing for a whole batch while any sequence "
+            f"in it is longer than {drafter_len - speculation.num_speculative_tokens} tokens "
+            f"(the drafter's context less K={speculation.num_speculative_tokens}). Use a "
+            f"long-context drafter or lower SM_VLLM_MAX_MODEL_LEN to {drafter_len}."
         )
     return None

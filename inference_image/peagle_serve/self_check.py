@@ -26,39 +26,52 @@ log = logging.getLogger("peagle_serve")
 _COUNTER_SETTLE_SECONDS = 5.0
 
 
-def run_self_check(plan: LaunchPlan, settings: LauncherSettings) -> None:
-    """Raise SelfCheckError (with the log line to print) when the engine is not serving as configured."""
+def run_self_check(plan: LaunchPlan, settings: LauncherSettings, *, deadline: float) -> None:
+    """Raise SelfCheckError (with the log line to print) when the engine is not serving as configured.
+
+    Everything, the warm-up request included, ends by ``deadline`` (``time.monotonic()``):
+    the launcher's share of the start-up budget for this check.
+    """
     base = plan.local_url
-    before = fetch_metrics(base)
+    before = fetch_metrics(base, timeout=_time_left(deadline, 5.0))
     if plan.speculation is not None and not before.has(m.SPEC_DRAFTS):
         raise SelfCheckError(
             f"speculation is configured (K={plan.speculative_tokens}) but vLLM exports no "
             f"{m.SPEC_DRAFTS}: the engine runs without a drafter"
         )
 
-    model_name = _served_model_name(base, plan)
+    model_name = _served_model_name(base, plan, timeout=_time_left(deadline, 10.0))
     started = time.monotonic()
-    status, body = post_json(
-        base + "/v1/completions",
-        {
-            "model": model_name,
-            "prompt": settings.self_check_prompt,
-            "max_tokens": settings.self_check_max_tokens,
-            "temperature": 0.0,
-        },
-        timeout=settings.self_check_timeout_seconds,
-    )
+    timeout = _time_left(deadline, settings.self_check_timeout_seconds)
+    try:
+        status, body = post_json(
+            base + "/v1/completions",
+            {
+                "model": model_name,
+                "prompt": settings.self_check_prompt,
+                "max_tokens": settings.self_check_max_tokens,
+                "temperature": 0.0,
+            },
+            timeout=timeout,
+        )
+    except OSError as error:
+        if not isinstance(getattr(error, "reason", error), TimeoutError):
+            raise
+        raise SelfCheckError(
+            f"the warm-up request did not answer within {timeout:.0f} s (what was left of "
+            "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS and the PEAGLE_STARTUP_TIMEOUT_SECONDS budget)"
+        ) from None
     if status != 200:
         raise SelfCheckError(f"warm-up request failed with HTTP {status}: {str(body)[:500]}")
     log.info("warm-up request answered in %.2f s", time.monotonic() - started)
 
     if plan.speculation is None:
         return
-    deadline = time.monotonic() + _COUNTER_SETTLE_SECONDS
+    settle_until = time.monotonic() + _COUNTER_SETTLE_SECONDS
     while True:
-        after = fetch_metrics(base)
+        after = fetch_metrics(base, timeout=_time_left(deadline, 5.0))
         drafts = after.total(m.SPEC_DRAFTS) - before.total(m.SPEC_DRAFTS)
-        if drafts > 0 or time.monotonic() > deadline:
+        if drafts > 0 or time.monotonic() > min(settle_until, deadline):
             break
         time.sleep(0.25)
     accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
@@ -86,10 +99,21 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings) -> None:
     )
 
 
-def _served_model_name(base: str, plan: LaunchPlan) -> str:
+def _time_left(deadline: float, at_most: float) -> float:
+    """A timeout for the next step: at most ``at_most``, never past the deadline."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise SelfCheckError(
+            "the start-up budget ran out during the self-check (PEAGLE_STARTUP_TIMEOUT_SECONDS; "
+            "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS)"
+        )
+    return min(at_most, left)
+
+
+def _served_model_name(base: str, plan: LaunchPlan, *, timeout: float) -> str:
     import json
 
-    status, body = get_text(base + "/v1/models", timeout=10.0)
+    status, body = get_text(base + "/v1/models", timeout=timeout)
     if status == 200:
         try:
             return json.loads(body)["data"][0]["id"]

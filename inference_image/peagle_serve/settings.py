@@ -20,6 +20,21 @@ from .errors import ConfigError
 # SageMaker sends SIGKILL 30 s after SIGTERM; the drain must end before that.
 SAGEMAKER_SIGKILL_AFTER_SECONDS = 30
 
+# The start-up budget (PEAGLE_STARTUP_TIMEOUT_SECONDS) is SageMaker's, not ours:
+# ProductionVariant.ContainerStartupHealthCheckTimeoutInSeconds, "The timeout value, in
+# seconds, for your inference container to pass health check by SageMaker Hosting", 60-3600
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html;
+# botocore data/sagemaker/2017-07-24/service-2.json, shape
+# ProductionVariantContainerStartupHealthCheckTimeoutInSeconds: "min": 60, "max": 3600).
+# /ping answers 200 only after the self-check, so engine start-up AND self-check must
+# both fit in it; when they don't, SageMaker kills the container with a generic error.
+# The launcher therefore ends the start-up this long before the budget runs out, so its
+# own exit-3/exit-4 message is in the log first (it also absorbs the seconds between
+# the container's start and the launcher's).
+STARTUP_MARGIN_SECONDS = 30.0
+# Less than this for loading and starting the engine is a budget mistake, not a plan.
+MIN_ENGINE_START_SECONDS = 60.0
+
 
 def _parse_bool(raw: str) -> bool:
     lowered = raw.strip().lower()
@@ -138,8 +153,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "PEAGLE_STARTUP_TIMEOUT_SECONDS", "startup_timeout_seconds", _parse_float, 3600.0,
-        "How long the engine may take to load and become healthy before the launcher "
-        "gives up (exit 4). Match the endpoint's `ContainerStartupHealthCheckTimeoutInSeconds`.",
+        "The whole start-up budget, from launch to `/ping` 200: set it to the variant's "
+        "`ContainerStartupHealthCheckTimeoutInSeconds` (the CDK app does). The launcher ends "
+        f"the start-up {STARTUP_MARGIN_SECONDS:.0f} s before it runs out; the engine gets what "
+        "is left after `PEAGLE_SELF_CHECK_TIMEOUT_SECONDS` (exit 4 if not healthy by then), the "
+        "self-check the rest (exit 3). Must leave the engine at least "
+        f"{MIN_ENGINE_START_SECONDS:.0f} s.",
         _at_least(1),
     ),
     Setting(
@@ -160,7 +179,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS", "self_check_timeout_seconds", _parse_float, 300.0,
-        "How long the warm-up request may take (the first request can be slow).",
+        "How long the warm-up request and speculation check may take in all (the first "
+        "request can be slow); reserved out of `PEAGLE_STARTUP_TIMEOUT_SECONDS` when the "
+        "self-check is on.",
         _at_least(1),
     ),
     Setting(
@@ -194,6 +215,16 @@ class LauncherSettings:
     def model_root_path(self) -> Path:
         return Path(self.model_root)
 
+    @property
+    def self_check_reserve_seconds(self) -> float:
+        """The part of the start-up budget kept back for the self-check (0 when it is off)."""
+        return self.self_check_timeout_seconds if self.speculation_self_check else 0.0
+
+    @property
+    def engine_start_seconds(self) -> float:
+        """How long the engine may take to become healthy: the budget less the self-check and the margin."""
+        return self.startup_timeout_seconds - STARTUP_MARGIN_SECONDS - self.self_check_reserve_seconds
+
 
 assert {s.field for s in SETTINGS} == {f.name for f in fields(LauncherSettings)}
 
@@ -225,7 +256,56 @@ def load_settings(environ: Mapping[str, str]) -> LauncherSettings:
         values[setting.field] = value
     if problems:
         raise ConfigError(problems)
-    return LauncherSettings(**values)
+    settings = LauncherSettings(**values)
+    problem = _startup_budget_problem(settings)
+    if problem:
+        raise ConfigError(problem)
+    return settings
+
+
+@dataclass(frozen=True)
+class StartupDeadlines:
+    """One start-up budget split in two, as ``time.monotonic()`` instants.
+
+    The engine must be healthy by ``engine_healthy_by``; the self-check must be over by
+    ``ready_by``, which is ``STARTUP_MARGIN_SECONDS`` before SageMaker's own deadline.
+    """
+
+    engine_healthy_by: float
+    ready_by: float
+
+    @classmethod
+    def starting_at(cls, started_at: float, settings: LauncherSettings) -> StartupDeadlines:
+        ready_by = started_at + settings.startup_timeout_seconds - STARTUP_MARGIN_SECONDS
+        return cls(engine_healthy_by=ready_by - settings.self_check_reserve_seconds, ready_by=ready_by)
+
+    def self_check_deadline(self, healthy_at: float, settings: LauncherSettings) -> float:
+        """What is left of the budget when the engine got healthy, at most the self-check timeout.
+
+        The cap by ``ready_by`` matters when the health poll noticed the engine a moment
+        after ``engine_healthy_by``.
+        """
+        return min(healthy_at + settings.self_check_timeout_seconds, self.ready_by)
+
+
+def _startup_budget_problem(settings: LauncherSettings) -> str | None:
+    """Engine start, self-check and margin must all fit in the one start-up budget."""
+    if settings.engine_start_seconds >= MIN_ENGINE_START_SECONDS:
+        return None
+    needed = settings.self_check_reserve_seconds + STARTUP_MARGIN_SECONDS + MIN_ENGINE_START_SECONDS
+    self_check = (
+        f"PEAGLE_SELF_CHECK_TIMEOUT_SECONDS={settings.self_check_timeout_seconds:g} s for the self-check, "
+        if settings.speculation_self_check else ""
+    )
+    return (
+        f"PEAGLE_STARTUP_TIMEOUT_SECONDS={settings.startup_timeout_seconds:g} leaves the engine "
+        f"{max(settings.engine_start_seconds, 0):g} s to start after {self_check}"
+        f"a {STARTUP_MARGIN_SECONDS:g} s margin; it needs at least {MIN_ENGINE_START_SECONDS:g} s. "
+        f"Raise the variant's ContainerStartupHealthCheckTimeoutInSeconds (and with it "
+        f"PEAGLE_STARTUP_TIMEOUT_SECONDS) to at least {needed:g}"
+        + (", or lower PEAGLE_SELF_CHECK_TIMEOUT_SECONDS" if settings.speculation_self_check else "")
+        + "."
+    )
 
 
 def settings_table_markdown() -> str:

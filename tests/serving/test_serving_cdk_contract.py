@@ -39,7 +39,7 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
         assert settings.drafter_trained_k == plan.pair.drafter.trained_k
         launch = build_launch_plan(settings, env, [])
         argv = launch.argv
-        assert argv[argv.index("--model") + 1] == str(tiny_pair.target_dir)
+        assert argv[3:5] == ["serve", str(tiny_pair.target_dir)]  # `vllm serve <model>`
         assert argv[argv.index("--port") + 1] == "8080"
         assert int(argv[argv.index("--shutdown-timeout") + 1]) < 30
         assert argv[argv.index("--max-model-len") + 1] == str(plan.max_model_len)
@@ -60,13 +60,17 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
             assert "--no-enable-prefix-caching" in argv
         # vLLM's own parser accepts the whole command line: a misspelt flag in pairs.yaml,
         # container_env or a deployment's vllm_args fails here, not on a GPU.
-        parsed = _vllm_parser().parse_args(argv[3:])  # after `python -m <module>`
+        parsed = _vllm_parser().parse_args(argv[3:])  # `serve <model> ...`, after `python -m <module>`
+        assert parsed.model_tag == str(tiny_pair.target_dir)
         assert parsed.max_model_len == plan.max_model_len
         assert parsed.tensor_parallel_size == plan.tensor_parallel_size
 
 
 def _vllm_parser():
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    """`vllm`'s parser with its `serve` subcommand, as vllm/entrypoints/cli/main.py builds it."""
+    from vllm.entrypoints.cli.serve import ServeSubcommand
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    return make_arg_parser(FlexibleArgumentParser(prog="vllm-api-server"))
+    parser = FlexibleArgumentParser(prog="vllm")
+    ServeSubcommand().subparser_init(parser.add_subparsers(dest="subparser"))
+    return parser

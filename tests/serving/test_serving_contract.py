@@ -22,6 +22,15 @@ def test_ping_is_200_once_ready(local_server):
     assert 200 not in local_server.ping_statuses_before_ready
 
 
+def test_vllm_runs_as_vllm_serve_without_deprecation_warnings(local_server):
+    # vLLM 0.32 warns for the old module (Python warning, stderr) and for `vllm serve --model`
+    # (vLLM's logger, stdout).
+    assert "starting vLLM: -m peagle_serve.vllm_cli serve " in local_server.launcher_log()
+    output = "\n".join(local_server.stdout_lines + local_server.stderr_lines)
+    assert "vllm.entrypoints.openai.api_server` command is deprecated" not in output
+    assert "The `--model` option will be removed" not in output
+
+
 def test_completion_body_returns_text(local_server):
     # What `curl -X POST .../invocations -d '{...}'` sends: a form content type.
     status, text = post(local_server.url + "/invocations", b'{"prompt":"hello","max_tokens":16}',

@@ -7,6 +7,7 @@ end-to-end against real vLLM in the engine tests.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import pytest
@@ -86,13 +87,143 @@ def _pair_env(tiny_pair, k: int = 4, **extra: str) -> dict[str, str]:
     return env
 
 
+def test_startup_budget_split_keeps_engine_and_self_check_inside_sagemakers_timeout():
+    """PEAGLE_STARTUP_TIMEOUT_SECONDS is the variant's whole health-check timeout: the engine
+    gets what the self-check and the margin leave, the self-check what is left after it."""
+    from peagle_serve.settings import STARTUP_MARGIN_SECONDS, StartupDeadlines
+
+    for budget in (390, 600, 1800, 3600):  # SageMaker allows 60-3600; below 390 see the next test
+        for self_check_timeout in (1, 60, 300):
+            for self_check_on in ("true", "false"):
+                settings = load_settings({
+                    "PEAGLE_STARTUP_TIMEOUT_SECONDS": str(budget),
+                    "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS": str(self_check_timeout),
+                    "PEAGLE_SPECULATION_SELF_CHECK": self_check_on,
+                })
+                launched = 1000.0
+                deadlines = StartupDeadlines.starting_at(launched, settings)
+                reserve = self_check_timeout if self_check_on == "true" else 0
+                assert deadlines.engine_healthy_by - launched + reserve + STARTUP_MARGIN_SECONDS == budget
+                assert deadlines.engine_healthy_by - launched >= 60
+                # However late the health poll notices the engine, the self-check ends in time.
+                for healthy_at in (launched, deadlines.engine_healthy_by, deadlines.engine_healthy_by + 3):
+                    end = deadlines.self_check_deadline(healthy_at, settings)
+                    assert end - healthy_at <= self_check_timeout
+                    assert end <= launched + budget - STARTUP_MARGIN_SECONDS
+
+
+def test_a_startup_budget_with_no_room_for_the_engine_is_a_config_error():
+    with pytest.raises(ConfigError) as error:
+        load_settings({"PEAGLE_STARTUP_TIMEOUT_SECONDS": "300"})  # all of it would go to the self-check
+    text = str(error.value)
+    assert "PEAGLE_STARTUP_TIMEOUT_SECONDS=300 leaves the engine 0 s to start" in text
+    assert "ContainerStartupHealthCheckTimeoutInSeconds" in text and "to at least 390" in text
+    assert "or lower PEAGLE_SELF_CHECK_TIMEOUT_SECONDS" in text
+    # Without the self-check nothing is reserved for it.
+    assert load_settings({"PEAGLE_STARTUP_TIMEOUT_SECONDS": "300",
+                          "PEAGLE_SPECULATION_SELF_CHECK": "false"}).engine_start_seconds == 270
+
+
+class _Clock:
+    """Stands in for the `time` module of the launcher and the self-check: sleeping is instant."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class _QuietEngine:
+    """Stands in for the vLLM process: runs until SIGTERM, which stops it at once."""
+
+    pid = -1
+    returncode = None
+
+    def poll(self):
+        return self.returncode
+
+    def send_signal(self, signum):
+        self.returncode = -signum
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+
+@pytest.mark.parametrize("healthy_after", [None, 100, 269, 400, 590])
+def test_the_launcher_gives_up_before_sagemaker_does(tiny_pair, monkeypatch, healthy_after):
+    """A 600 s health-check timeout, an engine healthy after `healthy_after` s (or never) and a
+    warm-up request that hangs: the launcher's own exit (4: engine too slow, 3: self-check)
+    comes before SageMaker's deadline, whichever way the time is spent."""
+    from peagle_serve import launcher, self_check
+    from peagle_serve.errors import EXIT_SELF_CHECK_FAILED, EXIT_STARTUP_TIMEOUT
+
+    budget = 600
+    clock = _Clock()
+    launched = clock.now
+    monkeypatch.setattr(launcher, "time", clock)
+    monkeypatch.setattr(self_check, "time", clock)
+    monkeypatch.setattr(launcher._Supervisor, "_start", lambda self, ready_file: setattr(self, "process", _QuietEngine()))
+    monkeypatch.setattr(launcher._Supervisor, "_kill_leftovers", lambda self: None)
+
+    def health(url, timeout):
+        if healthy_after is not None and clock.now - launched >= healthy_after:
+            return 200, ""
+        raise ConnectionRefusedError(url)
+
+    def hung_warm_up(url, payload, timeout):
+        clock.sleep(timeout)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(launcher, "get_text", health)
+    monkeypatch.setattr(self_check, "get_text", lambda url, timeout: (200, '{"data": [{"id": "tiny-pair"}]}'))
+    monkeypatch.setattr(self_check, "fetch_metrics", lambda base, timeout=5.0: MetricsSnapshot.parse(METRICS_BEFORE))
+    monkeypatch.setattr(self_check, "post_json", hung_warm_up)
+
+    status = launcher.run([], _pair_env(tiny_pair, PEAGLE_STARTUP_TIMEOUT_SECONDS=str(budget)))
+
+    gave_up_after = clock.now - launched
+    assert gave_up_after < budget, f"SageMaker would have killed the container first ({gave_up_after:.0f} s)"
+    engine_share = budget - 30 - 300  # less the 30 s margin and the 300 s self-check (the default)
+    if healthy_after is not None and healthy_after <= engine_share:
+        assert status == EXIT_SELF_CHECK_FAILED and gave_up_after <= budget - 30
+    else:
+        assert status == EXIT_STARTUP_TIMEOUT and gave_up_after <= engine_share + 1  # + one health poll
+
+
+def test_drafter_context_warning_only_where_vllm_stops_drafting(tiny_pair, tmp_path):
+    """vLLM 0.32's V1 model runner, which runs all parallel drafting, gates drafting on the
+    drafter's own context; the V2 runner of plain EAGLE-3 drafts up to the target's."""
+    from peagle_serve.model_layout import Speculation, drafter_context_warning
+
+    drafter = tmp_path / "short-context-drafter"
+    shutil.copytree(tiny_pair.drafter_dir, drafter)
+    config = json.loads((drafter / "config.json").read_text())
+    (drafter / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 64}))
+
+    def speculation(parallel: bool) -> Speculation:
+        return Speculation(config={"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 4,
+                                   "parallel_drafting": parallel},
+                           num_speculative_tokens=4, parallel_drafting=parallel)
+
+    assert drafter_context_warning(speculation(parallel=False), 1024) is None
+    assert drafter_context_warning(speculation(parallel=True), 64) is None
+    warning = drafter_context_warning(speculation(parallel=True), 1024)
+    assert warning.startswith("the drafter's context is 64 tokens but the server accepts 1024")
+    assert "drafts nothing for a whole batch while any sequence in it is longer than 60 tokens" in warning
+
+
 def test_plan_builds_the_vllm_command_the_container_runs(tiny_pair):
     env = _pair_env(tiny_pair, SM_VLLM_ENFORCE_EAGER="true")
     plan = build_launch_plan(load_settings(env), env, ["--max-num-seqs", "4"])
     argv = plan.argv
-    assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
-    # --model, never positional: this entrypoint ignores a positional model tag.
-    assert argv[3:5] == ["--model", str(tiny_pair.target_dir)]
+    # `vllm serve <model>`: vLLM's supported command, not the deprecated module
+    # (vllm.entrypoints.openai.api_server), and the model positional, not the deprecated --model.
+    assert argv[:5] == [sys.executable, "-m", "peagle_serve.vllm_cli", "serve", str(tiny_pair.target_dir)]
+    assert not any("vllm.entrypoints.openai" in arg for arg in argv) and "--model" not in argv
     assert "--enforce-eager" in argv and argv[argv.index("--max-num-seqs") + 1] == "4"
     spec = json.loads(argv[argv.index("--speculative-config") + 1])
     assert spec["parallel_drafting"] is True and spec["num_speculative_tokens"] == 4

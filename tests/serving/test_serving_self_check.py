@@ -1,8 +1,9 @@
 """The start fails, loudly, when speculation is configured but the drafter is unused.
 
 A realistic way to get there: a drafter whose context (max_position_embeddings) is
-shorter than the prompts. vLLM loads it, starts, answers requests, and for longer
-sequences skips the drafter: its (empty) drafts are counted and all rejected. The launcher's warm-up must catch that, exit
+shorter than the prompts. vLLM loads it, raises its rotary cache to the target's length,
+starts, answers requests, and for longer sequences skips the drafter: its (zeroed)
+drafts are counted and all rejected. The launcher's warm-up must catch that, exit
 non-zero, and never let /ping say 200.
 """
 
@@ -45,4 +46,8 @@ def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_pat
     assert returncode == EXIT_SELF_CHECK_FAILED, server.output_tail()
     assert "PEAGLE SELF-CHECK FAILED" in log and "the drafter is not in use" in log
     assert "the drafter's context is 16 tokens but the server accepts 1024" in log  # the static hint
+    # vLLM raised the drafter's position limit to the target's, and still did not draft:
+    # the warning above is needed (model_layout.drafter_context_warning cites the source).
+    assert ("Overriding draft model max_position_embeddings from 16 to the target model's "
+            "max_model_len (1024)") in "\n".join(server.stdout_lines + server.stderr_lines)
     assert 200 not in server.ping_statuses_before_ready
