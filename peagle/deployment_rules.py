@@ -213,6 +213,26 @@ def _container_environment(plans: DeploymentPlans) -> list[Violation]:
     return violations
 
 
+def _launcher_settings(plans: DeploymentPlans) -> list[Violation]:
+    # The launcher checks its PEAGLE_* settings before it starts the engine and exits 2 on a bad
+    # one (inference_image/peagle_serve/settings.py), e.g. a start-up budget that leaves the engine
+    # no time after the self-check. Run the same check here, before a GPU instance is paid for.
+    from peagle_serve.errors import ConfigError as LauncherConfigError
+    from peagle_serve.settings import load_settings
+
+    violations = []
+    for endpoint, variant, plan in plans.variant_plans():
+        environment = container_environment(plan, plans.config, variant_name=variant, endpoint_name=endpoint)
+        try:
+            load_settings(environment)
+        except LauncherConfigError as error:
+            for problem in error.problems:
+                if "PEAGLE_STARTUP_TIMEOUT_SECONDS" in problem:
+                    problem += " In the deployment file: timeouts.container_startup_seconds (or unset it)."
+                violations.append(Violation("launcher-settings", f"{endpoint}/{variant}: {problem}"))
+    return violations
+
+
 # --- Batch Transform ------------------------------------------------------------------------
 
 
@@ -281,6 +301,7 @@ RULES: tuple[Callable[[DeploymentPlans], list[Violation]], ...] = (
     _rolling_batch,
     _timeouts,
     _container_environment,
+    _launcher_settings,
     _batch_transform,
 )
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, load_catalog
 from peagle.config import DeploymentConfig
 from peagle.errors import PlanError
+from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
 
 GIB = 1024**3
 MIN_COMPUTE_CAPABILITY = 7.5  # current vLLM: no V100 (7.0)
@@ -121,6 +122,14 @@ class Plan:
     def _driver_text(self) -> str:
         host = load_catalog().runtime.inference_amis.get(self.inference_ami_version)
         return f"{host.driver}, CUDA {host.cuda}" if host else "unknown"
+
+
+def launcher_startup_overhead_seconds(*, speculation: bool) -> float:
+    """What the launcher keeps out of the start-up budget: its margin, and the self-check's time."""
+    overhead = STARTUP_MARGIN_SECONDS
+    if speculation:
+        overhead += SETTINGS_BY_ENV["PEAGLE_SELF_CHECK_TIMEOUT_SECONDS"].default
+    return overhead
 
 
 def _clamp_timeout(seconds: float) -> int:
@@ -252,6 +261,9 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
     startup_seconds = 600 + weight_bytes / LOAD_BYTES_PER_SECOND
     if config.artifacts.source == "hub":
         startup_seconds += weight_bytes / DOWNLOAD_BYTES_PER_SECOND  # the container downloads during start-up
+    # SageMaker's health-check timeout is the launcher's whole budget (PEAGLE_STARTUP_TIMEOUT_SECONDS):
+    # engine start, then the speculation self-check, then a margin so the launcher fails first.
+    startup_seconds += launcher_startup_overhead_seconds(speculation=k > 0)
     startup = config.timeouts.container_startup_seconds or _clamp_timeout(startup_seconds)
     notes = [*notes, *pair.notes]
     if k > 0 and k > pair.recommended_k.get(config.profile, k):

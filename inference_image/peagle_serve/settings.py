@@ -227,6 +227,7 @@ class LauncherSettings:
 
 
 assert {s.field for s in SETTINGS} == {f.name for f in fields(LauncherSettings)}
+SETTINGS_BY_ENV: dict[str, Setting] = {setting.env: setting for setting in SETTINGS}
 
 
 def load_settings(environ: Mapping[str, str]) -> LauncherSettings:

@@ -221,3 +221,23 @@ def test_the_async_endpoint_has_its_own_model_naming_it(synth):
     (variant,) = async_config["ProductionVariants"]
     async_model_id = variant["ModelName"]["Fn::GetAtt"][0]
     assert names[async_model_id] == "peagle-summaries-async"
+
+
+# --- finding 6: one start-up budget, sized and checked at synth ------------------------------
+
+
+def test_the_start_up_timeout_leaves_the_engine_its_load_time_after_the_self_check():
+    plan = plan_checked_deployment(config_from_overrides({}, base={})).plan
+    off = plan_checked_deployment(config_from_overrides({"speculativeTokens": 0}, base={})).plan
+    # the same weights: only the self-check (300 s) separates them
+    assert plan.container_startup_timeout_seconds - off.container_startup_timeout_seconds == 300
+
+
+def test_a_start_up_timeout_too_short_for_the_self_check_fails_synth_with_the_launchers_message():
+    config = config_from_overrides({}, base={"timeouts": {"container_startup_seconds": 300}})
+    with pytest.raises(DeploymentRuleError) as error:
+        plan_checked_deployment(config)
+    message = str(error.value)
+    assert "[launcher-settings] peagle-endpoint/Primary" in message and "to at least 390" in message
+    assert "timeouts.container_startup_seconds" in message
+    plan_checked_deployment(config_from_overrides({"speculativeTokens": 0}, base={"timeouts": {"container_startup_seconds": 300}}))
