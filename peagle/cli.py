@@ -37,12 +37,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Top-level packages a command may import lazily -> the make target that installs them.
+# `make synth` installs the client set; the vLLM CPU build is only for `peagle local` and tests.
+_INSTALLED_BY = {
+    **dict.fromkeys(("vllm", "torch", "transformers", "safetensors", "tokenizers"), "make serving-deps"),
+    **dict.fromkeys(("boto3", "botocore", "httpx", "matplotlib", "huggingface_hub", "tqdm", "prometheus_client"), "make client-deps"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     # Let `peagle catalog | head` end quietly instead of with a BrokenPipeError.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except ModuleNotFoundError as error:
+        package = (error.name or "").split(".")[0]
+        if package not in _INSTALLED_BY:
+            raise
+        print(
+            f"error: `peagle {args.command}` needs the Python package {package!r}, which is not installed in "
+            f"this environment; install it with `{_INSTALLED_BY[package]}` from the repository root",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

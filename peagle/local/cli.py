@@ -97,6 +97,12 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
 
 
 def run_local(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    # The engine runs in a child process: check here, before building anything, that it can import.
+    for package in ("vllm", "torch"):
+        if importlib.util.find_spec(package) is None:
+            raise ModuleNotFoundError(f"No module named {package!r}", name=package)
     from peagle.local.tiny_pair import build_tiny_pair, ensure_tiny_pair
 
     models_dir = (args.models_dir or default_models_dir()).resolve()
