@@ -14,7 +14,7 @@ DEPLOYMENT ?= deployments/default.yaml
 CDK := node_modules/.bin/cdk
 NODE_DEPS := node_modules/.installed
 
-.PHONY: synth deploy test local plan catalog deps client-deps dev-deps serving-deps clean
+.PHONY: synth deploy test lint format local plan catalog deps client-deps dev-deps serving-deps clean
 
 # synth also installs what the deploy section's other commands need (peagle stage, invoke,
 # bench, smoke, preflight: boto3, httpx, ...), so the README's deploy steps run after it.
@@ -31,8 +31,17 @@ deploy: synth
 	$(VENV)/bin/peagle preflight --deployment $(DEPLOYMENT) --stack $(PREFLIGHT_ARGS)
 	$(CDK) deploy --app cdk.out PeagleEndpoint $(CDK_DEPLOY_ARGS)
 
-test: $(VENV)/.dev-deps $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
+test: lint $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# One linter and formatter (ruff, configured in pyproject.toml); `make format` applies both.
+lint: $(VENV)/.dev-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.dev-deps
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 local: $(VENV)/.synth-deps $(VENV)/.serving-deps
 	$(VENV)/bin/peagle local $(LOCAL_ARGS)

@@ -11,8 +11,8 @@ from aws_cdk import App, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from peagle.config import CONTEXT_OVERRIDES, DEFAULT_DEPLOYMENT_FILE, load_deployment_config
-from peagle.errors import PeagleError
 from peagle.deployment_rules import plan_checked_deployment
+from peagle.errors import PeagleError
 from stacks.artifacts_stack import ArtifactsStack
 from stacks.endpoint_stack import EndpointStack
 
@@ -38,7 +38,7 @@ def build_app(app: App) -> App:
             deployment_name=config.name,
             description="P-EAGLE model artifacts bucket (weights staged with `peagle stage`)",
         )
-    endpoint_stack = EndpointStack(
+    EndpointStack(
         app,
         "PeagleEndpoint",
         stack_name=f"{config.name}-endpoint",

@@ -20,9 +20,14 @@ class EncryptedTopic(Construct):
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, display_name: str, publisher_service: str | None = None,
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        display_name: str,
+        publisher_service: str | None = None,
         emails: list[str] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(scope, id)
         self.key = kms.Key(self, "Key", enable_key_rotation=True, description=display_name)
         if publisher_service:
@@ -44,9 +49,12 @@ class AlarmTopic(EncryptedTopic):
 
     def __init__(self, scope: Construct, id: str, *, emails: list[str] = ()) -> None:
         super().__init__(
-            scope, id, display_name="P-EAGLE endpoint alarms", publisher_service="cloudwatch.amazonaws.com",
+            scope,
+            id,
+            display_name="P-EAGLE endpoint alarms",
+            publisher_service="cloudwatch.amazonaws.com",
             emails=emails,
-        )  # fmt: skip
+        )
         self.action = cw_actions.SnsAction(self.topic)
 
 

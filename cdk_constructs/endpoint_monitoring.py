@@ -17,7 +17,6 @@ from cdk_constructs.kpi_metrics import KPI_REPORTS_METRIC, KpiMetrics
 from cdk_constructs.peagle_endpoint import PeagleEndpoint
 
 
-
 @dataclass(frozen=True)
 class AlarmThresholds:
     latency_p90_seconds: float
@@ -65,14 +64,22 @@ class EndpointMonitoring(Construct):
         )
         errors_5xx = factory.alarm(
             "Invocation5xxRateHigh",
-            metric=rate_percent(endpoint.metric_invocation_5xx_errors(period=minute), endpoint.metric_invocations(period=minute), "5xx %"),
+            metric=rate_percent(
+                endpoint.metric_invocation_5xx_errors(period=minute),
+                endpoint.metric_invocations(period=minute),
+                "5xx %",
+            ),
             threshold=thresholds.error_5xx_rate_percent,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             description=f"more than {thresholds.error_5xx_rate_percent:g}% of invocations fail with 5xx",
         )
         factory.alarm(
             "Invocation4xxRateHigh",
-            metric=rate_percent(endpoint.metric_invocation_4xx_errors(period=minute), endpoint.metric_invocations(period=minute), "4xx %"),
+            metric=rate_percent(
+                endpoint.metric_invocation_4xx_errors(period=minute),
+                endpoint.metric_invocations(period=minute),
+                "4xx %",
+            ),
             threshold=thresholds.error_4xx_rate_percent,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             description=f"more than {thresholds.error_4xx_rate_percent:g}% of invocations are rejected (4xx): "
@@ -153,7 +160,10 @@ class EndpointMonitoring(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Streaming latency (s): time to first token, time per output token",
-                left=[kpi_metric("TimeToFirstTokenSeconds", "TTFT mean"), kpi_metric("EndToEndLatencySeconds", "end-to-end mean")],
+                left=[
+                    kpi_metric("TimeToFirstTokenSeconds", "TTFT mean"),
+                    kpi_metric("EndToEndLatencySeconds", "end-to-end mean"),
+                ],
                 right=[kpi_metric("TimePerOutputTokenSeconds", "TPOT mean")],
                 width=12,
             ),
@@ -220,8 +230,18 @@ class EndpointMonitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Error rates (%)",
                 left=[
-                    rate_percent(endpoint.metric_invocation_4xx_errors(period=minute), endpoint.metric_invocations(period=minute), "4xx %", "e4xx"),
-                    rate_percent(endpoint.metric_invocation_5xx_errors(period=minute), endpoint.metric_invocations(period=minute), "5xx %", "e5xx"),
+                    rate_percent(
+                        endpoint.metric_invocation_4xx_errors(period=minute),
+                        endpoint.metric_invocations(period=minute),
+                        "4xx %",
+                        "e4xx",
+                    ),
+                    rate_percent(
+                        endpoint.metric_invocation_5xx_errors(period=minute),
+                        endpoint.metric_invocations(period=minute),
+                        "5xx %",
+                        "e5xx",
+                    ),
                 ],
                 width=12,
             ),
@@ -253,7 +273,9 @@ class EndpointMonitoring(Construct):
             period=minute,
         )
         latency = [
-            endpoint.metric_model_latency_microseconds("p50", period=minute, variant_name=variant, label=f"{variant} p50 (us)")
+            endpoint.metric_model_latency_microseconds(
+                "p50", period=minute, variant_name=variant, label=f"{variant} p50 (us)"
+            )
             for variant in (primary, baseline_variant)
         ]
         self.dashboard.add_widgets(
@@ -267,12 +289,16 @@ class EndpointMonitoring(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Measured speedup (x)", left=[speedup], width=8),
-            cloudwatch.GraphWidget(title="Time per output token (s)", left=per_variant("TimePerOutputTokenSeconds"), width=8),
+            cloudwatch.GraphWidget(
+                title="Time per output token (s)", left=per_variant("TimePerOutputTokenSeconds"), width=8
+            ),
             cloudwatch.GraphWidget(
                 title="Generated tokens/s", left=per_variant("GenerationTokensPerSecond", "Sum"), width=8
             ),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="ModelLatency p50 by variant", left=latency, width=12),
-            cloudwatch.GraphWidget(title="Time to first token (s)", left=per_variant("TimeToFirstTokenSeconds"), width=12),
+            cloudwatch.GraphWidget(
+                title="Time to first token (s)", left=per_variant("TimeToFirstTokenSeconds"), width=12
+            ),
         )

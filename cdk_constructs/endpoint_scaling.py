@@ -119,8 +119,9 @@ class ScalableInstanceCount(appscaling.BaseScalableAttribute):
             metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
         )
 
-    def scale_on_schedule(self, id: str, *, schedule: appscaling.Schedule, min_capacity: int, max_capacity: int,
-                          time_zone=None) -> None:  # fmt: skip
+    def scale_on_schedule(
+        self, id: str, *, schedule: appscaling.Schedule, min_capacity: int, max_capacity: int, time_zone=None
+    ) -> None:
         self._do_scale_on_schedule(
             id,
             schedule=schedule,
@@ -130,9 +131,14 @@ class ScalableInstanceCount(appscaling.BaseScalableAttribute):
         )
 
     def scale_on_backlog(
-        self, id: str, *, metric: cloudwatch.IMetric, target_per_instance: float, scale_in_cooldown: Duration,
+        self,
+        id: str,
+        *,
+        metric: cloudwatch.IMetric,
+        target_per_instance: float,
+        scale_in_cooldown: Duration,
         scale_out_cooldown: Duration,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Async endpoints: track queued requests per instance."""
         self._do_scale_to_track_metric(
             id,

@@ -51,8 +51,12 @@ class SageMakerExecutionRole(Construct):
         self.policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])
         self._bucket_key = artifacts.key
         if read_weights:
-            self.grant_read_prefix(artifacts.bucket_name, artifacts.prefix, sid="ReadModelWeights",
-                                   why="the objects under this model's weights prefix (target/ and drafter/)")  # fmt: skip
+            self.grant_read_prefix(
+                artifacts.bucket_name,
+                artifacts.prefix,
+                sid="ReadModelWeights",
+                why="the objects under this model's weights prefix (target/ and drafter/)",
+            )
         self.policy.add_statements(
             # PutMetricData has no resource type: it can only be granted on '*'.
             iam.PolicyStatement(sid="PublishMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"]),
@@ -66,7 +70,9 @@ class SageMakerExecutionRole(Construct):
         )
         if artifacts.key is not None:
             self.policy.add_statements(
-                iam.PolicyStatement(sid="DecryptModelWeights", actions=["kms:Decrypt"], resources=[artifacts.key.key_arn])
+                iam.PolicyStatement(
+                    sid="DecryptModelWeights", actions=["kms:Decrypt"], resources=[artifacts.key.key_arn]
+                )
             )
         if in_vpc:
             self.policy.add_statements(
@@ -109,11 +115,16 @@ class SageMakerExecutionRole(Construct):
 
     def grant_read_prefix(self, bucket_name: str, prefix: str, *, sid: str, why: str) -> None:
         self.policy.add_statements(
-            iam.PolicyStatement(sid=sid, actions=["s3:GetObject"], resources=[f"{self._bucket_arn(bucket_name)}/{prefix}*"])
+            iam.PolicyStatement(
+                sid=sid, actions=["s3:GetObject"], resources=[f"{self._bucket_arn(bucket_name)}/{prefix}*"]
+            )
         )
         self._allow_listing(bucket_name, prefix, sid=f"List{sid}")
-        self._acknowledge_prefix(bucket_name, prefix, f"Read-only access to {why}: the narrowest grant that still "
-                                 "lets SageMaker read every file.")  # fmt: skip
+        self._acknowledge_prefix(
+            bucket_name,
+            prefix,
+            f"Read-only access to {why}: the narrowest grant that still lets SageMaker read every file.",
+        )
 
     def grant_write_prefix(self, bucket_name: str, prefix: str, *, sid: str, why: str) -> None:
         self.policy.add_statements(
@@ -123,8 +134,9 @@ class SageMakerExecutionRole(Construct):
                 resources=[f"{self._bucket_arn(bucket_name)}/{prefix}*"],
             )
         )
-        self._acknowledge_prefix(bucket_name, prefix, f"Write access to {why} only: result object names are chosen "
-                                 "by SageMaker at run time.")  # fmt: skip
+        self._acknowledge_prefix(
+            bucket_name, prefix, f"Write access to {why} only: result object names are chosen by SageMaker at run time."
+        )
 
     def grant_encrypt_with_bucket_key(self) -> None:
         """Results written to the KMS-encrypted project bucket need a data key from its key."""

@@ -63,7 +63,9 @@ class ModelArtifactsBucket(Construct):
             enforce_ssl=True,
             versioned=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(30))],
+            lifecycle_rules=[
+                s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(30))
+            ],
             removal_policy=RemovalPolicy.RETAIN,
         )
         loop = "This is the access-log bucket of the model artifacts bucket; logging it to itself would loop."
@@ -94,4 +96,8 @@ class ModelArtifactsBucket(Construct):
             "cross-region replication would double the storage of 10-70 GB models for no recovery gain."
         )
         acknowledge(self.bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", reproducible)
-        acknowledge(self.access_logs, "NIST.800.53.R5-S3BucketReplicationEnabled", "Access logs stay in-region, next to the bucket they audit.")
+        acknowledge(
+            self.access_logs,
+            "NIST.800.53.R5-S3BucketReplicationEnabled",
+            "Access logs stay in-region, next to the bucket they audit.",
+        )

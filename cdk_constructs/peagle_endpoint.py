@@ -144,7 +144,9 @@ class PeagleEndpoint(Construct):
         percent = lambda value: sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=value)  # noqa: E731
         rollback = (
             sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in rollback_alarms[:10]]
+                alarms=[
+                    sagemaker.CfnEndpoint.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in rollback_alarms[:10]
+                ]
             )
             if settings.auto_rollback and rollback_alarms
             else None
@@ -164,7 +166,9 @@ class PeagleEndpoint(Construct):
             green = settings.blue_green
             traffic = {
                 "canary": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type="CANARY", canary_size=percent(green.canary_percent), wait_interval_in_seconds=green.wait_seconds
+                    type="CANARY",
+                    canary_size=percent(green.canary_percent),
+                    wait_interval_in_seconds=green.wait_seconds,
                 ),
                 "linear": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
                     type="LINEAR",
@@ -191,7 +195,9 @@ class PeagleEndpoint(Construct):
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow real-time, streaming and async invocation of this endpoint only."""
-        return iam.Grant.add_to_principal(grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn])
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn]
+        )
 
     def auto_scale_instance_count(
         self, *, min_capacity: int, max_capacity: int, variant_name: str | None = None

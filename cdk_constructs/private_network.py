@@ -98,6 +98,5 @@ class PrivateNetwork(Construct):
         return [self.security_group.security_group_id]
 
 
-
 def _logs_principal(scope: Construct) -> iam.ServicePrincipal:
     return iam.ServicePrincipal(f"logs.{Stack.of(scope).region}.amazonaws.com")

@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 # `make synth` installs the client set; the vLLM CPU build is only for `peagle local` and tests.
 _INSTALLED_BY = {
     **dict.fromkeys(("vllm", "torch", "transformers", "safetensors", "tokenizers"), "make serving-deps"),
-    **dict.fromkeys(("boto3", "botocore", "httpx", "matplotlib", "huggingface_hub", "tqdm", "prometheus_client"), "make client-deps"),
+    **dict.fromkeys(
+        ("boto3", "botocore", "httpx", "matplotlib", "huggingface_hub", "tqdm", "prometheus_client"), "make client-deps"
+    ),
 }
 
 

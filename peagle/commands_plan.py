@@ -9,8 +9,8 @@ import sys
 from peagle.catalog import load_catalog
 from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
 from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
-from peagle.errors import PeagleError
 from peagle.deployment_rules import plan_checked_deployment
+from peagle.errors import PeagleError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,11 +48,15 @@ def run_catalog(args: argparse.Namespace) -> int:
     print(f"  {'id':22} {'target':38} {'drafter':46} {'trained K':>9}  recommended K")
     for pair_id, pair in catalog.pairs.items():
         recommended = ", ".join(f"{name.value} {k}" for name, k in pair.recommended_k.items())
-        print(f"  {pair_id:22} {pair.target.hf_id:38} {pair.drafter.hf_id:46} {pair.drafter.trained_k:>9}  {recommended}")
+        print(
+            f"  {pair_id:22} {pair.target.hf_id:38} {pair.drafter.hf_id:46} {pair.drafter.trained_k:>9}  {recommended}"
+        )
     print(f"\nInstance types (on-demand, {catalog.price_region}, prices of {catalog.price_date}):")
     print(f"  {'type':18} {'GPUs':>4} {'GPU':5} {'GiB/GPU':>7} {'CC':>4} {'$/hour':>9}")
     for name, inst in sorted(catalog.instances.items(), key=lambda item: item[1].price_per_hour_usd):
-        print(f"  {name:18} {inst.gpu_count:>4} {inst.gpu:5} {inst.gpu_memory_gib:>7g} {inst.cc:>4} {inst.price_per_hour_usd:>9.3f}")
+        print(
+            f"  {name:18} {inst.gpu_count:>4} {inst.gpu:5} {inst.gpu_memory_gib:>7g} {inst.cc:>4} {inst.price_per_hour_usd:>9.3f}"
+        )
     print("\nProfiles:")
     for name, profile in catalog.profiles.items():
         print(f"  {name.value:8} {profile.description}")

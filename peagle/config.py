@@ -195,7 +195,30 @@ class AlarmSettings(StrictModel):
 
 
 # CloudWatch Logs accepts only these retention periods.
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 
 
 class ObservabilitySettings(StrictModel):
@@ -208,7 +231,9 @@ class ObservabilitySettings(StrictModel):
     @classmethod
     def _retention(cls, value: int) -> int:
         if value not in LOG_RETENTION_DAYS:
-            raise ValueError(f"{value} is not a CloudWatch Logs retention period; use one of {list(LOG_RETENTION_DAYS)}")
+            raise ValueError(
+                f"{value} is not a CloudWatch Logs retention period; use one of {list(LOG_RETENTION_DAYS)}"
+            )
         return value
 
 
@@ -318,7 +343,9 @@ class DeploymentConfig(StrictModel):
             problems.append(f"custom_pairs redefine catalog pairs {clashes}; pick new ids")
         pairs = sorted({*catalog.pairs, *self.custom_pairs})
         if self.model not in pairs:
-            problems.append(f"model {self.model!r} is not a known pair; use one of {pairs} or declare it under custom_pairs")
+            problems.append(
+                f"model {self.model!r} is not a known pair; use one of {pairs} or declare it under custom_pairs"
+            )
         if self.instance.type not in catalog.instances:
             problems.append(
                 f"instance.type {self.instance.type!r} is not in the instance catalog; "

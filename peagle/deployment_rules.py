@@ -164,6 +164,7 @@ def _timeouts(plans: DeploymentPlans) -> list[Violation]:
 
 # --- Container environment -----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class EnvironmentLimits:
     """What one SageMaker API accepts as a container ``Environment``."""
@@ -209,7 +210,9 @@ def _container_environment(plans: DeploymentPlans) -> list[Violation]:
     violations = []
     for endpoint, variant, plan in plans.variant_plans():
         environment = container_environment(plan, plans.config, variant_name=variant, endpoint_name=endpoint)
-        violations += [Violation("model-environment", f"{endpoint}/{variant}: {p}") for p in environment_problems(environment)]
+        violations += [
+            Violation("model-environment", f"{endpoint}/{variant}: {p}") for p in environment_problems(environment)
+        ]
     return violations
 
 

@@ -118,7 +118,6 @@ class Plan:
         lines += [f"note            {note}" for note in self.notes]
         return lines
 
-
     def _driver_text(self) -> str:
         host = load_catalog().runtime.inference_amis.get(self.inference_ami_version)
         return f"{host.driver}, CUDA {host.cuda}" if host else "unknown"
@@ -295,7 +294,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
 
 def smallest_fitting_instance(config: DeploymentConfig) -> str | None:
     """The cheapest catalog instance type on which the same pair, profile and K plan."""
-    for name, instance in sorted(load_catalog().instances.items(), key=lambda item: item[1].price_per_hour_usd):
+    for name, _instance in sorted(load_catalog().instances.items(), key=lambda item: item[1].price_per_hour_usd):
         candidate = config.model_copy(update={"instance": config.instance.model_copy(update={"type": name})})
         try:
             _plan_exactly(candidate)
@@ -332,6 +331,8 @@ def plan_ab_baseline(config: DeploymentConfig) -> Plan | None:
     """The A/B baseline variant's plan: same pair, instance and profile, the baseline K."""
     if not config.ab_test.enabled:
         return None
-    speculation = config.speculation.model_copy(update={"speculative_tokens": config.ab_test.baseline_speculative_tokens})
+    speculation = config.speculation.model_copy(
+        update={"speculative_tokens": config.ab_test.baseline_speculative_tokens}
+    )
     instance = config.instance.model_copy(update={"count": config.ab_test.baseline_instance_count})
     return plan_deployment(config.model_copy(update={"speculation": speculation, "instance": instance}))

@@ -103,9 +103,7 @@ class EndpointStack(Stack):
             baseline_model = model("BaselineModel", baseline_plan, BASELINE_VARIANT_NAME)
         variants.append(self._variant(DEFAULT_VARIANT_NAME, self.model, plan, primary_weight))
         if baseline_plan is not None:
-            variants.append(
-                self._variant(BASELINE_VARIANT_NAME, baseline_model, baseline_plan, 1.0 - primary_weight)
-            )
+            variants.append(self._variant(BASELINE_VARIANT_NAME, baseline_model, baseline_plan, 1.0 - primary_weight))
 
         volume_key = self._volume_key(plan)
         observability = config.observability
@@ -125,7 +123,10 @@ class EndpointStack(Stack):
         self.monitoring = self._monitoring()
         rollback_alarms = []
         if self.monitoring is not None:
-            rollback_alarms = [self.monitoring.alarms["Invocation5xxRateHigh"], self.monitoring.alarms["ModelLatencyP90High"]]
+            rollback_alarms = [
+                self.monitoring.alarms["Invocation5xxRateHigh"],
+                self.monitoring.alarms["ModelLatencyP90High"],
+            ]
             if config.rollout.auto_rollback and config.rollout.strategy != "none":
                 self.execution_role.grant_describe_alarms(rollback_alarms)
             if baseline_plan is not None:
@@ -263,10 +264,12 @@ class EndpointStack(Stack):
     def _batch_access(self) -> None:
         """Batch Transform jobs run the same Model with its execution role: read input, write output."""
         batch, bucket = self.config.batch, self.artifacts.bucket_name
-        self.execution_role.grant_read_prefix(bucket, batch.input_prefix, sid="ReadBatchInput",
-                                              why="the batch-transform input prefix")  # fmt: skip
-        self.execution_role.grant_write_prefix(bucket, batch.output_prefix, sid="WriteBatchOutput",
-                                               why="the batch-transform output prefix")  # fmt: skip
+        self.execution_role.grant_read_prefix(
+            bucket, batch.input_prefix, sid="ReadBatchInput", why="the batch-transform input prefix"
+        )
+        self.execution_role.grant_write_prefix(
+            bucket, batch.output_prefix, sid="WriteBatchOutput", why="the batch-transform output prefix"
+        )
         self.execution_role.grant_encrypt_with_bucket_key()
         # Transform jobs log (and print their KPI lines) to one shared log group.
         self.execution_role.grant_write_logs(TRANSFORM_JOBS_LOG_GROUP, sid="WriteTransformJobLogs")
@@ -279,12 +282,15 @@ class EndpointStack(Stack):
         self.execution_role.grant_publish(success.topic, success.key, sid="PublishAsyncSuccess")
         self.execution_role.grant_publish(failure.topic, failure.key, sid="PublishAsyncFailure")
         # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
-        self.execution_role.grant_read_prefix(bucket, ASYNC_INPUT_PREFIX, sid="ReadAsyncInput",
-                                              why="the async-inference input prefix")  # fmt: skip
-        self.execution_role.grant_write_prefix(bucket, ASYNC_OUTPUT_PREFIX, sid="WriteAsyncOutput",
-                                               why="the async-inference output prefix")  # fmt: skip
-        self.execution_role.grant_write_prefix(bucket, ASYNC_FAILURE_PREFIX, sid="WriteAsyncFailures",
-                                               why="the async-inference failure prefix")  # fmt: skip
+        self.execution_role.grant_read_prefix(
+            bucket, ASYNC_INPUT_PREFIX, sid="ReadAsyncInput", why="the async-inference input prefix"
+        )
+        self.execution_role.grant_write_prefix(
+            bucket, ASYNC_OUTPUT_PREFIX, sid="WriteAsyncOutput", why="the async-inference output prefix"
+        )
+        self.execution_role.grant_write_prefix(
+            bucket, ASYNC_FAILURE_PREFIX, sid="WriteAsyncFailures", why="the async-inference failure prefix"
+        )
         self.execution_role.grant_encrypt_with_bucket_key()
         self.execution_role.grant_write_logs(
             endpoint_log_group_name(self.config.async_endpoint_name), sid="WriteAsyncEndpointLogs"

@@ -43,10 +43,14 @@ def local_server_factory(tiny_pair) -> Iterator[Callable[..., LocalServer]]:
         port = free_port()
         server = spawn(
             peagle_local_command(
-                "--port", str(port),
-                "--speculative-tokens", str(speculative_tokens),
-                "--models-dir", str(tiny_pair.root),
-                "--kpi-interval-seconds", str(TEST_KPI_INTERVAL_SECONDS),
+                "--port",
+                str(port),
+                "--speculative-tokens",
+                str(speculative_tokens),
+                "--models-dir",
+                str(tiny_pair.root),
+                "--kpi-interval-seconds",
+                str(TEST_KPI_INTERVAL_SECONDS),
                 *extra_args,
             ),
             port=port,

@@ -15,10 +15,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENGINE_START_TIMEOUT_SECONDS = 300
@@ -80,8 +78,7 @@ class LocalServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"launcher exited with {self.process.returncode} before /ping was 200:\n"
-                    + self.output_tail()
+                    f"launcher exited with {self.process.returncode} before /ping was 200:\n" + self.output_tail()
                 )
             status = http_status(self.url + "/ping")
             if status == 200:

@@ -22,8 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["serve"]:
         args = args[1:]
     elif args[:1] == ["train"]:
-        print("peagle_serve: this image only serves (SageMaker hosting); `train` is not supported",
-              file=sys.stderr)
+        print("peagle_serve: this image only serves (SageMaker hosting); `train` is not supported", file=sys.stderr)
         return 2
     return run(args, os.environ)
 

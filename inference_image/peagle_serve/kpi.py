@@ -13,8 +13,7 @@ import json
 import logging
 import os
 import threading
-import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import metrics as m
 from .metrics import MetricsSnapshot, fetch_metrics
@@ -84,7 +83,7 @@ def compute_kpi(
 
     return {
         "event": KPI_EVENT,
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "model_pair": model_pair,
         "endpoint_name": endpoint_name,
         "variant_name": variant_name,
@@ -98,9 +97,7 @@ def compute_kpi(
         "e2e_latency_mean_seconds": _round(_histogram_mean(previous, current, m.E2E_LATENCY)),
         "queue_time_mean_seconds": _round(_histogram_mean(previous, current, m.QUEUE_TIME)),
         "spec_acceptance_rate": _round(_ratio(accepted, draft_tokens)),
-        "spec_mean_acceptance_length": _round(
-            None if mean_acceptance_length is None else 1.0 + mean_acceptance_length
-        ),
+        "spec_mean_acceptance_length": _round(None if mean_acceptance_length is None else 1.0 + mean_acceptance_length),
         "spec_acceptance_per_position": per_position,
         "spec_drafts_per_second": _round(drafts / seconds) if speculative_tokens else None,
         "requests_running": _gauge(current, m.REQUESTS_RUNNING),
@@ -151,7 +148,8 @@ class KpiReporter(threading.Thread):
             if previous is not None:
                 write_stdout_line(
                     compute_kpi(
-                        previous, current,
+                        previous,
+                        current,
                         model_pair=self._model_pair,
                         speculative_tokens=self._speculative_tokens,
                         endpoint_name=self._endpoint_name,

@@ -63,9 +63,7 @@ class LaunchPlan:
         return f"http://{host}:{self.port}"
 
 
-def build_launch_plan(
-    settings: LauncherSettings, environ: Mapping[str, str], passthrough: list[str]
-) -> LaunchPlan:
+def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], passthrough: list[str]) -> LaunchPlan:
     problems: list[str] = []
     passthrough = list(passthrough)
     # `serve <model> ...` like `vllm serve`: a leading positional is the model.
@@ -76,12 +74,16 @@ def build_launch_plan(
     args = vllm_args.args_from_sm_env(environ) + passthrough
     for option, setting in _LAUNCHER_OWNED.items():
         if vllm_args.has_option(args, option):
-            problems.append(f"{option} is set by the launcher: use {setting} instead "
-                            f"(SM_VLLM_{option[2:].upper().replace('-', '_')} / a pass-through {option} is not allowed)")
+            problems.append(
+                f"{option} is set by the launcher: use {setting} instead "
+                f"(SM_VLLM_{option[2:].upper().replace('-', '_')} / a pass-through {option} is not allowed)"
+            )
     for option in _BLINDING:
         if vllm_args.has_option(args, option):
-            problems.append(f"{option} switches off the metrics the KPI line and the "
-                            "speculation self-check read: remove SM_VLLM_DISABLE_LOG_STATS")
+            problems.append(
+                f"{option} switches off the metrics the KPI line and the "
+                "speculation self-check read: remove SM_VLLM_DISABLE_LOG_STATS"
+            )
 
     models, args = vllm_args.pop_option(args, "--model")
     model_value = positional_model or (models[-1] if models else None)
@@ -105,9 +107,7 @@ def build_launch_plan(
     served_model_name = served_names or model
     max_model_len = vllm_args.option_value(args, "--max-model-len")
     if speculation is not None:
-        warning = drafter_context_warning(
-            speculation, _served_max_model_len(model, max_model_len)
-        )
+        warning = drafter_context_warning(speculation, _served_max_model_len(model, max_model_len))
         if warning:
             log.warning("%s", warning)
 
@@ -120,10 +120,14 @@ def build_launch_plan(
     if speculation is not None:
         argv += ["--speculative-config", json.dumps(speculation.config, separators=(",", ":"))]
     argv += [
-        "--host", settings.host,
-        "--port", str(settings.port),
-        "--shutdown-timeout", str(settings.shutdown_drain_seconds),
-        "--middleware", READINESS_MIDDLEWARE,
+        "--host",
+        settings.host,
+        "--port",
+        str(settings.port),
+        "--shutdown-timeout",
+        str(settings.shutdown_drain_seconds),
+        "--middleware",
+        READINESS_MIDDLEWARE,
     ]
     return LaunchPlan(
         argv=argv,

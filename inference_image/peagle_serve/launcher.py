@@ -12,6 +12,7 @@ gives up on /ping. SIGTERM/SIGINT go to vLLM, which drains in-flight requests fo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -71,7 +72,10 @@ def run(passthrough: list[str], environ: Mapping[str, str]) -> int:
 
 class _Supervisor:
     def __init__(
-        self, settings: LauncherSettings, plan: LaunchPlan, environ: Mapping[str, str],
+        self,
+        settings: LauncherSettings,
+        plan: LaunchPlan,
+        environ: Mapping[str, str],
         deadlines: StartupDeadlines,
     ):
         self.settings = settings
@@ -96,7 +100,8 @@ class _Supervisor:
             if self.settings.speculation_self_check:
                 try:
                     run_self_check(
-                        self.plan, self.settings,
+                        self.plan,
+                        self.settings,
                         deadline=self.deadlines.self_check_deadline(time.monotonic(), self.settings),
                     )
                 except (SelfCheckError, OSError) as error:
@@ -108,11 +113,14 @@ class _Supervisor:
             ready_file.touch()
             log.info(
                 "ready: %s serving on %s (speculative tokens: %d)",
-                self.plan.model_pair, self.plan.local_url, self.plan.speculative_tokens,
+                self.plan.model_pair,
+                self.plan.local_url,
+                self.plan.speculative_tokens,
             )
             if self.settings.kpi_interval_seconds > 0:
                 reporter = KpiReporter(
-                    self.plan.local_url, self.settings.kpi_interval_seconds,
+                    self.plan.local_url,
+                    self.settings.kpi_interval_seconds,
                     model_pair=self.plan.model_pair,
                     speculative_tokens=self.plan.speculative_tokens,
                     endpoint_name=self.settings.endpoint_name,
@@ -142,8 +150,10 @@ class _Supervisor:
         log.info(
             "start-up budget %.0f s (PEAGLE_STARTUP_TIMEOUT_SECONDS): the engine has %.0f s to "
             "become healthy, the self-check %.0f s, %.0f s kept as margin",
-            self.settings.startup_timeout_seconds, self.deadlines.engine_healthy_by - time.monotonic(),
-            self.settings.self_check_reserve_seconds, STARTUP_MARGIN_SECONDS,
+            self.settings.startup_timeout_seconds,
+            self.deadlines.engine_healthy_by - time.monotonic(),
+            self.settings.self_check_reserve_seconds,
+            STARTUP_MARGIN_SECONDS,
         )
         log.info("starting vLLM: %s", " ".join(vllm_args.redact(self.plan.argv[1:])))
         # Own session: a terminal's Ctrl-C reaches only the launcher, which forwards
@@ -175,7 +185,8 @@ class _Supervisor:
                     "and a %.0f s margin); stopping. Raise the variant's "
                     "ContainerStartupHealthCheckTimeoutInSeconds, or find in vLLM's log above "
                     "what is slow",
-                    self.settings.engine_start_seconds, self.settings.startup_timeout_seconds,
+                    self.settings.engine_start_seconds,
+                    self.settings.startup_timeout_seconds,
                     STARTUP_MARGIN_SECONDS,
                 )
                 self._stop_engine()
@@ -188,27 +199,22 @@ class _Supervisor:
         return 0 if returncode in (0, -signal.SIGTERM, -signal.SIGINT) else _nonzero(returncode)
 
     def _engine_died(self, returncode: int) -> int:
-        log.error("vLLM exited unexpectedly with status %s; exiting non-zero so the "
-                  "instance is replaced", returncode)
+        log.error("vLLM exited unexpectedly with status %s; exiting non-zero so the instance is replaced", returncode)
         return _nonzero(returncode) if returncode != 0 else EXIT_ENGINE_DIED
 
     def _stop_engine(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=self.settings.shutdown_drain_seconds + 5)
-            except subprocess.TimeoutExpired:
-                pass
 
     def _kill_leftovers(self) -> None:
         # vLLM's engine-core and worker processes share its session; take down any
         # that outlived the API server (e.g. after a crash).
         if self.process is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         if self.process.poll() is None:
             self.process.wait()
 
@@ -232,15 +238,14 @@ class _Supervisor:
         if self._interrupts == 1:
             log.info(
                 "%s received: vLLM drains in-flight requests for up to %d s",
-                signal.Signals(signum).name, self.settings.shutdown_drain_seconds,
+                signal.Signals(signum).name,
+                self.settings.shutdown_drain_seconds,
             )
             self.process.send_signal(signal.SIGTERM)
         else:
             log.warning("second interrupt: killing vLLM now")
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def _nonzero(returncode: int) -> int:

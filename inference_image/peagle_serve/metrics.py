@@ -35,7 +35,7 @@ class MetricsSnapshot:
     taken_at: float = 0.0
 
     @classmethod
-    def parse(cls, text: str, taken_at: float | None = None) -> "MetricsSnapshot":
+    def parse(cls, text: str, taken_at: float | None = None) -> MetricsSnapshot:
         samples: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
         for family in text_string_to_metric_families(text):
             for sample in family.samples:

@@ -64,8 +64,11 @@ def _resolve_checkpoint(value: str, root: Path, *, what: str) -> str:
                 )
             return str(candidate.resolve())
     if not looks_like_path and _HUB_ID.match(value):
-        log.warning("%s %r is not a local directory; vLLM will fetch it from the hub "
-                    "(fails under network isolation)", what, value)
+        log.warning(
+            "%s %r is not a local directory; vLLM will fetch it from the hub (fails under network isolation)",
+            what,
+            value,
+        )
         return value
     tried = ", ".join(str(c) for c in candidates)
     raise ConfigError(
@@ -104,14 +107,16 @@ def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculatio
     if not parallel:
         # vLLM does not switch parallel drafting on by itself for eagle3 heads: a
         # P-EAGLE drafter would then run sequentially, i.e. as plain EAGLE-3.
-        log.warning("speculative config has no \"parallel_drafting\": true; the drafter "
-                    "runs autoregressively (EAGLE-3 style), not P-EAGLE")
+        log.warning(
+            'speculative config has no "parallel_drafting": true; the drafter '
+            "runs autoregressively (EAGLE-3 style), not P-EAGLE"
+        )
 
     drafter = config.get("model")
     if isinstance(drafter, str) and drafter:
         try:
             config["model"] = _resolve_checkpoint(
-                drafter, settings.model_root_path, what="drafter (speculative config \"model\")"
+                drafter, settings.model_root_path, what='drafter (speculative config "model")'
             )
         except ConfigError as error:
             problems += error.problems
@@ -122,8 +127,7 @@ def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculatio
                     problems.append(problem)
     elif config.get("method") in ("eagle", "eagle3"):
         problems.append(
-            "speculative config has no \"model\": set it to the drafter directory, e.g. "
-            "/opt/ml/model/drafter"
+            'speculative config has no "model": set it to the drafter directory, e.g. /opt/ml/model/drafter'
         )
     if problems:
         raise ConfigError(problems)

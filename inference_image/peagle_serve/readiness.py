@@ -45,12 +45,16 @@ class ContainerContractMiddleware:
         if scope["type"] == "http":
             path = scope.get("path", "")
             if path == "/ping" and not self._is_ready():
-                await send({
-                    "type": "http.response.start",
-                    "status": 503,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(_NOT_READY_BODY)).encode())],
-                })
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 503,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(_NOT_READY_BODY)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": _NOT_READY_BODY})
                 return
             if path == "/invocations" and scope.get("method") == "POST":

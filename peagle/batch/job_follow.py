@@ -75,7 +75,10 @@ def follow_transform_job(
     interval = first_poll_seconds
     last_status = None
     while True:
-        with aws_call(f"reading transform job {job_name}", permission=f"sagemaker:DescribeTransformJob on transform-job/{job_name}"):
+        with aws_call(
+            f"reading transform job {job_name}",
+            permission=f"sagemaker:DescribeTransformJob on transform-job/{job_name}",
+        ):
             description = sagemaker.describe_transform_job(TransformJobName=job_name)
         status = description["TransformJobStatus"]
         if status != last_status:
@@ -106,4 +109,3 @@ def _elapsed(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours:d}:{minutes:02d}:{secs:02d}"
-

@@ -89,7 +89,9 @@ def choose_batch_environment(
     problems = environment_problems(environment)
     if problems:
         raise TransformJobError(problems)
-    return EnvironmentChoice(environment=environment, kept_from_model=tuple(key for key in kept if key not in (extra or {})))
+    return EnvironmentChoice(
+        environment=environment, kept_from_model=tuple(key for key in kept if key not in (extra or {}))
+    )
 
 
 def environment_problems(environment: Mapping[str, str]) -> list[str]:
@@ -157,7 +159,10 @@ class TransformJobSpec:
             problems.append(f"--instance-count must be >= 1, got {self.instance_count}")
         if not 1 <= self.max_payload_mb <= MAX_PAYLOAD_TIMES_CONCURRENCY_MB:
             problems.append(f"--max-payload-mb must be 1-{MAX_PAYLOAD_TIMES_CONCURRENCY_MB}, got {self.max_payload_mb}")
-        elif self.max_concurrent_transforms < 1 or self.max_concurrent_transforms * self.max_payload_mb > MAX_PAYLOAD_TIMES_CONCURRENCY_MB:
+        elif (
+            self.max_concurrent_transforms < 1
+            or self.max_concurrent_transforms * self.max_payload_mb > MAX_PAYLOAD_TIMES_CONCURRENCY_MB
+        ):
             most = MAX_PAYLOAD_TIMES_CONCURRENCY_MB // self.max_payload_mb
             problems.append(
                 f"--max-concurrent-transforms {self.max_concurrent_transforms} x --max-payload-mb {self.max_payload_mb} "

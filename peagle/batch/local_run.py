@@ -81,7 +81,13 @@ def _outcome(line_number: int, line: bytes, transport, policy: RetryPolicy, slee
     except (ConnectionFailedError, ClientConfigurationError) as error:
         raise ServerUnreachableError(str(error), status=error.status) from error
     except PeagleClientError as error:
-        return RecordOutcome(line_number, failed_output(line, error.status, error.message), ok=False, status=error.status, message=str(error))
+        return RecordOutcome(
+            line_number,
+            failed_output(line, error.status, error.message),
+            ok=False,
+            status=error.status,
+            message=str(error),
+        )
     usage = answer.get("usage") if isinstance(answer, dict) else None
     usage = usage if isinstance(usage, dict) else {}
     return RecordOutcome(
@@ -121,7 +127,10 @@ def run_records(
     started = time.perf_counter()
     output_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with output_path.open("w", encoding="utf-8") as out, ThreadPoolExecutor(concurrency, thread_name_prefix="batch") as pool:
+        with (
+            output_path.open("w", encoding="utf-8") as out,
+            ThreadPoolExecutor(concurrency, thread_name_prefix="batch") as pool,
+        ):
             # A window of submitted records, drained from the front: output stays in input
             # order while at most ~2 x concurrency answers wait in memory.
             window: deque[Future[RecordOutcome]] = deque()

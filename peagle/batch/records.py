@@ -72,11 +72,14 @@ def record_problem(line: bytes, *, max_payload_mb: int = DEFAULT_MAX_PAYLOAD_MB)
     except json.JSONDecodeError as error:
         return f"not JSON ({error.msg} at column {error.colno})"
     if not isinstance(record, dict):
-        return f"a JSON {type(record).__name__}, expected an object like {{\"prompt\": \"...\"}}"
+        return f'a JSON {type(record).__name__}, expected an object like {{"prompt": "..."}}'
     has_prompt, has_messages = "prompt" in record, "messages" in record
     if has_prompt == has_messages:
-        return ("has both 'prompt' and 'messages'; keep one" if has_prompt
-                else f"needs 'prompt' (completion) or 'messages' (chat); keys: {', '.join(sorted(record)) or 'none'}")
+        return (
+            "has both 'prompt' and 'messages'; keep one"
+            if has_prompt
+            else f"needs 'prompt' (completion) or 'messages' (chat); keys: {', '.join(sorted(record)) or 'none'}"
+        )
     if has_prompt and not (isinstance(record["prompt"], str) or _is_token_list(record["prompt"])):
         return "'prompt' must be a string (or a list of token ids)"
     if has_messages and not _is_messages(record["messages"]):
@@ -89,7 +92,11 @@ def record_problem(line: bytes, *, max_payload_mb: int = DEFAULT_MAX_PAYLOAD_MB)
 
 
 def _is_token_list(value: object) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(item, int) and not isinstance(item, bool) for item in value)
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, int) and not isinstance(item, bool) for item in value)
+    )
 
 
 def _is_messages(value: object) -> bool:
@@ -161,4 +168,3 @@ def _parsed_or_text(line: bytes) -> object:
         return json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return line.decode("utf-8", errors="replace")
-

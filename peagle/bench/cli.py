@@ -27,26 +27,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "speculation on vs off); --compare-to checks against a stored baseline. "
         "Exit 0 ok, 1 failed requests or target, 2 bad arguments, 3 regression vs --compare-to.",
     )
-    parser.add_argument("--url", action="append", default=[], help="a server speaking the container contract (repeatable)")
+    parser.add_argument(
+        "--url", action="append", default=[], help="a server speaking the container contract (repeatable)"
+    )
     parser.add_argument("--endpoint", action="append", default=[], help="a SageMaker endpoint name (repeatable)")
     parser.add_argument("--region", help="AWS region of the endpoints")
-    parser.add_argument("--label", action="append", default=[], help="a name per target: the --url targets in order, then the --endpoint ones (default: the target)")
-    parser.add_argument("--from-results", action="append", default=[], type=Path, metavar="RESULTS_JSON", help="add the runs of a stored results.json to the report (repeatable)")
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        help="a name per target: the --url targets in order, then the --endpoint ones (default: the target)",
+    )
+    parser.add_argument(
+        "--from-results",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="add the runs of a stored results.json to the report (repeatable)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="report folder (created)")
     parser.add_argument("--concurrency", default="1,4", help="comma-separated levels (default 1,4)")
     parser.add_argument("--requests", type=int, default=12, help="requests per concurrency level (default 12)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests per target first (default 1)")
-    parser.add_argument("--buckets", default=",".join(DEFAULT_BUCKETS), help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)}, or 'none' (default {','.join(DEFAULT_BUCKETS)})")
-    parser.add_argument("--prompts-file", type=Path, help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line)")
+    parser.add_argument(
+        "--buckets",
+        default=",".join(DEFAULT_BUCKETS),
+        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)}, or 'none' (default {','.join(DEFAULT_BUCKETS)})",
+    )
+    parser.add_argument(
+        "--prompts-file", type=Path, help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompt set")
     add_sampling_arguments(parser)
-    parser.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false", help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)")
+    parser.add_argument(
+        "--no-ignore-eos",
+        dest="ignore_eos",
+        action="store_false",
+        help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)",
+    )
     price = parser.add_mutually_exclusive_group()
     price.add_argument("--instance-type", help="catalog instance type, for cost per 1M output tokens")
-    price.add_argument("--price-per-hour", type=float, help="instance price in USD per hour, for cost per 1M output tokens")
-    parser.add_argument("--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions")
-    parser.add_argument("--tolerance", type=float, default=0.10, help="relative change counted as a regression (default 0.10)")
-    parser.add_argument("--max-error-rate", type=float, default=0.0, help="exit 1 when a level's error rate is above this (default 0)")
+    price.add_argument(
+        "--price-per-hour", type=float, help="instance price in USD per hour, for cost per 1M output tokens"
+    )
+    parser.add_argument(
+        "--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions"
+    )
+    parser.add_argument(
+        "--tolerance", type=float, default=0.10, help="relative change counted as a regression (default 0.10)"
+    )
+    parser.add_argument(
+        "--max-error-rate", type=float, default=0.0, help="exit 1 when a level's error rate is above this (default 0)"
+    )
     parser.add_argument("--max-attempts", type=int, default=5, help="client attempts per request (default 5)")
     parser.add_argument("--server-note", help="free text recorded with the results, e.g. how the server was started")
     parser.set_defaults(handler=run_bench)
@@ -112,7 +145,10 @@ def _run(args: argparse.Namespace) -> int:
         print("error: error rate above --max-error-rate: " + "; ".join(too_many_errors), file=sys.stderr)
         return EXIT_FAILED
     if regressions:
-        print(f"regression: {len(regressions)} metric(s) worse than {args.compare_to} by more than {args.tolerance:.0%}; see report.md", file=sys.stderr)
+        print(
+            f"regression: {len(regressions)} metric(s) worse than {args.compare_to} by more than {args.tolerance:.0%}; see report.md",
+            file=sys.stderr,
+        )
         return EXIT_REGRESSED
     return EXIT_OK
 
@@ -131,8 +167,13 @@ def _targets(args: argparse.Namespace):
     targets += [BenchTarget(label=name, endpoint=name, region=args.region) for name in args.endpoint]
     if args.label:
         if len(args.label) != len(targets):
-            raise BadArguments(f"{len(args.label)} --label for {len(targets)} targets: give one per --url/--endpoint, in order")
-        targets = [BenchTarget(label=label, url=t.url, endpoint=t.endpoint, region=t.region) for label, t in zip(args.label, targets)]
+            raise BadArguments(
+                f"{len(args.label)} --label for {len(targets)} targets: give one per --url/--endpoint, in order"
+            )
+        targets = [
+            BenchTarget(label=label, url=t.url, endpoint=t.endpoint, region=t.region)
+            for label, t in zip(args.label, targets, strict=False)
+        ]
     labels = [target.label for target in targets]
     if len(set(labels)) != len(labels):
         raise BadArguments(f"labels must be unique, got {labels}")
@@ -208,7 +249,9 @@ def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
     catalog = load_catalog()
     instance = catalog.instances.get(args.instance_type)
     if instance is None:
-        raise BadArguments(f"unknown instance type {args.instance_type!r}; catalog has: {', '.join(sorted(catalog.instances))}")
+        raise BadArguments(
+            f"unknown instance type {args.instance_type!r}; catalog has: {', '.join(sorted(catalog.instances))}"
+        )
     return instance.price_per_hour_usd, f"catalog {args.instance_type}, {catalog.price_region}, {catalog.price_date}"
 
 
@@ -252,7 +295,9 @@ def _print_summary(results, out_dir: Path) -> None:
         for level in run.levels:
             tpot = f"{level.tpot_s.p50 * 1000:.1f} ms" if level.tpot_s else "n/a"
             spec = level.speculation
-            accept = f", acceptance length {spec.mean_acceptance_length:.2f}" if spec and spec.mean_acceptance_length else ""
+            accept = (
+                f", acceptance length {spec.mean_acceptance_length:.2f}" if spec and spec.mean_acceptance_length else ""
+            )
             print(
                 f"  {run.label} c={level.concurrency}: {level.output_tokens_per_s:.1f} output tok/s, "
                 f"TPOT p50 {tpot}, errors {level.failed}/{level.requests}{accept}"

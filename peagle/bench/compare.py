@@ -55,8 +55,15 @@ METRICS: dict[str, Metric] = {
 # ITL is left out of comparisons: it moves with how tokens are chunked (several per
 # event under speculation) and delivered (bursts from a busy server), not with speed.
 SIDE_BY_SIDE_METRICS = (
-    "output_tokens_per_s", "requests_per_s", "ttft_p50", "tpot_p50", "e2e_p50", "e2e_p90",
-    "server_ttft_mean", "server_tpot_mean", "acceptance_length",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "ttft_p50",
+    "tpot_p50",
+    "e2e_p50",
+    "e2e_p90",
+    "server_ttft_mean",
+    "server_tpot_mean",
+    "acceptance_length",
 )
 # What --compare-to checks.
 REGRESSION_METRICS = ("output_tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p90", "acceptance_rate")
@@ -96,7 +103,15 @@ def find_regressions(current: RunResult, baseline: RunResult, tolerance: float) 
             continue
         where = {"run": current.label, "baseline_run": baseline.label, "concurrency": level.concurrency}
         if level.error_rate > reference.error_rate + ERROR_RATE_SLACK:
-            regressions.append({**where, "metric": "error_rate", "baseline": reference.error_rate, "current": level.error_rate, "change": level.error_rate - reference.error_rate})
+            regressions.append(
+                {
+                    **where,
+                    "metric": "error_rate",
+                    "baseline": reference.error_rate,
+                    "current": level.error_rate,
+                    "change": level.error_rate - reference.error_rate,
+                }
+            )
         for name in REGRESSION_METRICS:
             metric = METRICS[name]
             now, before = metric.read(level), metric.read(reference)

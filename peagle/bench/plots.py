@@ -28,7 +28,7 @@ def _throughput_vs_latency(runs: Sequence[RunResult], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for axis, metric_name in zip(axes, ("tpot_p50", "e2e_p90")):
+    for axis, metric_name in zip(axes, ("tpot_p50", "e2e_p90"), strict=False):
         metric = METRICS[metric_name]
         for run in runs:
             points = [(metric.read(level), level.output_tokens_per_s, level.concurrency) for level in run.levels]
@@ -57,7 +57,7 @@ def _side_by_side(runs: Sequence[RunResult], path: Path) -> Path:
     names = ("output_tokens_per_s", "tpot_p50", "ttft_p50")
     figure, axes = plt.subplots(1, len(names), figsize=(10, 3.4))
     width = 0.8 / len(runs)
-    for axis, name in zip(axes, names):
+    for axis, name in zip(axes, names, strict=False):
         metric = METRICS[name]
         for index, run in enumerate(runs):
             values = []

@@ -67,7 +67,7 @@ def synthetic_prompts(buckets: Sequence[str], *, per_bucket: int = 4, seed: int 
     rng = random.Random(seed)
     by_bucket = [[_synthetic_case(bucket, index, rng) for index in range(per_bucket)] for bucket in buckets]
     # Interleave so that any prefix of the set (a short run) still mixes lengths.
-    return [case for group in zip(*by_bucket) for case in group]
+    return [case for group in zip(*by_bucket, strict=False) for case in group]
 
 
 def _synthetic_case(bucket: str, index: int, rng: random.Random) -> PromptCase:

@@ -94,12 +94,21 @@ def _run_section(run: RunResult) -> list[str]:
 def _side_by_side(runs: Sequence[RunResult]) -> list[str]:
     reference = reference_run(runs)
     others = [run for run in runs if run is not reference]
-    header = ["concurrency", "metric", *(f"`{run.label}`" for run in runs), *(f"`{run.label}` / `{reference.label}`" for run in others)]
+    header = [
+        "concurrency",
+        "metric",
+        *(f"`{run.label}`" for run in runs),
+        *(f"`{run.label}` / `{reference.label}`" for run in others),
+    ]
     lines = [
         "## Side by side",
         "",
         f"Ratios are against `{reference.label}`"
-        + (" (speculation off): for tokens/s above 1 is a speed-up, for latencies below 1 is." if reference.speculation == "off" else "."),
+        + (
+            " (speculation off): for tokens/s above 1 is a speed-up, for latencies below 1 is."
+            if reference.speculation == "off"
+            else "."
+        ),
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -110,9 +119,16 @@ def _side_by_side(runs: Sequence[RunResult]) -> list[str]:
             values = [metric.read(level) if (level := run.level(concurrency)) else None for run in runs]
             reference_level = reference.level(concurrency)
             reference_value = metric.read(reference_level) if reference_level else None
-            ratios = [ratio(metric.read(level) if (level := run.level(concurrency)) else None, reference_value) for run in others]
+            ratios = [
+                ratio(metric.read(level) if (level := run.level(concurrency)) else None, reference_value)
+                for run in others
+            ]
             title = f"{metric.title} ({metric.unit})" if metric.unit else metric.title
-            cells = [str(concurrency), title, *(_num(v * metric.scale if v is not None else None, ".2f") for v in values)]
+            cells = [
+                str(concurrency),
+                title,
+                *(_num(v * metric.scale if v is not None else None, ".2f") for v in values),
+            ]
             cells += [_num(r, ".2f") + ("x" if r is not None else "") for r in ratios]
             lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
@@ -122,7 +138,10 @@ def _regressions(results: BenchResults) -> list[str]:
     lines = [f"## Compared to `{results.compared_to}`", ""]
     if not results.regressions:
         return lines + ["No regression beyond the tolerance.", ""]
-    lines += ["| run | baseline run | concurrency | metric | baseline | now | change |", "|---|---|---:|---|---:|---:|---:|"]
+    lines += [
+        "| run | baseline run | concurrency | metric | baseline | now | change |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
     for item in results.regressions:
         lines.append(
             f"| {item['run']} | {item['baseline_run']} | {item['concurrency']} | {item['metric']} | "

@@ -104,8 +104,8 @@ class BenchResults:
 
 def results_to_json(results: BenchResults) -> str:
     payload = asdict(results)
-    for run_payload, run in zip(payload["runs"], results.runs):
-        for level_payload, level in zip(run_payload["levels"], run.levels):
+    for run_payload, run in zip(payload["runs"], results.runs, strict=False):
+        for level_payload, level in zip(run_payload["levels"], run.levels, strict=False):
             level_payload["error_rate"] = level.error_rate  # derived, stored for readers of the JSON
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
@@ -116,7 +116,9 @@ def load_results(path: Path) -> BenchResults:
     except (OSError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot read benchmark results {path}: {error}") from error
     if payload.get("schema") != SCHEMA:
-        raise ValueError(f"{path} is not a peagle bench results file (schema {payload.get('schema')!r}, want {SCHEMA!r})")
+        raise ValueError(
+            f"{path} is not a peagle bench results file (schema {payload.get('schema')!r}, want {SCHEMA!r})"
+        )
     runs = [_run_from_dict(run) for run in payload["runs"]]
     return BenchResults(
         created_utc=payload["created_utc"],

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peagle.bench.load import run_closed_loop, send_one
-from peagle.bench.vllm_counters import server_latency_between, speculation_between
 from peagle.bench.prompts import PromptCase
 from peagle.bench.results import LevelResult, RunResult
 from peagle.bench.server_probe import ENDPOINT_METRICS_NOTE, ServerInfo, probe_url, scrape_metrics
 from peagle.bench.stats import RequestRecord, summarise_level
+from peagle.bench.vllm_counters import server_latency_between, speculation_between
 from peagle.client import GenerationRequest, PeagleClient
 
 
@@ -79,7 +79,9 @@ def run_target(
     for request in build_requests(settings, settings.warmup_requests):
         warmup = send_one(client, request)
         if not warmup.ok:
-            raise WarmupFailedError(f"{target.description}: warm-up request failed: {warmup.error_type}: {warmup.error_message}")
+            raise WarmupFailedError(
+                f"{target.description}: warm-up request failed: {warmup.error_type}: {warmup.error_message}"
+            )
 
     levels: list[LevelResult] = []
     for concurrency in settings.concurrency:

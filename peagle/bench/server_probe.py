@@ -45,7 +45,9 @@ def probe_url(base_url: str) -> ServerInfo:
         pass  # a server without these routes can still be benchmarked
     snapshot = scrape_metrics(base_url)
     if snapshot is None:
-        return ServerInfo(model, max_model_len, version, note=f"{base_url}/metrics not reachable: acceptance not measured.")
+        return ServerInfo(
+            model, max_model_len, version, note=f"{base_url}/metrics not reachable: acceptance not measured."
+        )
     speculation = "on" if has_speculation(snapshot) else "off"
     return ServerInfo(model, max_model_len, f"vllm {version}" if version else None, True, speculation)
 

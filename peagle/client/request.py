@@ -95,7 +95,7 @@ class Timings:
     @property
     def inter_chunk_latencies_s(self) -> tuple[float, ...]:
         times = self.chunk_times_s
-        return tuple(later - earlier for earlier, later in zip(times, times[1:]))
+        return tuple(later - earlier for earlier, later in zip(times, times[1:], strict=False))
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,9 @@ THROTTLING_CODES = frozenset(
         "SlowDown",
     }
 )
-SERVICE_FAILURE_CODES = frozenset({"InternalFailure", "ServiceUnavailable", "InternalDependencyException", "InternalStreamFailure"})
+SERVICE_FAILURE_CODES = frozenset(
+    {"InternalFailure", "ServiceUnavailable", "InternalDependencyException", "InternalStreamFailure"}
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,9 @@ def error_for_sagemaker_failure(
     return InvalidRequestError(f"The request was rejected ({code}): {message}", status=http_status, code=code)
 
 
-def _model_error(message: str, original_status: int | None, log_stream_arn: str | None, http_status: int | None) -> PeagleClientError:
+def _model_error(
+    message: str, original_status: int | None, log_stream_arn: str | None, http_status: int | None
+) -> PeagleClientError:
     where = f" Container logs: {log_stream_arn}." if log_stream_arn else ""
     if original_status is None or original_status == 0 or original_status >= 500:
         status_text = "no response" if not original_status else f"status {original_status}"

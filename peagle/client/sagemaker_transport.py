@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from peagle.client.errors import ClientConfigurationError, ConnectionFailedError, PeagleClientError, ResponseTimeoutError
+from peagle.client.errors import (
+    ClientConfigurationError,
+    ConnectionFailedError,
+    PeagleClientError,
+    ResponseTimeoutError,
+)
 from peagle.client.retry import error_for_sagemaker_failure
 
 MIN_READ_TIMEOUT_S = 70.0
@@ -104,7 +109,9 @@ class SageMakerTransport:
                 f"{error}. Configure AWS credentials (AWS_PROFILE, environment or instance role) and a region (--region or AWS_DEFAULT_REGION)."
             ) from error
         except (ReadTimeoutError, Urllib3ReadTimeoutError) as error:
-            raise ResponseTimeoutError(f"No data from endpoint {self.endpoint_name} within the read timeout: {error}") from error
+            raise ResponseTimeoutError(
+                f"No data from endpoint {self.endpoint_name} within the read timeout: {error}"
+            ) from error
         except (ConnectTimeoutError, EndpointConnectionError) as error:
             raise ConnectionFailedError(f"Cannot reach the SageMaker runtime: {error}") from error
         except Urllib3HTTPError as error:
@@ -139,5 +146,7 @@ def _runtime_client_or_explain(region: str | None) -> Any:
         return make_runtime_client(region)
     except Exception as error:  # botocore raises NoRegionError at client creation
         if type(error).__name__ == "NoRegionError":
-            raise ClientConfigurationError("No AWS region configured: pass --region or set AWS_DEFAULT_REGION.") from error
+            raise ClientConfigurationError(
+                "No AWS region configured: pass --region or set AWS_DEFAULT_REGION."
+            ) from error
         raise

@@ -36,21 +36,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Extra vLLM options go after `--`."
         ),
     )
-    parser.add_argument("--speculative-tokens", "-k", type=_non_negative_int, default=4, metavar="K",
-                        help="draft tokens per step (default 4; 0 turns speculation off)")
+    parser.add_argument(
+        "--speculative-tokens",
+        "-k",
+        type=_non_negative_int,
+        default=4,
+        metavar="K",
+        help="draft tokens per step (default 4; 0 turns speculation off)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080, as on SageMaker)")
-    parser.add_argument("--models-dir", type=Path, default=None,
-                        help=f"where the tiny pair is built and kept (default {default_models_dir()})")
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=None,
+        help=f"where the tiny pair is built and kept (default {default_models_dir()})",
+    )
     parser.add_argument("--rebuild", action="store_true", help="rebuild the tiny pair even if present")
-    parser.add_argument("--build-only", action="store_true",
-                        help="build the tiny pair, print its directories and exit")
-    parser.add_argument("--max-model-len", type=int, default=DEFAULT_MAX_MODEL_LEN,
-                        help=f"context length served (default {DEFAULT_MAX_MODEL_LEN})")
-    parser.add_argument("--kpi-interval-seconds", type=float, default=None,
-                        help="KPI line period (default: PEAGLE_KPI_INTERVAL_SECONDS or 60)")
-    parser.add_argument("vllm_args", nargs=argparse.REMAINDER,
-                        help="after `--`: extra vLLM options, passed through unchanged")
+    parser.add_argument("--build-only", action="store_true", help="build the tiny pair, print its directories and exit")
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=DEFAULT_MAX_MODEL_LEN,
+        help=f"context length served (default {DEFAULT_MAX_MODEL_LEN})",
+    )
+    parser.add_argument(
+        "--kpi-interval-seconds",
+        type=float,
+        default=None,
+        help="KPI line period (default: PEAGLE_KPI_INTERVAL_SECONDS or 60)",
+    )
+    parser.add_argument(
+        "vllm_args", nargs=argparse.REMAINDER, help="after `--`: extra vLLM options, passed through unchanged"
+    )
     parser.set_defaults(handler=run_local)
 
 
@@ -66,31 +84,35 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     import json
 
     env = dict(base)
-    env.update({
-        "SM_VLLM_MODEL": str(pair.target_dir),
-        "SM_VLLM_SERVED_MODEL_NAME": LOCAL_PAIR_ID,
-        "SM_VLLM_MAX_MODEL_LEN": str(args.max_model_len),
-        "SM_VLLM_MAX_NUM_SEQS": "16",
-        # CPU: float32 kernels, no graph capture; the KV cache is sized from one
-        # NUMA node's host memory, of which the tiny pair needs very little.
-        "SM_VLLM_DTYPE": "float32",
-        "SM_VLLM_ENFORCE_EAGER": "true",
-        "SM_VLLM_GPU_MEMORY_UTILIZATION": "0.1",
-        "PEAGLE_MODEL_PAIR": LOCAL_PAIR_ID,
-        "PEAGLE_DRAFTER_TRAINED_K": str(pair.trained_speculative_tokens),
-        "PEAGLE_MODEL_ROOT": str(pair.root),
-        "PEAGLE_HOST": args.host,
-        "PEAGLE_PORT": str(args.port),
-    })
+    env.update(
+        {
+            "SM_VLLM_MODEL": str(pair.target_dir),
+            "SM_VLLM_SERVED_MODEL_NAME": LOCAL_PAIR_ID,
+            "SM_VLLM_MAX_MODEL_LEN": str(args.max_model_len),
+            "SM_VLLM_MAX_NUM_SEQS": "16",
+            # CPU: float32 kernels, no graph capture; the KV cache is sized from one
+            # NUMA node's host memory, of which the tiny pair needs very little.
+            "SM_VLLM_DTYPE": "float32",
+            "SM_VLLM_ENFORCE_EAGER": "true",
+            "SM_VLLM_GPU_MEMORY_UTILIZATION": "0.1",
+            "PEAGLE_MODEL_PAIR": LOCAL_PAIR_ID,
+            "PEAGLE_DRAFTER_TRAINED_K": str(pair.trained_speculative_tokens),
+            "PEAGLE_MODEL_ROOT": str(pair.root),
+            "PEAGLE_HOST": args.host,
+            "PEAGLE_PORT": str(args.port),
+        }
+    )
     if args.kpi_interval_seconds is not None:
         env["PEAGLE_KPI_INTERVAL_SECONDS"] = str(args.kpi_interval_seconds)
     if args.speculative_tokens > 0:
-        env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps({
-            "method": "eagle3",
-            "model": str(pair.drafter_dir),
-            "num_speculative_tokens": args.speculative_tokens,
-            "parallel_drafting": True,
-        })
+        env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(
+            {
+                "method": "eagle3",
+                "model": str(pair.drafter_dir),
+                "num_speculative_tokens": args.speculative_tokens,
+                "parallel_drafting": True,
+            }
+        )
     else:
         env.pop("SM_VLLM_SPECULATIVE_CONFIG", None)
     return env

@@ -33,20 +33,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(unless --allow-replace), unstaged weights, log-group names already taken. Prints each finding with its "
         "source and the safe sequence of deploys. Exit 0 safe, 1 refused, 2 bad input, 3 AWS credentials/access.",
     )
-    parser.add_argument("--deployment", help=f"the deployment YAML being deployed (default {DEFAULT_DEPLOYMENT_FILE}); "
-                        "checked against cdk.out and named in the safe sequences")
-    parser.add_argument("--new", type=Path, metavar="TEMPLATE",
-                        help=f"template to deploy (default: the {ENDPOINT_STACK_ID} stack's template in --cdk-out)")
-    parser.add_argument("--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)")
+    parser.add_argument(
+        "--deployment",
+        help=f"the deployment YAML being deployed (default {DEFAULT_DEPLOYMENT_FILE}); "
+        "checked against cdk.out and named in the safe sequences",
+    )
+    parser.add_argument(
+        "--new",
+        type=Path,
+        metavar="TEMPLATE",
+        help=f"template to deploy (default: the {ENDPOINT_STACK_ID} stack's template in --cdk-out)",
+    )
+    parser.add_argument(
+        "--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"
+    )
     deployed = parser.add_mutually_exclusive_group(required=True)
-    deployed.add_argument("--deployed-template", type=Path, metavar="FILE",
-                          help="the deployed template as a JSON/YAML file (no AWS calls)")
-    deployed.add_argument("--stack", nargs="?", const=_FROM_MANIFEST, metavar="NAME",
-                          help="read the deployed template from this CloudFormation stack (needs credentials); "
-                          "without NAME: the stack cdk.out deploys the new template as")
+    deployed.add_argument(
+        "--deployed-template",
+        type=Path,
+        metavar="FILE",
+        help="the deployed template as a JSON/YAML file (no AWS calls)",
+    )
+    deployed.add_argument(
+        "--stack",
+        nargs="?",
+        const=_FROM_MANIFEST,
+        metavar="NAME",
+        help="read the deployed template from this CloudFormation stack (needs credentials); "
+        "without NAME: the stack cdk.out deploys the new template as",
+    )
     parser.add_argument("--region", help="AWS region of the stack (default: the AWS config's)")
-    parser.add_argument("--allow-replace", action="store_true",
-                        help="allow replacing the endpoint (a changed endpoint name): clients must switch names")
+    parser.add_argument(
+        "--allow-replace",
+        action="store_true",
+        help="allow replacing the endpoint (a changed endpoint name): clients must switch names",
+    )
     parser.set_defaults(handler=run_preflight)
 
 
@@ -78,7 +99,9 @@ def _preflight(args: argparse.Namespace) -> int:
     if args.deployed_template is not None:
         old = load_template_file(args.deployed_template)
         if not old.of_type(ENDPOINT):
-            raise TemplateError(f"{args.deployed_template} has no {ENDPOINT}: pass the deployed endpoint stack's template")
+            raise TemplateError(
+                f"{args.deployed_template} has no {ENDPOINT}: pass the deployed endpoint stack's template"
+            )
         print(f"preflight: {new_path} against {old.source}")
     else:
         from peagle.preflight import deployed
@@ -155,7 +178,9 @@ def _report(findings) -> int:
             print(f"  {step}. {text}")
     warnings = sum(finding.severity is Severity.WARN for finding in findings)
     if refused:
-        print(f"\nrefused: {len(refused)} illegal transition(s); do not deploy this template, follow the safe sequence above")
+        print(
+            f"\nrefused: {len(refused)} illegal transition(s); do not deploy this template, follow the safe sequence above"
+        )
         return EXIT_REFUSED
     if warnings:
         for finding in findings:

@@ -90,7 +90,8 @@ class AwsAccount:
 
     def log_group_exists(self, name: str) -> bool:
         logs = _client(self._session, "logs")
-        with aws_call(f"looking for log group {name} (CloudWatch Logs DescribeLogGroups)",
-                      permission="logs:DescribeLogGroups"):
+        with aws_call(
+            f"looking for log group {name} (CloudWatch Logs DescribeLogGroups)", permission="logs:DescribeLogGroups"
+        ):
             groups = logs.describe_log_groups(logGroupNamePrefix=name, limit=5)["logGroups"]
         return any(group.get("logGroupName") == name for group in groups)

@@ -99,27 +99,35 @@ def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context
         )
         guardrail = after.guardrail or (before.guardrail if after.retain_deployment_config else None)
         if guardrail is None:
-            findings.append(Finding(
-                rule="variant-set", severity=Severity.NOTE, what=change,
-                why="the update runs without deployment guardrails (no DeploymentConfig): SageMaker's plain update, "
+            findings.append(
+                Finding(
+                    rule="variant-set",
+                    severity=Severity.NOTE,
+                    what=change,
+                    why="the update runs without deployment guardrails (no DeploymentConfig): SageMaker's plain update, "
                     "no canary, no baking period and no automatic rollback protects this deploy; watch it, and set "
                     "rollout.strategy back with your next deploy",
-                source=GUARDRAIL_EXCLUSIONS,
-            ))
+                    source=GUARDRAIL_EXCLUSIONS,
+                )
+            )
             continue
-        findings.append(Finding(
-            rule="variant-set", severity=Severity.REFUSE, what=change,
-            why=f"the update runs {guardrail} (the new template's DeploymentConfig), and SageMaker requires: \"When "
+        findings.append(
+            Finding(
+                rule="variant-set",
+                severity=Severity.REFUSE,
+                what=change,
+                why=f"the update runs {guardrail} (the new template's DeploymentConfig), and SageMaker requires: \"When "
                 "doing a blue/green or rolling deployment, your new endpoint configuration must have the same variant "
-                "name as the old endpoint configuration.\" UpdateEndpoint would fail and CloudFormation roll back",
-            source=GUARDRAIL_EXCLUSIONS,
-            safe_sequence=(
-                f"deploy this change once with `rollout.strategy: none` in {context.deployment_file} (SageMaker's plain "
-                "update: no guardrails, no auto-rollback)",
-                f"then set the strategy back (`rollout.strategy: {'rolling' if guardrail == 'rolling' else 'blue_green'}`) "
-                "with your next deploy",
-            ),
-        ))
+                'name as the old endpoint configuration." UpdateEndpoint would fail and CloudFormation roll back',
+                source=GUARDRAIL_EXCLUSIONS,
+                safe_sequence=(
+                    f"deploy this change once with `rollout.strategy: none` in {context.deployment_file} (SageMaker's plain "
+                    "update: no guardrails, no auto-rollback)",
+                    f"then set the strategy back (`rollout.strategy: {'rolling' if guardrail == 'rolling' else 'blue_green'}`) "
+                    "with your next deploy",
+                ),
+            )
+        )
     return findings
 
 
@@ -152,13 +160,21 @@ def autoscaled_variant_update(old: StackTemplate, new: StackTemplate, context: C
             if replacement is None:
                 findings.append(_autoscaled_variant_removed(before, variant.name, context))
             elif canonical(replacement.instance_type) != canonical(variant.instance_type):
-                findings.append(_autoscaled_instance_type(old, new, before, variant.instance_type,
-                                                          replacement.instance_type, variant.name, context))
+                findings.append(
+                    _autoscaled_instance_type(
+                        old, new, before, variant.instance_type, replacement.instance_type, variant.name, context
+                    )
+                )
     return findings
 
 
 def _autoscaled_instance_type(
-    old: StackTemplate, new: StackTemplate, endpoint: Endpoint, old_type: Any, new_type: Any, variant: str,
+    old: StackTemplate,
+    new: StackTemplate,
+    endpoint: Endpoint,
+    old_type: Any,
+    new_type: Any,
+    variant: str,
     context: CheckContext,
 ) -> Finding:
     old_text, new_text = old.render(old_type), new.render(new_type)
@@ -171,12 +187,13 @@ def _autoscaled_instance_type(
     else:
         off, on = "`autoscaling.enabled: false`", "`autoscaling.enabled: true`"
     return Finding(
-        rule="autoscaled-instance-type", severity=Severity.REFUSE,
+        rule="autoscaled-instance-type",
+        severity=Severity.REFUSE,
         what=f"{_label(endpoint)}: variant {variant} instance type {old_text} -> {new_text} while the variant is "
-             "registered with Application Auto Scaling",
-        why="SageMaker: \"If the update would change the instance type for any model that is a target for auto "
-            "scaling, the update fails.\" Disabling autoscaling in the same deploy does not help: CloudFormation "
-            "deregisters the scalable target only after the endpoint update",
+        "registered with Application Auto Scaling",
+        why='SageMaker: "If the update would change the instance type for any model that is a target for auto '
+        'scaling, the update fails." Disabling autoscaling in the same deploy does not help: CloudFormation '
+        "deregisters the scalable target only after the endpoint update",
         source=AUTOSCALING_UPDATE,
         safe_sequence=(
             f"set {off} in {dep}, keep `instance.type: {old_text}`, and deploy (CloudFormation deletes the scaling "
@@ -189,10 +206,11 @@ def _autoscaled_instance_type(
 
 def _autoscaled_variant_removed(endpoint: Endpoint, variant: str, context: CheckContext) -> Finding:
     return Finding(
-        rule="autoscaled-instance-type", severity=Severity.REFUSE,
+        rule="autoscaled-instance-type",
+        severity=Severity.REFUSE,
         what=f"{_label(endpoint)}: variant {variant} is removed while it is registered with Application Auto Scaling",
         why="SageMaker requires a variant to be deregistered from auto scaling before an update removes it; "
-            "CloudFormation deregisters the scalable target only after the endpoint update",
+        "CloudFormation deregisters the scalable target only after the endpoint update",
         source=AUTOSCALING_UPDATE,
         safe_sequence=(
             f"deploy once with autoscaling of variant {variant} removed (`autoscaling.enabled: false` in "
@@ -211,8 +229,12 @@ def _autoscaled_variant_removed(endpoint: Endpoint, variant: str, context: Check
 # from other dependent resources to point to the replacement resource, and then deletes
 # the old resource." The endpoint's log group is named after the endpoint and retained
 # (cdk_constructs/endpoint_logs.py: RemovalPolicy.RETAIN), so the old one stays behind.
-ENDPOINT_NAME_REPLACEMENT = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-endpoint.html"
-UPDATE_BEHAVIORS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html"
+ENDPOINT_NAME_REPLACEMENT = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-endpoint.html"
+)
+UPDATE_BEHAVIORS = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html"
+)
 
 
 def endpoint_replacement(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
@@ -226,7 +248,11 @@ def endpoint_replacement(old: StackTemplate, new: StackTemplate, context: CheckC
         old_name, new_name = before.name or "(generated)", after.name or "(generated)"
         old_logs = _log_group_of(old, before.name)
         new_logs = _log_group_of(new, after.name)
-        retained = f"; its log group {old_logs.name} is retained (DeletionPolicy Retain)" if old_logs and old_logs.retained else ""
+        retained = (
+            f"; its log group {old_logs.name} is retained (DeletionPolicy Retain)"
+            if old_logs and old_logs.retained
+            else ""
+        )
         why = (
             f"EndpointName changes require replacement: CloudFormation creates endpoint {new_name} (a second GPU fleet "
             f"while both run), then deletes {old_name}{retained}. Clients calling {old_name} fail once it is deleted"
@@ -243,16 +269,21 @@ def endpoint_replacement(old: StackTemplate, new: StackTemplate, context: CheckC
             "run preflight again with --allow-replace, then deploy: CloudFormation creates the new endpoint before it "
             "deletes the old one (both fleets run for a while: mind the instance quota)",
             f"switch clients to {new_name} (stack output EndpointName)"
-            + (f"; delete {old_logs.name} when its logs are no longer needed" if old_logs and old_logs.retained else ""),
+            + (
+                f"; delete {old_logs.name} when its logs are no longer needed" if old_logs and old_logs.retained else ""
+            ),
         ]
-        findings.append(Finding(
-            rule="endpoint-replacement",
-            severity=Severity.NOTE if context.allow_replace else Severity.REFUSE,
-            what=f"endpoint {old_name} is replaced by {new_name} (EndpointName changes)"
-                 + (" (allowed by --allow-replace)" if context.allow_replace else ""),
-            why=why, source=ENDPOINT_NAME_REPLACEMENT,
-            safe_sequence=() if context.allow_replace else tuple(sequence),
-        ))
+        findings.append(
+            Finding(
+                rule="endpoint-replacement",
+                severity=Severity.NOTE if context.allow_replace else Severity.REFUSE,
+                what=f"endpoint {old_name} is replaced by {new_name} (EndpointName changes)"
+                + (" (allowed by --allow-replace)" if context.allow_replace else ""),
+                why=why,
+                source=ENDPOINT_NAME_REPLACEMENT,
+                safe_sequence=() if context.allow_replace else tuple(sequence),
+            )
+        )
     return findings
 
 
@@ -260,25 +291,36 @@ def physical_name_reused(old: StackTemplate, new: StackTemplate, context: CheckC
     """An endpoint or log group keeps its name under a new logical id (a construct id renamed)."""
     findings = []
     moves = [
-        ("endpoint", {e.name: e.logical_id for e in old.endpoints() if e.name},
-         {e.name: e.logical_id for e in new.endpoints() if e.name}),
-        ("log group", {name: g.logical_id for name, g in old.named_log_groups().items()},
-         {name: g.logical_id for name, g in new.named_log_groups().items()}),
+        (
+            "endpoint",
+            {e.name: e.logical_id for e in old.endpoints() if e.name},
+            {e.name: e.logical_id for e in new.endpoints() if e.name},
+        ),
+        (
+            "log group",
+            {name: g.logical_id for name, g in old.named_log_groups().items()},
+            {name: g.logical_id for name, g in new.named_log_groups().items()},
+        ),
     ]
     for kind, before, after in moves:
         for name, new_id in after.items():
             old_id = before.get(name)
             if old_id is None or old_id == new_id:
                 continue
-            findings.append(Finding(
-                rule="physical-name-reused", severity=Severity.REFUSE,
-                what=f"{kind} {name} moves from logical id {old_id} to {new_id} (a construct id was renamed)",
-                why=f"a new logical id is a new resource: CloudFormation creates {new_id} before deleting {old_id}, "
+            findings.append(
+                Finding(
+                    rule="physical-name-reused",
+                    severity=Severity.REFUSE,
+                    what=f"{kind} {name} moves from logical id {old_id} to {new_id} (a construct id was renamed)",
+                    why=f"a new logical id is a new resource: CloudFormation creates {new_id} before deleting {old_id}, "
                     f"and the name {name} is still taken, so the create fails",
-                source=UPDATE_BEHAVIORS,
-                safe_sequence=(f"restore the construct id that produced {old_id} (construct ids are a contract: "
-                               "a rename replaces the resource), then deploy",),
-            ))
+                    source=UPDATE_BEHAVIORS,
+                    safe_sequence=(
+                        f"restore the construct id that produced {old_id} (construct ids are a contract: "
+                        "a rename replaces the resource), then deploy",
+                    ),
+                )
+            )
     return findings
 
 
@@ -310,42 +352,66 @@ def weights_prefix(old: StackTemplate, new: StackTemplate, context: CheckContext
         shown = new.render(uri)
         what = f"weights prefix {old_text} -> {shown}"
         if context.account is None:
-            findings.append(Finding(
-                rule="weights-prefix", severity=Severity.WARN, what=what,
-                why=f"the Model reads {' and '.join(STAGED_CONFIG_KEYS)} under the new prefix when the instances "
+            findings.append(
+                Finding(
+                    rule="weights-prefix",
+                    severity=Severity.WARN,
+                    what=what,
+                    why=f"the Model reads {' and '.join(STAGED_CONFIG_KEYS)} under the new prefix when the instances "
                     "start; without --stack preflight cannot look: make sure it is staged before deploying",
-                source=STAGING_DOC, safe_sequence=(stage,),
-            ))
+                    source=STAGING_DOC,
+                    safe_sequence=(stage,),
+                )
+            )
             continue
         resolved = context.account.resolve(new, uri)
         if resolved is None:
-            findings.append(Finding(
-                rule="weights-prefix", severity=Severity.WARN, what=what,
-                why="the prefix cannot be resolved outside CloudFormation (it refers to more than the account's "
+            findings.append(
+                Finding(
+                    rule="weights-prefix",
+                    severity=Severity.WARN,
+                    what=what,
+                    why="the prefix cannot be resolved outside CloudFormation (it refers to more than the account's "
                     "pseudo parameters); make sure it is staged before deploying",
-                source=STAGING_DOC, safe_sequence=(stage,),
-            ))
+                    source=STAGING_DOC,
+                    safe_sequence=(stage,),
+                )
+            )
             continue
         missing = context.account.missing_objects(resolved, STAGED_CONFIG_KEYS)
         if missing:
-            findings.append(Finding(
-                rule="weights-prefix", severity=Severity.REFUSE, what=f"{what} ({resolved})",
-                why=f"{', '.join(resolved + key for key in missing)} not found: the endpoint's instances would start, "
+            findings.append(
+                Finding(
+                    rule="weights-prefix",
+                    severity=Severity.REFUSE,
+                    what=f"{what} ({resolved})",
+                    why=f"{', '.join(resolved + key for key in missing)} not found: the endpoint's instances would start, "
                     "find no weights and fail the health check",
-                source=STAGING_DOC, safe_sequence=(stage, "then run preflight again and deploy"),
-            ))
+                    source=STAGING_DOC,
+                    safe_sequence=(stage, "then run preflight again and deploy"),
+                )
+            )
         else:
-            findings.append(Finding(
-                rule="weights-prefix", severity=Severity.NOTE, what=f"{what} ({resolved})",
-                why=f"staged: {' and '.join(STAGED_CONFIG_KEYS)} found", source=STAGING_DOC,
-            ))
+            findings.append(
+                Finding(
+                    rule="weights-prefix",
+                    severity=Severity.NOTE,
+                    what=f"{what} ({resolved})",
+                    why=f"staged: {' and '.join(STAGED_CONFIG_KEYS)} found",
+                    source=STAGING_DOC,
+                )
+            )
     if before and not after:
-        findings.append(Finding(
-            rule="weights-prefix", severity=Severity.WARN, what=f"weights prefix {old_text} -> none",
-            why="the Models no longer read weights from S3: with `artifacts.source: hub` the container downloads "
+        findings.append(
+            Finding(
+                rule="weights-prefix",
+                severity=Severity.WARN,
+                what=f"weights prefix {old_text} -> none",
+                why="the Models no longer read weights from S3: with `artifacts.source: hub` the container downloads "
                 "target and drafter at start-up (network.isolation must be false)",
-            source=STAGING_DOC,
-        ))
+                source=STAGING_DOC,
+            )
+        )
     return findings
 
 
@@ -364,23 +430,31 @@ def log_group_name_taken(old: StackTemplate, new: StackTemplate, context: CheckC
     existing = old.named_log_groups()
     for name in sorted(set(new.named_log_groups()) - set(existing)):
         if context.account is None:
-            findings.append(Finding(
-                rule="log-group-name", severity=Severity.NOTE,
-                what=f"log group {name} is created",
-                why="a log group with this name left by an earlier deploy (they are retained) makes the create "
+            findings.append(
+                Finding(
+                    rule="log-group-name",
+                    severity=Severity.NOTE,
+                    what=f"log group {name} is created",
+                    why="a log group with this name left by an earlier deploy (they are retained) makes the create "
                     f"fail; --stack checks it (`aws logs describe-log-groups --log-group-name-prefix {name}`)",
-                source=CREATE_LOG_GROUP,
-            ))
+                    source=CREATE_LOG_GROUP,
+                )
+            )
         elif context.account.log_group_exists(name):
-            findings.append(Finding(
-                rule="log-group-name", severity=Severity.REFUSE,
-                what=f"log group {name} is created, but it already exists in the account",
-                why="CreateLogGroup fails with ResourceAlreadyExistsException; it was left by an earlier deploy "
+            findings.append(
+                Finding(
+                    rule="log-group-name",
+                    severity=Severity.REFUSE,
+                    what=f"log group {name} is created, but it already exists in the account",
+                    why="CreateLogGroup fails with ResourceAlreadyExistsException; it was left by an earlier deploy "
                     "(the endpoint's log groups are retained)",
-                source=CREATE_LOG_GROUP,
-                safe_sequence=(f"export what you need from it, then `aws logs delete-log-group --log-group-name {name}`",
-                               "run preflight again and deploy"),
-            ))
+                    source=CREATE_LOG_GROUP,
+                    safe_sequence=(
+                        f"export what you need from it, then `aws logs delete-log-group --log-group-name {name}`",
+                        "run preflight again and deploy",
+                    ),
+                )
+            )
     return findings
 
 

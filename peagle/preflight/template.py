@@ -129,7 +129,7 @@ class StackTemplate:
             return str(value)
         if len(value) != 1:
             return None
-        (function, argument), = value.items()
+        ((function, argument),) = value.items()
         if function == "Ref" and isinstance(argument, str):
             if argument in pseudo:
                 return pseudo[argument]
@@ -246,7 +246,7 @@ class StackTemplate:
     def _referenced(self, value: Any, resource_type: str) -> str | None:
         """The logical id of the ``resource_type`` resource ``value`` points at (GetAtt, Ref or its literal name)."""
         if isinstance(value, Mapping) and len(value) == 1:
-            (function, argument), = value.items()
+            ((function, argument),) = value.items()
             logical_id = argument if function == "Ref" else _get_att(argument)[0] if function == "Fn::GetAtt" else None
             if logical_id in self.of_type(resource_type):
                 return logical_id

@@ -35,20 +35,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "stack, its plan whether speculation is on (K > 0), its KPI interval the default --kpi-wait-seconds",
     )
     parser.add_argument("--stack", help="CloudFormation stack holding the alarms (default <deployment name>-endpoint)")
-    parser.add_argument("--variant", default=DEFAULT_VARIANT_NAME, help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME})")
+    parser.add_argument(
+        "--variant",
+        default=DEFAULT_VARIANT_NAME,
+        help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME})",
+    )
     parser.add_argument(
         "--expect-speculation",
         choices=("auto", "on", "off"),
         default="auto",
         help="off skips speculation-on (K=0); auto: from --deployment's plan, else on (default auto)",
     )
-    parser.add_argument("--wait-seconds", type=float, default=0.0, help="poll DescribeEndpoint this long while Creating/Updating (default 0: no waiting)")
+    parser.add_argument(
+        "--wait-seconds",
+        type=float,
+        default=0.0,
+        help="poll DescribeEndpoint this long while Creating/Updating (default 0: no waiting)",
+    )
     parser.add_argument(
         "--kpi-wait-seconds",
         type=float,
         help=f"wait this long for KPI datapoints (default {KPI_INTERVALS_TO_WAIT} KPI intervals: 180 s at the default 60 s)",
     )
-    parser.add_argument("--metrics-window-minutes", type=int, default=10, help="how far back to look for KPI datapoints (default 10)")
+    parser.add_argument(
+        "--metrics-window-minutes", type=int, default=10, help="how far back to look for KPI datapoints (default 10)"
+    )
     parser.add_argument("--max-tokens", type=int, default=32, help="tokens per smoke completion (default 32)")
     parser.set_defaults(handler=run_smoke_command)
 
@@ -105,7 +116,9 @@ def resolve_options(args: argparse.Namespace):
     config = load_deployment_config(args.deployment) if args.deployment else None
     endpoint_name = args.endpoint or (config.endpoint_name if config is not None and not args.url else None)
     if not args.url and not endpoint_name:
-        raise PeagleError("give --endpoint NAME, or --deployment FILE (its endpoint is <name>-endpoint), or --url for a local server")
+        raise PeagleError(
+            "give --endpoint NAME, or --deployment FILE (its endpoint is <name>-endpoint), or --url for a local server"
+        )
     for flag, value, minimum in (
         ("--wait-seconds", args.wait_seconds, 0),
         ("--kpi-wait-seconds", args.kpi_wait_seconds, 0),
@@ -127,7 +140,9 @@ def resolve_options(args: argparse.Namespace):
         expect_speculation=expect,
         speculation_source=source,
         wait_seconds=args.wait_seconds,
-        kpi_wait_seconds=args.kpi_wait_seconds if args.kpi_wait_seconds is not None else KPI_INTERVALS_TO_WAIT * kpi_interval,
+        kpi_wait_seconds=args.kpi_wait_seconds
+        if args.kpi_wait_seconds is not None
+        else KPI_INTERVALS_TO_WAIT * kpi_interval,
         metrics_window_minutes=args.metrics_window_minutes,
         max_tokens=args.max_tokens,
         max_attempts=args.max_attempts,

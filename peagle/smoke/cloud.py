@@ -83,7 +83,13 @@ class AwsSetupError(PeagleError):
 @contextmanager
 def aws_request(doing: str, *, permission: str) -> Iterator[None]:
     """``aws_call``, except that credential failures raise ``AwsSetupError`` (they end the run)."""
-    from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError, PartialCredentialsError, TokenRetrievalError
+    from botocore.exceptions import (
+        ClientError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+        TokenRetrievalError,
+    )
 
     with aws_call(doing, permission=permission):
         try:
@@ -111,7 +117,8 @@ def check_endpoint_in_service(
     def describe() -> dict:
         try:
             with aws_request(
-                f"describing endpoint {endpoint_name} (SageMaker DescribeEndpoint)", permission="sagemaker:DescribeEndpoint"
+                f"describing endpoint {endpoint_name} (SageMaker DescribeEndpoint)",
+                permission="sagemaker:DescribeEndpoint",
             ):
                 return sagemaker.describe_endpoint(EndpointName=endpoint_name)
         except AwsCallError as error:
@@ -226,7 +233,10 @@ def check_acceptance_in_cloudwatch(reader: KpiMetricReader, *, deadline: float, 
     started = timing.monotonic()
     values = poll_until(
         lambda: reader.read(
-            {"acceptance": (SPEC_ACCEPTANCE_RATE_METRIC, "Maximum"), "length": (SPEC_MEAN_ACCEPTANCE_LENGTH_METRIC, "Maximum")}
+            {
+                "acceptance": (SPEC_ACCEPTANCE_RATE_METRIC, "Maximum"),
+                "length": (SPEC_MEAN_ACCEPTANCE_LENGTH_METRIC, "Maximum"),
+            }
         ),
         lambda read: any(value > 0 for value in read["acceptance"]),
         deadline=deadline,

@@ -81,7 +81,9 @@ def invoke_plain_url(base_url: str) -> Callable[[bytes], dict]:
                 timeout=httpx.Timeout(PLAIN_READ_TIMEOUT_S, connect=5.0),
             )
         except httpx.HTTPError as error:
-            raise ConnectionFailedError(f"POST {url} failed: {error!r}. Is the server running (`make local`)?") from error
+            raise ConnectionFailedError(
+                f"POST {url} failed: {error!r}. Is the server running (`make local`)?"
+            ) from error
         if response.status_code != 200:
             raise error_for_http_status(response.status_code, response.text[:300])
         return response.json()
@@ -132,7 +134,9 @@ def check_speculation_from_counters(before: Any, after: Any, base_url: str) -> S
     from peagle_serve import metrics as vllm_metrics
 
     if before is None or after is None:
-        return fail(SPECULATION_ON, f"GET {base_url.rstrip('/')}/metrics failed: vLLM's spec-decode counters cannot be read")
+        return fail(
+            SPECULATION_ON, f"GET {base_url.rstrip('/')}/metrics failed: vLLM's spec-decode counters cannot be read"
+        )
     speculation = speculation_between(before, after)
     if speculation is None:
         return fail(
@@ -141,7 +145,9 @@ def check_speculation_from_counters(before: Any, after: Any, base_url: str) -> S
             "counters only with a speculative config). If K=0 is intended pass --expect-speculation off",
         )
     if speculation.drafts == 0:
-        return fail(SPECULATION_ON, f"{vllm_metrics.SPEC_DRAFTS} did not grow during the smoke requests: no drafts were made")
+        return fail(
+            SPECULATION_ON, f"{vllm_metrics.SPEC_DRAFTS} did not grow during the smoke requests: no drafts were made"
+        )
     if speculation.accepted_tokens == 0:
         return fail(
             SPECULATION_ON,

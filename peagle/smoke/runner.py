@@ -126,7 +126,9 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
         record(skip(SPECULATION_ON, "no smoke request succeeded, so no drafts to count"))
     else:
         record(check_speculation_from_counters(before, scrape_metrics(options.url), options.url))
-    record(skip(KPI_METRICS, "--url: KPI metrics live in CloudWatch; a local server prints its peagle_kpi lines on stdout"))
+    record(
+        skip(KPI_METRICS, "--url: KPI metrics live in CloudWatch; a local server prints its peagle_kpi lines on stdout")
+    )
 
 
 def _run_endpoint_steps(
@@ -144,7 +146,9 @@ def _run_endpoint_steps(
     request = smoke_request(options.max_tokens)
     invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, options.variant_name)
     record(check_plain_invocation(invoke, request, timing))
-    transport = SageMakerTransport(options.endpoint_name, runtime_client=aws.runtime, target_variant=options.variant_name)
+    transport = SageMakerTransport(
+        options.endpoint_name, runtime_client=aws.runtime, target_variant=options.variant_name
+    )
     # Not closed: the runtime client is the caller's (the transport's close would close it).
     record(check_streamed_invocation(_client(transport, options, timing), request))
 

@@ -22,9 +22,18 @@ _ACCESS_DENIED = frozenset(
     {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden", "403", "AllAccessDisabled"}
 )
 BAD_CREDENTIAL_CODES = frozenset(
-    {"ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+    }
 )
-_THROTTLED = frozenset({"Throttling", "ThrottlingException", "TooManyRequestsException", "SlowDown", "RequestLimitExceeded"})
+_THROTTLED = frozenset(
+    {"Throttling", "ThrottlingException", "TooManyRequestsException", "SlowDown", "RequestLimitExceeded"}
+)
 
 
 class AwsCallError(PeagleError):
@@ -69,7 +78,9 @@ def aws_client(session: Any, service: str, **config: Any) -> Any:
     from botocore.config import Config
 
     if session.region_name is None:
-        raise AwsCallError("No AWS region configured: pass --region or set AWS_DEFAULT_REGION (or AWS_PROFILE with a region).")
+        raise AwsCallError(
+            "No AWS region configured: pass --region or set AWS_DEFAULT_REGION (or AWS_PROFILE with a region)."
+        )
     return session.client(service, config=Config(retries={"mode": "standard", "max_attempts": 5}, **config))
 
 

@@ -87,7 +87,9 @@ def read_local_config(checkpoint: CheckpointFiles) -> dict | None:
 def target_problems(target: CheckpointFiles, config: dict | None) -> list[str]:
     where = target.root or "the target repository"
     if not target.files:
-        return [f"target: {where} is missing or empty; it must hold the target checkpoint (config.json + *.safetensors)"]
+        return [
+            f"target: {where} is missing or empty; it must hold the target checkpoint (config.json + *.safetensors)"
+        ]
     problems = []
     if "config.json" not in target.files:
         problems.append(f"target: no config.json in {where}")

@@ -28,17 +28,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and ends with the ModelDataS3Uri the endpoint reads. Token: HF_TOKEN or --hf-token-secret-arn "
         "(never printed or stored). Exit 0 ok, 1 an AWS/Hub call failed, 2 bad input (nothing uploaded).",
     )
-    parser.add_argument("--deployment", help=f"deployment YAML giving the pair and the prefix (default {DEFAULT_DEPLOYMENT_FILE} if present)")
-    parser.add_argument("--model", help="model pair id (catalog or the deployment's custom_pairs); overrides the deployment's")
-    parser.add_argument("--s3-uri", help="s3://bucket/prefix/ to stage into (default: artifacts.s3_uri, else the project bucket's models/<pair>/)")
-    parser.add_argument("--from-dir", type=Path, help="stage local checkpoints: DIR/target/ and DIR/drafter/ (no Hub access)")
+    parser.add_argument(
+        "--deployment",
+        help=f"deployment YAML giving the pair and the prefix (default {DEFAULT_DEPLOYMENT_FILE} if present)",
+    )
+    parser.add_argument(
+        "--model", help="model pair id (catalog or the deployment's custom_pairs); overrides the deployment's"
+    )
+    parser.add_argument(
+        "--s3-uri",
+        help="s3://bucket/prefix/ to stage into (default: artifacts.s3_uri, else the project bucket's models/<pair>/)",
+    )
+    parser.add_argument(
+        "--from-dir", type=Path, help="stage local checkpoints: DIR/target/ and DIR/drafter/ (no Hub access)"
+    )
     parser.add_argument("--cache-dir", type=Path, help="where Hub downloads go (default ~/.cache/peagle/stage/<pair>/)")
-    parser.add_argument("--hf-token-secret-arn", help="Secrets Manager secret holding the Hugging Face token (default: HF_TOKEN)")
+    parser.add_argument(
+        "--hf-token-secret-arn", help="Secrets Manager secret holding the Hugging Face token (default: HF_TOKEN)"
+    )
     parser.add_argument("--hf-endpoint", help="a Hugging Face Hub mirror URL (default: HF_ENDPOINT or huggingface.co)")
-    parser.add_argument("--kms-key-id", help="upload with SSE-KMS under this key (default: the bucket's default encryption)")
-    parser.add_argument("--max-concurrency", type=int, default=8, help="parallel multipart threads per file (default 8)")
+    parser.add_argument(
+        "--kms-key-id", help="upload with SSE-KMS under this key (default: the bucket's default encryption)"
+    )
+    parser.add_argument(
+        "--max-concurrency", type=int, default=8, help="parallel multipart threads per file (default 8)"
+    )
     parser.add_argument("--region", help="AWS region (default: the AWS config's)")
-    parser.add_argument("--dry-run", action="store_true", help="check and print the plan (files, bytes, keys); upload nothing")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="check and print the plan (files, bytes, keys); upload nothing"
+    )
     parser.set_defaults(handler=run_stage)
 
 
@@ -103,7 +121,9 @@ def _stage(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning         {warning}", file=sys.stderr)
     if args.dry_run:
-        print(f"dry run: nothing uploaded; objects already there with the same size will be skipped. ModelDataS3Uri {plan.model_data_s3_uri}")
+        print(
+            f"dry run: nothing uploaded; objects already there with the same size will be skipped. ModelDataS3Uri {plan.model_data_s3_uri}"
+        )
         return EXIT_OK
 
     if not args.from_dir:  # the checks passed on the Hub listing: now fetch, then check what arrived
@@ -117,20 +137,24 @@ def _stage(args: argparse.Namespace) -> int:
 
     s3 = aws_client(session.get(), "s3", max_pool_connections=max(10, args.max_concurrency))
     print(f"uploading to {plan.destination.uri}" + (f" with SSE-KMS key {kms_key_id}" if kms_key_id else ""))
-    summary = upload_files(s3, plan.destination, plan.files, kms_key_id=kms_key_id, max_concurrency=args.max_concurrency)
+    summary = upload_files(
+        s3, plan.destination, plan.files, kms_key_id=kms_key_id, max_concurrency=args.max_concurrency
+    )
     print(
         f"staged {len(plan.files)} files ({plan.total_bytes / GIB:.2f} GiB): {summary.uploaded} uploaded "
         f"({summary.bytes_uploaded / GIB:.2f} GiB), {summary.skipped} already there, in {time.monotonic() - started:.1f} s"
     )
     print(f"ModelDataS3Uri  {plan.model_data_s3_uri}")
     if args.s3_uri and args.s3_uri.rstrip("/") + "/" != (config.artifacts.s3_uri or ""):
-        print(f"note: the endpoint reads this prefix only with `artifacts: {{s3_uri: {plan.model_data_s3_uri}}}` in the deployment file")
+        print(
+            f"note: the endpoint reads this prefix only with `artifacts: {{s3_uri: {plan.model_data_s3_uri}}}` in the deployment file"
+        )
     return EXIT_OK
 
 
 def _destination(args: argparse.Namespace, config, session: _LazySession):
-    from peagle.stage.aws import S3Location, caller_account
     from peagle.artifacts_layout import artifacts_bucket_name, pair_prefix
+    from peagle.stage.aws import S3Location, caller_account
 
     if args.s3_uri:
         return S3Location.parse(args.s3_uri, what="--s3-uri").as_prefix()
@@ -151,7 +175,9 @@ def _check(target, target_config, drafter, drafter_config, drafter_format: str) 
     """Raise CheckpointError with every problem at once; return the warnings."""
     from peagle.stage.checkpoints import CheckpointError, drafter_problems, drafter_warnings, target_problems
 
-    problems = target_problems(target, target_config) + drafter_problems(drafter, drafter_config, drafter_format=drafter_format)
+    problems = target_problems(target, target_config) + drafter_problems(
+        drafter, drafter_config, drafter_format=drafter_format
+    )
     if problems:
         raise CheckpointError(problems)
     return drafter_warnings(drafter, drafter_config, drafter_format=drafter_format)
@@ -169,8 +195,12 @@ def _checked_sources(args: argparse.Namespace, pair_id: str, pair, token):
         from peagle.stage.hub import list_hub_checkpoint
 
         cache = _cache_dir(args, pair_id)
-        target, target_config = list_hub_checkpoint(pair.target.hf_id, "target", token=token, endpoint=args.hf_endpoint, download_dir=cache / "target")
-        drafter, drafter_config = list_hub_checkpoint(pair.drafter.hf_id, "drafter", token=token, endpoint=args.hf_endpoint, download_dir=cache / "drafter")
+        target, target_config = list_hub_checkpoint(
+            pair.target.hf_id, "target", token=token, endpoint=args.hf_endpoint, download_dir=cache / "target"
+        )
+        drafter, drafter_config = list_hub_checkpoint(
+            pair.drafter.hf_id, "drafter", token=token, endpoint=args.hf_endpoint, download_dir=cache / "drafter"
+        )
     warnings = _check(target, target_config, drafter, drafter_config, pair.drafter.format)
     return target, drafter, warnings
 
@@ -181,8 +211,12 @@ def _downloaded_sources(args: argparse.Namespace, pair_id: str, pair, token):
 
     cache = _cache_dir(args, pair_id)
     print(f"downloading to {cache} (resumes if interrupted)")
-    target_dir = download_hub_checkpoint(pair.target.hf_id, token=token, endpoint=args.hf_endpoint, download_dir=cache / "target")
-    drafter_dir = download_hub_checkpoint(pair.drafter.hf_id, token=token, endpoint=args.hf_endpoint, download_dir=cache / "drafter")
+    target_dir = download_hub_checkpoint(
+        pair.target.hf_id, token=token, endpoint=args.hf_endpoint, download_dir=cache / "target"
+    )
+    drafter_dir = download_hub_checkpoint(
+        pair.drafter.hf_id, token=token, endpoint=args.hf_endpoint, download_dir=cache / "drafter"
+    )
     target, drafter = list_local_checkpoint(target_dir, "target"), list_local_checkpoint(drafter_dir, "drafter")
     warnings = _check(target, read_local_config(target), drafter, read_local_config(drafter), pair.drafter.format)
     return target, drafter, warnings
@@ -192,8 +226,12 @@ def _token(args: argparse.Namespace, session: _LazySession):
     """Resolved once per run; only its source is printed."""
     from peagle.stage.hub import resolve_hub_token
 
-    token = resolve_hub_token(args.hf_token_secret_arn, os.environ, session=session.get() if args.hf_token_secret_arn else None)
-    print(f"hub token       {'from ' + token.source if token else 'none (public repositories, or a stored `hf auth login`)'}")
+    token = resolve_hub_token(
+        args.hf_token_secret_arn, os.environ, session=session.get() if args.hf_token_secret_arn else None
+    )
+    print(
+        f"hub token       {'from ' + token.source if token else 'none (public repositories, or a stored `hf auth login`)'}"
+    )
     return token
 
 

@@ -46,9 +46,14 @@ def resolve_hub_token(
     """The token from ``secret_arn`` (Secrets Manager) if given, else from the environment, else None."""
     if secret_arn:
         client = secrets_client or aws_client(session, "secretsmanager")
-        with aws_call(f"reading the Hugging Face token secret {secret_arn}", permission=f"secretsmanager:GetSecretValue on {secret_arn} (and kms:Decrypt on its key if customer-managed)"):
+        with aws_call(
+            f"reading the Hugging Face token secret {secret_arn}",
+            permission=f"secretsmanager:GetSecretValue on {secret_arn} (and kms:Decrypt on its key if customer-managed)",
+        ):
             response = client.get_secret_value(SecretId=secret_arn)
-        return HubToken(_token_from_secret(response.get("SecretString"), secret_arn), source=f"Secrets Manager ({secret_arn})")
+        return HubToken(
+            _token_from_secret(response.get("SecretString"), secret_arn), source=f"Secrets Manager ({secret_arn})"
+        )
     for name in TOKEN_ENV_NAMES:
         if environ.get(name):
             return HubToken(environ[name].strip(), source=name)
@@ -57,7 +62,9 @@ def resolve_hub_token(
 
 def _token_from_secret(secret_string: str | None, secret_arn: str) -> str:
     if not secret_string:
-        raise HubError(f"secret {secret_arn} has no SecretString; store the token as text or as JSON {{\"HF_TOKEN\": ...}}")
+        raise HubError(
+            f'secret {secret_arn} has no SecretString; store the token as text or as JSON {{"HF_TOKEN": ...}}'
+        )
     text = secret_string.strip()
     if text.startswith("{"):
         try:
@@ -84,8 +91,14 @@ def _explain_hub_failure(error: Exception, repo_id: str, token: HubToken | None)
     while current is not None and current not in chain:
         chain.append(current)
         current = current.__cause__ or current.__context__
-    status = next((getattr(getattr(item, "response", None), "status_code", None) for item in chain
-                   if getattr(getattr(item, "response", None), "status_code", None)), None)
+    status = next(
+        (
+            getattr(getattr(item, "response", None), "status_code", None)
+            for item in chain
+            if getattr(getattr(item, "response", None), "status_code", None)
+        ),
+        None,
+    )
     detail = str(chain[-1]).splitlines()[0] if str(chain[-1]) else type(chain[-1]).__name__
     if token is not None:
         detail = token.scrub(detail)
@@ -93,8 +106,11 @@ def _explain_hub_failure(error: Exception, repo_id: str, token: HubToken | None)
     if any(isinstance(item, GatedRepoError) for item in chain) or status == 403:
         hint = f"{repo_id} is gated or forbidden for {who}: accept its license on the Hub with that account"
     elif status == 401:
-        hint = (f"the Hub rejected {who} for {repo_id} (401): check the token is valid and not expired"
-                if token else f"{repo_id} needs a Hugging Face token (401): set HF_TOKEN or pass --hf-token-secret-arn")
+        hint = (
+            f"the Hub rejected {who} for {repo_id} (401): check the token is valid and not expired"
+            if token
+            else f"{repo_id} needs a Hugging Face token (401): set HF_TOKEN or pass --hf-token-secret-arn"
+        )
     elif any(isinstance(item, RepositoryNotFoundError) for item in chain) or status == 404:
         hint = f"{repo_id} was not found or is private for {who}; check the id (catalog hf_id) and the token's access"
     else:
@@ -102,7 +118,9 @@ def _explain_hub_failure(error: Exception, repo_id: str, token: HubToken | None)
     return HubError(f"{hint}. Hub said: {detail}")
 
 
-def list_hub_checkpoint(repo_id: str, role: str, *, token: HubToken | None, endpoint: str | None, download_dir: Path) -> tuple[CheckpointFiles, dict | None]:
+def list_hub_checkpoint(
+    repo_id: str, role: str, *, token: HubToken | None, endpoint: str | None, download_dir: Path
+) -> tuple[CheckpointFiles, dict | None]:
     """What a download would fetch (names, sizes; no weights downloaded) and the parsed config.json."""
     from huggingface_hub import hf_hub_download, snapshot_download
 

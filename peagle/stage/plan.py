@@ -20,8 +20,6 @@ from peagle.stage.checkpoints import CheckpointFiles
 from peagle.stage.upload import GIB, StagedFile
 
 
-
-
 @dataclass(frozen=True)
 class StagePlan:
     pair_id: str
@@ -30,7 +28,9 @@ class StagePlan:
     skipped_local: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, pair_id: str, destination: S3Location, target: CheckpointFiles, drafter: CheckpointFiles) -> StagePlan:
+    def build(
+        cls, pair_id: str, destination: S3Location, target: CheckpointFiles, drafter: CheckpointFiles
+    ) -> StagePlan:
         files: list[StagedFile] = []
         skipped: list[str] = []
         for checkpoint in (target, drafter):
@@ -38,7 +38,9 @@ class StagePlan:
                 local = checkpoint.root / relative if checkpoint.root is not None else None
                 files.append(StagedFile(local_path=local, relative_key=f"{checkpoint.role}/{relative}", size=size))
             skipped += [f"{checkpoint.role}/{name}" for name in checkpoint.skipped]
-        return cls(pair_id=pair_id, destination=destination.as_prefix(), files=tuple(files), skipped_local=tuple(skipped))
+        return cls(
+            pair_id=pair_id, destination=destination.as_prefix(), files=tuple(files), skipped_local=tuple(skipped)
+        )
 
     @property
     def total_bytes(self) -> int:
@@ -56,8 +58,10 @@ class StagePlan:
             f"files           {len(self.files)} ({self.total_bytes / GIB:.2f} GiB, {self.total_bytes:,} bytes)",
         ]
         if self.skipped_local:
-            lines.append(f"not staged      {len(self.skipped_local)} file(s) vLLM never reads: {', '.join(self.skipped_local[:5])}"
-                         + (" ..." if len(self.skipped_local) > 5 else ""))
+            lines.append(
+                f"not staged      {len(self.skipped_local)} file(s) vLLM never reads: {', '.join(self.skipped_local[:5])}"
+                + (" ..." if len(self.skipped_local) > 5 else "")
+            )
         if with_files:
             lines.append("keys:")
             lines += [f"  {file.size:>15,}  {self.destination.child(file.relative_key).uri}" for file in self.files]

@@ -104,9 +104,15 @@ def upload_files(
             continue
         file_started = clock()
         try:
-            with aws_call(f"uploading to {destination.uri}", permission=f"s3:PutObject on arn:aws:s3:::{destination.bucket}/*"):
+            with aws_call(
+                f"uploading to {destination.uri}", permission=f"s3:PutObject on arn:aws:s3:::{destination.bucket}/*"
+            ):
                 s3.upload_file(
-                    str(file.local_path), destination.bucket, destination.key, ExtraArgs=extra_args or None, Config=config
+                    str(file.local_path),
+                    destination.bucket,
+                    destination.key,
+                    ExtraArgs=extra_args or None,
+                    Config=config,
                 )
         except S3UploadFailedError as error:
             raise AwsCallError(_explain_upload_failure(str(error), destination, kms_key_id)) from None
@@ -118,8 +124,12 @@ def upload_files(
 
 def _explain_upload_failure(message: str, destination: S3Location, kms_key_id: str | None) -> str:
     if "AccessDenied" in message or "403" in message:
-        key_note = f"kms:GenerateDataKey and kms:Decrypt on {kms_key_id}" if kms_key_id else (
-            "kms:GenerateDataKey and kms:Decrypt on the bucket's KMS key (the project bucket encrypts with its own key)"
+        key_note = (
+            f"kms:GenerateDataKey and kms:Decrypt on {kms_key_id}"
+            if kms_key_id
+            else (
+                "kms:GenerateDataKey and kms:Decrypt on the bucket's KMS key (the project bucket encrypts with its own key)"
+            )
         )
         return (
             f"access denied uploading to {destination.uri}: the caller needs s3:PutObject on "

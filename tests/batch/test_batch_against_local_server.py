@@ -27,12 +27,25 @@ def _write_jsonl(path, records) -> None:
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
 
 
-def test_each_line_is_one_invocation_joined_in_order_and_a_rejected_line_gets_an_error_record(local_server, tmp_path, capsys):
+def test_each_line_is_one_invocation_joined_in_order_and_a_rejected_line_gets_an_error_record(
+    local_server, tmp_path, capsys
+):
     prompts, output = tmp_path / "prompts.jsonl", tmp_path / "out" / "answers.jsonl"
     _write_jsonl(prompts, RECORDS)
 
-    exit_code = main(["batch", "--url", local_server.url, "--input", str(prompts), "--output", str(output),
-                      "--max-concurrent-transforms", "2"])
+    exit_code = main(
+        [
+            "batch",
+            "--url",
+            local_server.url,
+            "--input",
+            str(prompts),
+            "--output",
+            str(output),
+            "--max-concurrent-transforms",
+            "2",
+        ]
+    )
 
     out, err = capsys.readouterr()
     lines = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]

@@ -10,7 +10,6 @@ from botocore.stub import Stubber
 
 from peagle.batch.job_follow import follow_transform_job, model_environment, model_name_from_stack
 from peagle.errors import PeagleError
-from transform_host import cuda13_transform_host  # noqa: F401 (fixture)
 
 JOB = "peagle-gpt-oss-20b-20260301-120000"
 
@@ -69,20 +68,31 @@ def test_stopped_job_is_not_a_success():
 def test_model_name_comes_from_the_stack_output():
     client = _client("cloudformation")
     stack = {
-        "StackName": "peagle-endpoint", "CreationTime": "2026-03-01T12:00:00Z", "StackStatus": "CREATE_COMPLETE",
-        "Outputs": [{"OutputKey": "EndpointName", "OutputValue": "peagle-endpoint"},
-                    {"OutputKey": "ModelName", "OutputValue": "PeagleModel-abc123"}],
+        "StackName": "peagle-endpoint",
+        "CreationTime": "2026-03-01T12:00:00Z",
+        "StackStatus": "CREATE_COMPLETE",
+        "Outputs": [
+            {"OutputKey": "EndpointName", "OutputValue": "peagle-endpoint"},
+            {"OutputKey": "ModelName", "OutputValue": "PeagleModel-abc123"},
+        ],
     }
     with Stubber(client) as stubber:
         stubber.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "peagle-endpoint"})
         assert model_name_from_stack(client, "peagle-endpoint") == "PeagleModel-abc123"
 
-        stubber.add_response("describe_stacks", {"Stacks": [{**stack, "Outputs": stack["Outputs"][:1]}]}, {"StackName": "peagle-endpoint"})
+        stubber.add_response(
+            "describe_stacks",
+            {"Stacks": [{**stack, "Outputs": stack["Outputs"][:1]}]},
+            {"StackName": "peagle-endpoint"},
+        )
         with pytest.raises(PeagleError, match="no ModelName output .*outputs: EndpointName.*pass --model-name"):
             model_name_from_stack(client, "peagle-endpoint")
 
-        stubber.add_client_error("describe_stacks", service_error_code="ValidationError",
-                                 service_message="Stack with id peagle-endpoint does not exist")
+        stubber.add_client_error(
+            "describe_stacks",
+            service_error_code="ValidationError",
+            service_message="Stack with id peagle-endpoint does not exist",
+        )
         with pytest.raises(PeagleError, match="reading stack peagle-endpoint: AWS rejected the request: Stack with id"):
             model_name_from_stack(client, "peagle-endpoint")
 
@@ -91,7 +101,10 @@ def test_model_environment_is_read_from_the_deployed_model():
     client = _client("sagemaker")
     description = {
         "ModelName": "PeagleModel-abc123",
-        "PrimaryContainer": {"Image": "1.dkr.ecr.us-east-1.amazonaws.com/x:y", "Environment": {"PEAGLE_MODEL_PAIR": "gpt-oss-20b"}},
+        "PrimaryContainer": {
+            "Image": "1.dkr.ecr.us-east-1.amazonaws.com/x:y",
+            "Environment": {"PEAGLE_MODEL_PAIR": "gpt-oss-20b"},
+        },
         "ExecutionRoleArn": "arn:aws:iam::111122223333:role/r",
         "CreationTime": "2026-03-01T12:00:00Z",
         "ModelArn": "arn:aws:sagemaker:us-east-1:111122223333:model/peaglemodel-abc123",
@@ -99,8 +112,12 @@ def test_model_environment_is_read_from_the_deployed_model():
     with Stubber(client) as stubber:
         stubber.add_response("describe_model", description, {"ModelName": "PeagleModel-abc123"})
         assert model_environment(client, "PeagleModel-abc123") == {"PEAGLE_MODEL_PAIR": "gpt-oss-20b"}
-        stubber.add_client_error("describe_model", service_error_code="AccessDeniedException", service_message="not authorized",
-                                 http_status_code=400)
+        stubber.add_client_error(
+            "describe_model",
+            service_error_code="AccessDeniedException",
+            service_message="not authorized",
+            http_status_code=400,
+        )
         with pytest.raises(PeagleError, match="needs sagemaker:DescribeModel"):
             model_environment(client, "PeagleModel-abc123")
 
@@ -127,8 +144,16 @@ def _deployed_model(environment: dict) -> dict:
 
 
 def _stack_with_model_name() -> dict:
-    return {"Stacks": [{"StackName": "peagle-endpoint", "CreationTime": "2026-03-01T12:00:00Z", "StackStatus": "UPDATE_COMPLETE",
-                        "Outputs": [{"OutputKey": "ModelName", "OutputValue": "PeagleModel-abc123"}]}]}
+    return {
+        "Stacks": [
+            {
+                "StackName": "peagle-endpoint",
+                "CreationTime": "2026-03-01T12:00:00Z",
+                "StackStatus": "UPDATE_COMPLETE",
+                "Outputs": [{"OutputKey": "ModelName", "OutputValue": "PeagleModel-abc123"}],
+            }
+        ]
+    }
 
 
 def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_the_deployed_model(
@@ -151,21 +176,46 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
     sent = {}
 
-    aws.stubbers["cloudformation"].add_response("describe_stacks", _stack_with_model_name(), {"StackName": "peagle-endpoint"})
-    aws.stubbers["sagemaker"].add_response("describe_model", _deployed_model(deployed), {"ModelName": "PeagleModel-abc123"})
-    aws.stubbers["s3"].add_response("put_object", {"ETag": '"1"'}, {"Bucket": "my-batch-io", "Key": "in/prompts.jsonl",
-                                                                    "Body": ANY, "ChecksumAlgorithm": ANY})
-    aws.stubbers["sagemaker"].add_response("create_transform_job", {"TransformJobArn": "arn:aws:sagemaker:us-east-1:1:transform-job/nightly-1"})
-    aws.stubbers["sagemaker"].add_response("describe_transform_job", _description("Completed") | {"TransformJobName": "nightly-1"},
-                                           {"TransformJobName": "nightly-1"})
+    aws.stubbers["cloudformation"].add_response(
+        "describe_stacks", _stack_with_model_name(), {"StackName": "peagle-endpoint"}
+    )
+    aws.stubbers["sagemaker"].add_response(
+        "describe_model", _deployed_model(deployed), {"ModelName": "PeagleModel-abc123"}
+    )
+    aws.stubbers["s3"].add_response(
+        "put_object",
+        {"ETag": '"1"'},
+        {"Bucket": "my-batch-io", "Key": "in/prompts.jsonl", "Body": ANY, "ChecksumAlgorithm": ANY},
+    )
+    aws.stubbers["sagemaker"].add_response(
+        "create_transform_job", {"TransformJobArn": "arn:aws:sagemaker:us-east-1:1:transform-job/nightly-1"}
+    )
+    aws.stubbers["sagemaker"].add_response(
+        "describe_transform_job",
+        _description("Completed") | {"TransformJobName": "nightly-1"},
+        {"TransformJobName": "nightly-1"},
+    )
     aws.clients["sagemaker"].meta.events.register(
         "provide-client-params.sagemaker.CreateTransformJob", lambda params, **kwargs: sent.update(params)
     )
     for stubber in aws.stubbers.values():
         stubber.activate()
 
-    exit_code = main(["batch", "--input", str(prompts), "--upload-to", "s3://my-batch-io/in/", "--output", "s3://my-batch-io/out/",
-                      "--job-name", "nightly-1", "--region", "us-east-1"])
+    exit_code = main(
+        [
+            "batch",
+            "--input",
+            str(prompts),
+            "--upload-to",
+            "s3://my-batch-io/in/",
+            "--output",
+            "s3://my-batch-io/out/",
+            "--job-name",
+            "nightly-1",
+            "--region",
+            "us-east-1",
+        ]
+    )
 
     out = capsys.readouterr().out
     assert exit_code == 0, out
@@ -187,11 +237,23 @@ def test_a_model_serving_another_pair_is_refused_before_starting(tmp_path, monke
     aws = _StubbedAws()
     monkeypatch.setattr(batch_cli, "_session", lambda region: object())
     monkeypatch.setattr(batch_cli, "_client", aws.client)
-    aws.stubbers["sagemaker"].add_response("describe_model", _deployed_model({"PEAGLE_MODEL_PAIR": "qwen3-8b"}),
-                                           {"ModelName": "PeagleModel-abc123"})
+    aws.stubbers["sagemaker"].add_response(
+        "describe_model", _deployed_model({"PEAGLE_MODEL_PAIR": "qwen3-8b"}), {"ModelName": "PeagleModel-abc123"}
+    )
     with aws.stubbers["sagemaker"]:
-        exit_code = main(["batch", "--input", "s3://my-batch-io/in/", "--output", "s3://my-batch-io/out/",
-                          "--model-name", "PeagleModel-abc123", "--model", "gpt-oss-20b"])
+        exit_code = main(
+            [
+                "batch",
+                "--input",
+                "s3://my-batch-io/in/",
+                "--output",
+                "s3://my-batch-io/out/",
+                "--model-name",
+                "PeagleModel-abc123",
+                "--model",
+                "gpt-oss-20b",
+            ]
+        )
 
     assert exit_code == 2
     assert "serves pair 'qwen3-8b' but the plan is for 'gpt-oss-20b'; pass --model qwen3-8b" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 import pytest
@@ -27,7 +27,6 @@ from peagle.config import config_from_overrides
 from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
 from peagle.planner import plan_deployment
 from peagle.stage.aws import AwsCallError
-from transform_host import cuda13_transform_host  # noqa: F401 (fixture)
 
 JOB_NAME_RULE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -61,14 +60,19 @@ def test_request_sends_one_json_record_per_invocation_and_joins_answers_to_recor
         "SplitType": "Line",
     }
     assert request["TransformOutput"] == {
-        "S3OutputPath": "s3://my-batch-io/out/", "Accept": "application/json", "AssembleWith": "Line", "KmsKeyId": "alias/batch",
+        "S3OutputPath": "s3://my-batch-io/out/",
+        "Accept": "application/json",
+        "AssembleWith": "Line",
+        "KmsKeyId": "alias/batch",
     }
     assert request["DataProcessing"]["JoinSource"] == "Input"
     assert request["Environment"] == {"SM_VLLM_MAX_NUM_SEQS": "128"}
     # botocore's own validation of the request against the SageMaker API model.
     client = boto3.client("sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(client) as stubber:
-        stubber.add_response("create_transform_job", {"TransformJobArn": "arn:aws:sagemaker:us-east-1:1:transform-job/j"}, request)
+        stubber.add_response(
+            "create_transform_job", {"TransformJobArn": "arn:aws:sagemaker:us-east-1:1:transform-job/j"}, request
+        )
         assert start_transform_job(client, request).endswith("transform-job/j")
 
 
@@ -92,25 +96,33 @@ def test_an_unset_batch_setting_is_overridden_with_its_neutral_value():
     model_env = {"SM_VLLM_KV_CACHE_DTYPE": "fp8", "SM_VLLM_MAX_NUM_SEQS": "32"}
     batch_env = {"SM_VLLM_MAX_NUM_SEQS": "128"}  # e.g. a transform GPU without fp8
     assert choose_batch_environment(model_env, batch_env).environment == {
-        "SM_VLLM_MAX_NUM_SEQS": "128", "SM_VLLM_KV_CACHE_DTYPE": "auto",
+        "SM_VLLM_MAX_NUM_SEQS": "128",
+        "SM_VLLM_KV_CACHE_DTYPE": "auto",
     }
 
 
 def test_more_than_16_entries_is_refused_with_the_list():
     extra = {f"EXTRA_{index}": "1" for index in range(12)}
-    with pytest.raises(TransformJobError, match=r"1[7-9] environment variables \(.*EXTRA_11\); CreateTransformJob takes at most 16: drop some --env values"):
-        choose_batch_environment(_environment(), _environment(profile="batch", instanceType="ml.g6e.12xlarge"), extra=extra)
+    with pytest.raises(
+        TransformJobError,
+        match=r"1[7-9] environment variables \(.*EXTRA_11\); CreateTransformJob takes at most 16: drop some --env values",
+    ):
+        choose_batch_environment(
+            _environment(), _environment(profile="batch", instanceType="ml.g6e.12xlarge"), extra=extra
+        )
 
 
 def test_default_job_names_are_valid_and_at_most_63_characters():
-    now = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
     assert default_job_name("peagle", "gpt-oss-20b", now) == "peagle-gpt-oss-20b-20260301-120000"
     long_name = default_job_name("a-very-long-deployment-name", "custom_pair.with.dots-and-a-long-suffix", now)
     assert len(long_name) <= 63 and JOB_NAME_RULE.match(long_name) and long_name.endswith("-20260301-120000")
 
 
 def test_spec_problems_are_reported_together():
-    spec = _spec(job_name="bad_name", instance_type="ml.p5.48xlarge", max_concurrent_transforms=40, output_s3_uri="/tmp/out")
+    spec = _spec(
+        job_name="bad_name", instance_type="ml.p5.48xlarge", max_concurrent_transforms=40, output_s3_uri="/tmp/out"
+    )
     problems = spec.problems(allowed_instance_types=transform_instance_types())
     assert len(problems) == 4
     assert "job name 'bad_name'" in problems[0]
@@ -125,13 +137,30 @@ def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkey
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
 
-    exit_code = main(["batch", "--input", str(prompts), "--upload-to", "s3://my-batch-io/in/", "--output", "s3://my-batch-io/out/",
-                      "--model-name", "PeagleModel-abc123", "--instance-type", "ml.g6e.12xlarge", "--job-name", "nightly-1",
-                      "--env", "PEAGLE_SELF_CHECK_MAX_TOKENS=4", "--dry-run"])
+    exit_code = main(
+        [
+            "batch",
+            "--input",
+            str(prompts),
+            "--upload-to",
+            "s3://my-batch-io/in/",
+            "--output",
+            "s3://my-batch-io/out/",
+            "--model-name",
+            "PeagleModel-abc123",
+            "--instance-type",
+            "ml.g6e.12xlarge",
+            "--job-name",
+            "nightly-1",
+            "--env",
+            "PEAGLE_SELF_CHECK_MAX_TOKENS=4",
+            "--dry-run",
+        ]
+    )
 
     out = capsys.readouterr().out
     assert exit_code == 0
-    request = json.loads(out[out.index("\n{\n"):])
+    request = json.loads(out[out.index("\n{\n") :])
     assert request["TransformJobName"] == "nightly-1" and request["ModelName"] == "PeagleModel-abc123"
     assert request["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://my-batch-io/in/prompts.jsonl"
     assert request["MaxConcurrentTransforms"] == 16  # 100 MB / 6 MB payload
@@ -145,17 +174,30 @@ def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkey
 @pytest.mark.parametrize(
     ("code", "message", "expected"),
     [
-        ("AccessDeniedException", "User: arn:aws:iam::1:user/u is not authorized", "the caller needs sagemaker:CreateTransformJob"),
-        ("ValidationException", "Could not find model \"PeagleModel-x\".", "AWS rejected the request: Could not find model"),
-        ("ResourceLimitExceeded", "The account-level service limit 'ml.g6e.12xlarge for transform job usage' is 0",
-         "Service Quotas"),
+        (
+            "AccessDeniedException",
+            "User: arn:aws:iam::1:user/u is not authorized",
+            "the caller needs sagemaker:CreateTransformJob",
+        ),
+        (
+            "ValidationException",
+            'Could not find model "PeagleModel-x".',
+            "AWS rejected the request: Could not find model",
+        ),
+        (
+            "ResourceLimitExceeded",
+            "The account-level service limit 'ml.g6e.12xlarge for transform job usage' is 0",
+            "Service Quotas",
+        ),
     ],
 )
 def test_create_failures_become_actionable_messages(code, message, expected):
     client = boto3.client("sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     request = build_transform_job_request(_spec())
     with Stubber(client) as stubber:
-        stubber.add_client_error("create_transform_job", service_error_code=code, service_message=message, http_status_code=400)
+        stubber.add_client_error(
+            "create_transform_job", service_error_code=code, service_message=message, http_status_code=400
+        )
         with pytest.raises(AwsCallError, match=re.escape(expected)) as raised:
             start_transform_job(client, request)
     assert message.split()[0] in str(raised.value)
@@ -165,8 +207,21 @@ def test_transform_jobs_are_refused_before_anything_is_uploaded_while_no_host_ru
     # The real runtime catalog: transform hosts have drivers 470/535, the image needs CUDA 13.0 (driver 580).
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
-    exit_code = main(["batch", "--input", str(prompts), "--upload-to", "s3://my-batch-io/in/", "--output",
-                      "s3://my-batch-io/out/", "--instance-type", "ml.g6.12xlarge", "--region", "us-east-1"])  # fmt: skip
+    exit_code = main(
+        [
+            "batch",
+            "--input",
+            str(prompts),
+            "--upload-to",
+            "s3://my-batch-io/in/",
+            "--output",
+            "s3://my-batch-io/out/",
+            "--instance-type",
+            "ml.g6.12xlarge",
+            "--region",
+            "us-east-1",
+        ]
+    )
     err = capsys.readouterr().err
     assert exit_code == 2
     assert "Batch Transform cannot run the serving image" in err and "CUDA 13.0" in err
@@ -175,8 +230,20 @@ def test_transform_jobs_are_refused_before_anything_is_uploaded_while_no_host_ru
 
 
 def test_transform_instance_types_outside_the_transform_enum_are_refused(cuda13_transform_host, capsys):
-    exit_code = main(["batch", "--input", "s3://b/in/", "--output", "s3://b/out/", "--instance-type", "ml.p5.48xlarge",
-                      "--model-name", "M", "--dry-run"])  # fmt: skip
+    exit_code = main(
+        [
+            "batch",
+            "--input",
+            "s3://b/in/",
+            "--output",
+            "s3://b/out/",
+            "--instance-type",
+            "ml.p5.48xlarge",
+            "--model-name",
+            "M",
+            "--dry-run",
+        ]
+    )
     err = capsys.readouterr().err
     assert exit_code == 2
     assert "ml.p5.48xlarge is not a Batch Transform instance type" in err and "ml.g6e.12xlarge" in err

@@ -47,7 +47,7 @@ def test_every_bad_line_is_reported_with_its_number(tmp_path):
     assert "not JSON" in bad[2]
     assert "expected an object" in bad[3]
     assert "empty line" in bad[4]
-    assert "needs 'prompt' (completion) or 'messages' (chat); keys: max_tokens" == bad[5]
+    assert bad[5] == "needs 'prompt' (completion) or 'messages' (chat); keys: max_tokens"
     assert "both" in bad[6]
     assert "stream" in bad[7]
     assert "'messages' must be a non-empty list" in bad[8]
@@ -67,7 +67,11 @@ def test_split_keeps_interior_empty_lines_as_records():
 
 
 def test_joined_output_matches_sagemaker_join_source_input():
-    assert joined_output(b'{"id": 1, "prompt": "p"}', {"choices": []}) == {"id": 1, "prompt": "p", "SageMakerOutput": {"choices": []}}
+    assert joined_output(b'{"id": 1, "prompt": "p"}', {"choices": []}) == {
+        "id": 1,
+        "prompt": "p",
+        "SageMakerOutput": {"choices": []},
+    }
     assert joined_output(b'"just text"', {"x": 1}) == {"SageMakerInput": "just text", "SageMakerOutput": {"x": 1}}
 
 
@@ -78,7 +82,9 @@ def test_the_cli_lists_bad_lines_and_sends_nothing(tmp_path, capsys):
     path = tmp_path / "prompts.jsonl"
     path.write_bytes(GOOD[0] + b"\n{oops\n" + GOOD[1] + b"\n{}\n")
 
-    exit_code = main(["batch", "--url", f"http://127.0.0.1:{port}", "--input", str(path), "--output", str(tmp_path / "o.jsonl")])
+    exit_code = main(
+        ["batch", "--url", f"http://127.0.0.1:{port}", "--input", str(path), "--output", str(tmp_path / "o.jsonl")]
+    )
 
     err = capsys.readouterr().err
     assert exit_code == 2
@@ -93,8 +99,19 @@ def test_an_unreachable_server_stops_the_run_with_one_message(tmp_path, capsys):
     path = tmp_path / "prompts.jsonl"
     path.write_bytes(b"\n".join(GOOD) + b"\n")
 
-    exit_code = main(["batch", "--url", f"http://127.0.0.1:{port}", "--input", str(path), "--output",
-                      str(tmp_path / "o.jsonl"), "--max-attempts", "1"])
+    exit_code = main(
+        [
+            "batch",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--input",
+            str(path),
+            "--output",
+            str(tmp_path / "o.jsonl"),
+            "--max-attempts",
+            "1",
+        ]
+    )
 
     err = capsys.readouterr().err
     assert exit_code == 1 and "Is the server running" in err and "Traceback" not in err

@@ -17,7 +17,12 @@ CUDA13_TRANSFORM_AMI = "al2023-ami-sagemaker-batch-gpu-580-example"
 def cuda13_transform_host(monkeypatch) -> str:
     catalog = load_catalog()
     runtime = catalog.runtime.model_copy(
-        update={"transform_amis": {**catalog.runtime.transform_amis, CUDA13_TRANSFORM_AMI: HostDriver(driver=580, cuda="13.0")}}
+        update={
+            "transform_amis": {
+                **catalog.runtime.transform_amis,
+                CUDA13_TRANSFORM_AMI: HostDriver(driver=580, cuda="13.0"),
+            }
+        }
     )
     patched = catalog.model_copy(update={"runtime": runtime})
     monkeypatch.setattr(peagle.deployment_rules, "load_catalog", lambda: patched)

@@ -16,7 +16,20 @@ SMALL_RUN = ["--concurrency", "1,2", "--requests", "3", "--max-tokens", "16", "-
 @pytest.fixture(scope="module")
 def first_run(local_server, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "k4"
-    exit_code = main(["bench", "--url", local_server.url, "--label", "p-eagle-k4", *SMALL_RUN, "--price-per-hour", "2.0", "--out", str(out)])
+    exit_code = main(
+        [
+            "bench",
+            "--url",
+            local_server.url,
+            "--label",
+            "p-eagle-k4",
+            *SMALL_RUN,
+            "--price-per-hour",
+            "2.0",
+            "--out",
+            str(out),
+        ]
+    )
     return exit_code, out
 
 
@@ -27,7 +40,12 @@ def test_bench_writes_report_results_and_plots(first_run):
 
     results = json.loads((out / "results.json").read_text())
     run = results["runs"][0]
-    assert (run["label"], run["model"], run["speculation"], run["speculative_tokens"]) == ("p-eagle-k4", "tiny-pair", "on", 4)
+    assert (run["label"], run["model"], run["speculation"], run["speculative_tokens"]) == (
+        "p-eagle-k4",
+        "tiny-pair",
+        "on",
+        4,
+    )
     assert [level["concurrency"] for level in run["levels"]] == [1, 2]
     for level in run["levels"]:
         assert level["failed"] == 0 and level["output_tokens"] == 3 * 16
@@ -54,13 +72,28 @@ def test_compare_to_a_better_baseline_exits_3_and_reports_side_by_side(first_run
     baseline_path.write_text(json.dumps(baseline))
     out = tmp_path / "again"
 
-    exit_code = main([
-        "bench", "--url", local_server.url, "--label", "baseline-k4", *SMALL_RUN, "--out", str(out),
-        "--from-results", str(first / "results.json"), "--compare-to", str(baseline_path),
-    ])
+    exit_code = main(
+        [
+            "bench",
+            "--url",
+            local_server.url,
+            "--label",
+            "baseline-k4",
+            *SMALL_RUN,
+            "--out",
+            str(out),
+            "--from-results",
+            str(first / "results.json"),
+            "--compare-to",
+            str(baseline_path),
+        ]
+    )
 
     assert exit_code == 3
     report = (out / "report.md").read_text()
     assert "## Side by side" in report and "## Compared to" in report and "output_tokens_per_s" in report
     assert (out / "runs_side_by_side.png").exists()
-    assert [run["label"] for run in json.loads((out / "results.json").read_text())["runs"]] == ["baseline-k4", "p-eagle-k4"]
+    assert [run["label"] for run in json.loads((out / "results.json").read_text())["runs"]] == [
+        "baseline-k4",
+        "p-eagle-k4",
+    ]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
-from peagle.bench.vllm_counters import speculation_between
 from peagle.bench.compare import find_regressions, matching_baseline_run, reference_run
 from peagle.bench.prompts import DEFAULT_BUCKETS, load_prompt_file, synthetic_prompts
 from peagle.bench.results import BenchResults, RunResult, load_results, results_to_json
 from peagle.bench.stats import RequestRecord, cost_per_million_output_tokens, percentile, summarise_level
+from peagle.bench.vllm_counters import speculation_between
 from peagle_serve.metrics import MetricsSnapshot
 
 
@@ -29,7 +30,15 @@ def test_cost_per_million_output_tokens():
 
 def _level(concurrency=1, tokens_per_s=100.0, tpot=0.01, failures=0):
     ok = [
-        RequestRecord(ok=True, e2e_s=1.0 + i / 10, ttft_s=0.1, tpot_s=tpot, inter_chunk_s=(0.02, 0.02), prompt_tokens=10, output_tokens=50)
+        RequestRecord(
+            ok=True,
+            e2e_s=1.0 + i / 10,
+            ttft_s=0.1,
+            tpot_s=tpot,
+            inter_chunk_s=(0.02, 0.02),
+            prompt_tokens=10,
+            output_tokens=50,
+        )
         for i in range(4)
     ]
     failed = [RequestRecord(ok=False, e2e_s=0.1, error_type="ThrottledError", error_message="slow down")] * failures
@@ -47,8 +56,17 @@ def test_level_summary_counts_only_successes_for_throughput():
 
 def _run(label, speculation="on", **level_args):
     return RunResult(
-        label=label, target="http://x", model="m", server_version=None, max_model_len=None, speculation=speculation,
-        speculative_tokens=None, price_per_hour_usd=1.0, price_source="test", notes=[], levels=[_level(**level_args)],
+        label=label,
+        target="http://x",
+        model="m",
+        server_version=None,
+        max_model_len=None,
+        speculation=speculation,
+        speculative_tokens=None,
+        price_per_hour_usd=1.0,
+        price_source="test",
+        notes=[],
+        levels=[_level(**level_args)],
     )
 
 
@@ -76,7 +94,9 @@ def test_baseline_run_is_matched_by_label_and_reference_is_speculation_off():
 
 
 def test_results_round_trip_through_json(tmp_path):
-    results = BenchResults(created_utc="t", environment={"client_machine": "x"}, settings={"concurrency": "1"}, runs=[_run("a")])
+    results = BenchResults(
+        created_utc="t", environment={"client_machine": "x"}, settings={"concurrency": "1"}, runs=[_run("a")]
+    )
     path = tmp_path / "results.json"
     path.write_text(results_to_json(results))
     loaded = load_results(path)

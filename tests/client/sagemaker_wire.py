@@ -27,7 +27,13 @@ def vllm_sse_stream(pieces: list[str], *, completion_tokens: int | None = None, 
         else:
             choice["text"] = piece
         events.append({"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": None})
-    events.append({"id": "cmpl-1", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": completion_tokens or len(pieces), "total_tokens": 0}})
+    events.append(
+        {
+            "id": "cmpl-1",
+            "choices": [],
+            "usage": {"prompt_tokens": 3, "completion_tokens": completion_tokens or len(pieces), "total_tokens": 0},
+        }
+    )
     lines = [f"data: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events]
     lines.append("data: [DONE]\n\n")
     return "".join(lines).encode("utf-8")
@@ -35,7 +41,7 @@ def vllm_sse_stream(pieces: list[str], *, completion_tokens: int | None = None, 
 
 def split_at(data: bytes, *positions: int) -> list[bytes]:
     bounds = [0, *positions, len(data)]
-    return [data[start:end] for start, end in zip(bounds, bounds[1:])]
+    return [data[start:end] for start, end in zip(bounds, bounds[1:], strict=False)]
 
 
 def _header(name: str, value: str) -> bytes:
@@ -98,7 +104,9 @@ class StubbedEndpoint:
     def _install_event_stream(self, parsed, http_response, **kwargs) -> None:
         if http_response.status_code == 200:
             raw = _RawStream(self._bodies.pop(0))
-            parsed["Body"] = EventStream(raw, self._body_shape, EventStreamJSONParser(), "InvokeEndpointWithResponseStream")
+            parsed["Body"] = EventStream(
+                raw, self._body_shape, EventStreamJSONParser(), "InvokeEndpointWithResponseStream"
+            )
 
     def add_stream(self, wire_chunks: list[bytes]) -> None:
         self._bodies.append(wire_chunks)

@@ -46,14 +46,18 @@ def test_nothing_listening_is_retried_then_reported():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there
     sleeps: list[float] = []
-    client = PeagleClient(HttpTransport(f"http://127.0.0.1:{port}"), retry_policy=RetryPolicy(max_attempts=3), sleep=sleeps.append)
+    client = PeagleClient(
+        HttpTransport(f"http://127.0.0.1:{port}"), retry_policy=RetryPolicy(max_attempts=3), sleep=sleeps.append
+    )
     with pytest.raises(ConnectionFailedError, match="Is the server running") as raised:
         client.generate(GenerationRequest(prompt="Hi"))
     assert raised.value.attempts == 3 and len(sleeps) == 2
 
 
 def test_invoke_streams_to_stdout_and_reports_timings(local_server, capsys):
-    exit_code = main(["invoke", "--url", local_server.url, "--prompt", "Hello", "--profile", "chatbot", "--max-tokens", "8"])
+    exit_code = main(
+        ["invoke", "--url", local_server.url, "--prompt", "Hello", "--profile", "chatbot", "--max-tokens", "8"]
+    )
 
     out, err = capsys.readouterr()
     assert exit_code == 0

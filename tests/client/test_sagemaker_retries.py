@@ -4,8 +4,8 @@ through a real sagemaker-runtime client under botocore's Stubber."""
 from __future__ import annotations
 
 import pytest
-
 from sagemaker_wire import StubbedEndpoint, payload_part, split_at, stream_exception, vllm_sse_stream
+
 from peagle.client import (
     ClientConfigurationError,
     GenerationRequest,

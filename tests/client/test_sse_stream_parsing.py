@@ -42,7 +42,9 @@ def test_byte_at_a_time_and_three_way_splits():
 
 
 def test_crlf_comments_multiline_data_and_missing_final_blank_line():
-    raw = b": keep-alive\r\ndata: {\"choices\": [{\"text\": \"a\"}]}\r\n\r\nevent: x\ndata: line1\ndata: line2\n\ndata: [DONE]"
+    raw = (
+        b': keep-alive\r\ndata: {"choices": [{"text": "a"}]}\r\n\r\nevent: x\ndata: line1\ndata: line2\n\ndata: [DONE]'
+    )
     assert decode_all([raw]) == ['{"choices": [{"text": "a"}]}', "line1\nline2", DONE_SENTINEL]
 
 

@@ -27,11 +27,7 @@ def synthesized(request, tmp_path_factory):
 
 def test_cdk_nag_reports_no_unacknowledged_findings(synthesized):
     report = json.loads((synthesized / "validation-report.json").read_text())
-    failures = [
-        violation
-        for plugin in report.get("pluginReports", [])
-        for violation in plugin.get("violations", [])
-    ]
+    failures = [violation for plugin in report.get("pluginReports", []) for violation in plugin.get("violations", [])]
     assert failures == []
 
 
@@ -40,7 +36,9 @@ def test_acknowledgements_go_through_one_helper_and_never_cover_a_whole_stack():
     for path in sources:
         text = path.read_text()
         if path.name != "nag.py":
-            assert "Validations.of(" not in text or ".add_plugins(" in text, f"{path}: use cdk_constructs.nag.acknowledge"
+            assert "Validations.of(" not in text or ".add_plugins(" in text, (
+                f"{path}: use cdk_constructs.nag.acknowledge"
+            )
         assert "NagSuppressions" not in text  # the cdk-nag 2.x API is gone in 3.x
         if path.parent.name == "stacks":
             # a stack-scoped acknowledgement would also hide findings on resources added later

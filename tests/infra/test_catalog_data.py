@@ -16,12 +16,27 @@ def test_catalog_names_the_product_contract():
 
 def test_instance_catalog_covers_facts_section_5_and_records_price_provenance():
     expected = {
-        "ml.g4dn.xlarge", "ml.g4dn.12xlarge", "ml.p3.2xlarge", "ml.p3.8xlarge", "ml.p3.16xlarge",
-        "ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.12xlarge", "ml.g5.48xlarge",
-        "ml.g6.xlarge", "ml.g6.12xlarge", "ml.g6.48xlarge",
-        "ml.g6e.xlarge", "ml.g6e.12xlarge", "ml.g6e.48xlarge",
-        "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge",
-    }  # fmt: skip
+        "ml.g4dn.xlarge",
+        "ml.g4dn.12xlarge",
+        "ml.p3.2xlarge",
+        "ml.p3.8xlarge",
+        "ml.p3.16xlarge",
+        "ml.g5.xlarge",
+        "ml.g5.2xlarge",
+        "ml.g5.12xlarge",
+        "ml.g5.48xlarge",
+        "ml.g6.xlarge",
+        "ml.g6.12xlarge",
+        "ml.g6.48xlarge",
+        "ml.g6e.xlarge",
+        "ml.g6e.12xlarge",
+        "ml.g6e.48xlarge",
+        "ml.p4d.24xlarge",
+        "ml.p4de.24xlarge",
+        "ml.p5.48xlarge",
+        "ml.p5e.48xlarge",
+        "ml.p5en.48xlarge",
+    }
     assert expected <= set(CATALOG.instances)
     assert CATALOG.price_region and CATALOG.price_date and CATALOG.price_source
 

@@ -1,11 +1,10 @@
 """The deployment config: defaults, overrides from CDK context, and errors a user can act on."""
 
 import pytest
+from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.config import DeploymentConfig, config_from_overrides, load_deployment_config
 from peagle.errors import ConfigError
-
-from cdk_synth import REPO_ROOT, write_deployment
 
 DEFAULT_FILE = REPO_ROOT / "deployments" / "default.yaml"
 
@@ -21,9 +20,14 @@ def test_default_deployment_file_loads():
 def test_context_overrides_win_over_the_file_and_strings_are_coerced():
     config = load_deployment_config(
         DEFAULT_FILE,
-        {"model": "qwen3-8b", "instanceType": "ml.g5.xlarge", "instanceCount": "2", "speculativeTokens": "0",
-         "profile": "codegen"},
-    )  # fmt: skip
+        {
+            "model": "qwen3-8b",
+            "instanceType": "ml.g5.xlarge",
+            "instanceCount": "2",
+            "speculativeTokens": "0",
+            "profile": "codegen",
+        },
+    )
     assert (config.model, config.instance.type, config.instance.count) == ("qwen3-8b", "ml.g5.xlarge", 2)
     assert config.speculation.speculative_tokens == 0
     assert config.profile.value == "codegen"

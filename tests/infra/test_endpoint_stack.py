@@ -19,14 +19,22 @@ def test_model_mounts_one_prefix_with_target_and_drafter_and_is_network_isolated
                         "S3DataType": "S3Prefix",
                         "CompressionType": "None",
                         "S3Uri": {
-                            "Fn::Join": ["", ["s3://peagle-models-", {"Ref": "AWS::AccountId"}, "-",
-                                              {"Ref": "AWS::Region"}, "/models/gpt-oss-20b/"]]
+                            "Fn::Join": [
+                                "",
+                                [
+                                    "s3://peagle-models-",
+                                    {"Ref": "AWS::AccountId"},
+                                    "-",
+                                    {"Ref": "AWS::Region"},
+                                    "/models/gpt-oss-20b/",
+                                ],
+                            ]
                         },
                     }
                 },
             },
         },
-    )  # fmt: skip
+    )
 
 
 def test_container_environment_carries_the_plan_and_p_eagle_parallel_drafting(default_synth):
@@ -43,7 +51,9 @@ def test_container_environment_carries_the_plan_and_p_eagle_parallel_drafting(de
     assert env["SM_VLLM_MAX_MODEL_LEN"] == "8192"
     assert env["SM_VLLM_KV_CACHE_DTYPE"] == "fp8"
     assert json.loads(env["SM_VLLM_OVERRIDE_GENERATION_CONFIG"]) == {
-        "temperature": 0.7, "top_p": 0.9}  # fmt: skip (max_tokens would become a cap in vLLM 0.32)
+        "temperature": 0.7,
+        "top_p": 0.9,
+    }  # no max_tokens: it would become a cap in vLLM 0.32
     assert env["PEAGLE_DRAFTER_TRAINED_K"] == "10"
     assert env["PEAGLE_SPECULATION_SELF_CHECK"] == "true"
     assert int(env["PEAGLE_SHUTDOWN_DRAIN_SECONDS"]) < 30  # SageMaker SIGKILLs 30 s after SIGTERM
@@ -128,9 +138,15 @@ def test_execution_role_is_least_privilege(default_synth):
     template.resource_count_is("AWS::IAM::Policy", 0)  # no inline policies
     statements = {s["Sid"]: s for s in _policy_statements(default_synth)}
     assert set(statements) == {
-        "ReadModelWeights", "ListReadModelWeights", "WriteEndpointLogs", "PublishMetrics", "PullServingImage",
-        "EcrLogin", "DecryptModelWeights", "ReadRollbackAlarms",
-    }  # fmt: skip
+        "ReadModelWeights",
+        "ListReadModelWeights",
+        "WriteEndpointLogs",
+        "PublishMetrics",
+        "PullServingImage",
+        "EcrLogin",
+        "DecryptModelWeights",
+        "ReadRollbackAlarms",
+    }
     for statement in statements.values():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         assert all(action != "*" and not action.endswith(":*") for action in actions)
@@ -183,19 +199,23 @@ def test_artifacts_stack_bucket_is_private_encrypted_and_retained(default_synth)
     template.has_resource_properties(
         "AWS::S3::Bucket",
         {
-            "BucketName": {"Fn::Join": ["", ["peagle-models-", {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}]]},
+            "BucketName": {
+                "Fn::Join": ["", ["peagle-models-", {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}]]
+            },
             "BucketEncryption": {
                 "ServerSideEncryptionConfiguration": [
                     {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}, "BucketKeyEnabled": True}
                 ]
             },
             "PublicAccessBlockConfiguration": {
-                "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True,
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
                 "RestrictPublicBuckets": True,
             },
             "VersioningConfiguration": {"Status": "Enabled"},
             "LoggingConfiguration": Match.object_like({"LogFilePrefix": "artifacts/"}),
         },
-    )  # fmt: skip
+    )
     template.has_resource("AWS::S3::Bucket", {"DeletionPolicy": "Retain"})
     template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})

@@ -117,8 +117,10 @@ def test_scalable_target_is_the_variants_instance_count(default_synth):
 
 
 def _policies(result):
-    return {p["Properties"]["PolicyName"].split("InstanceCount")[-1]: p["Properties"] for p in
-            _of_type(result, "AWS::ApplicationAutoScaling::ScalingPolicy")}  # fmt: skip
+    return {
+        p["Properties"]["PolicyName"].split("InstanceCount")[-1]: p["Properties"]
+        for p in _of_type(result, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    }
 
 
 def test_concurrency_target_tracking_defaults_to_three_quarters_of_max_num_seqs(default_synth):
@@ -141,7 +143,10 @@ def test_gpu_utilization_target_is_normalised_by_gpu_count(synth):
         assert config["TargetValue"] == 80 * gpus
         metric = config["CustomizedMetricSpecification"]
         assert (metric["MetricName"], metric["Namespace"], metric["Statistic"]) == (
-            "GPUUtilization", "/aws/sagemaker/Endpoints", "Average")  # fmt: skip
+            "GPUUtilization",
+            "/aws/sagemaker/Endpoints",
+            "Average",
+        )
         assert {d["Name"] for d in metric["Dimensions"]} == {"EndpointName", "VariantName"}
 
 
@@ -153,9 +158,14 @@ def test_latency_step_scaling_adds_instances_over_the_sla_in_microseconds(defaul
     assert config["MetricAggregationType"] == "Maximum"
     adjustments = {a["ScalingAdjustment"] for a in config["StepAdjustments"]}
     assert adjustments == {1, 2}
-    alarms = [a["Properties"] for a in _of_type(default_synth, "AWS::CloudWatch::Alarm")
-              if a["Properties"].get("MetricName") == "ModelLatency" and "AlarmActions" in a["Properties"]
-              and "ExtendedStatistic" in a["Properties"] and a["Properties"].get("Threshold") == 10_000_000]  # fmt: skip
+    alarms = [
+        a["Properties"]
+        for a in _of_type(default_synth, "AWS::CloudWatch::Alarm")
+        if a["Properties"].get("MetricName") == "ModelLatency"
+        and "AlarmActions" in a["Properties"]
+        and "ExtendedStatistic" in a["Properties"]
+        and a["Properties"].get("Threshold") == 10_000_000
+    ]
     assert alarms, "step scaling alarm at the chatbot SLA of 10 s = 10,000,000 us"
 
 
@@ -188,23 +198,37 @@ autoscaling:
         {
             "MaxCapacity": 4,
             "ScheduledActions": [
-                {"ScheduledActionName": "NightlyScaleIn", "Schedule": "cron(0 20 * * ? *)", "Timezone": "Europe/Berlin",
-                 "ScalableTargetAction": {"MinCapacity": 1, "MaxCapacity": 1}},
-                Match.object_like({"ScheduledActionName": "MorningScaleOut",
-                                   "ScalableTargetAction": {"MinCapacity": 2, "MaxCapacity": 4}}),
+                {
+                    "ScheduledActionName": "NightlyScaleIn",
+                    "Schedule": "cron(0 20 * * ? *)",
+                    "Timezone": "Europe/Berlin",
+                    "ScalableTargetAction": {"MinCapacity": 1, "MaxCapacity": 1},
+                },
+                Match.object_like(
+                    {
+                        "ScheduledActionName": "MorningScaleOut",
+                        "ScalableTargetAction": {"MinCapacity": 2, "MaxCapacity": 4},
+                    }
+                ),
             ],
         },
-    )  # fmt: skip
+    )
 
 
 def test_scaling_validation_reports_every_problem_at_once():
     with pytest.raises(ConfigError) as error:
         config_from_overrides(
             {"instanceCount": 5},
-            base={"autoscaling": {"target": "invocations", "max_instances": 3,
-                                  "schedules": [{"name": "Night", "schedule": "cron(0 20 * * ? *)",
-                                                 "min_instances": 3, "max_instances": 1}]}},
-        )  # fmt: skip
+            base={
+                "autoscaling": {
+                    "target": "invocations",
+                    "max_instances": 3,
+                    "schedules": [
+                        {"name": "Night", "schedule": "cron(0 20 * * ? *)", "min_instances": 3, "max_instances": 1}
+                    ],
+                }
+            },
+        )
     message = str(error.value)
     assert "min_instances <= instance.count <= max_instances; given 1 <= 5 <= 3" in message
     assert "needs autoscaling.max_rps_per_instance" in message
@@ -220,8 +244,11 @@ def test_autoscaling_can_be_turned_off(synth, tmp_path):
 
 
 def _alarms(result):
-    return {a["Properties"]["AlarmDescription"]: a["Properties"] for a in _of_type(result, "AWS::CloudWatch::Alarm")
-            if a["Properties"].get("AlarmDescription", "").startswith("P-EAGLE")}  # fmt: skip
+    return {
+        a["Properties"]["AlarmDescription"]: a["Properties"]
+        for a in _of_type(result, "AWS::CloudWatch::Alarm")
+        if a["Properties"].get("AlarmDescription", "").startswith("P-EAGLE")
+    }
 
 
 def _alarm(result, fragment):
@@ -234,14 +261,31 @@ def test_alarm_topic_is_kms_encrypted_ssl_only_and_cloudwatch_can_use_its_key(de
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [Match.any_value(), "Arn"]}})
     template.has_resource_properties(
         "AWS::SNS::TopicPolicy",
-        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like(
-            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}},
-    )  # fmt: skip
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
+    )
     template.has_resource_properties(
         "AWS::KMS::Key",
-        {"KeyPolicy": {"Statement": Match.array_with([Match.object_like(
-            {"Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": ["kms:Decrypt", "kms:GenerateDataKey*"]})])}},
-    )  # fmt: skip
+        {
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
 
 
 def test_latency_alarm_threshold_is_the_profile_sla_in_microseconds(synth):
@@ -255,8 +299,10 @@ def test_latency_alarm_threshold_is_the_profile_sla_in_microseconds(synth):
 
 
 def test_error_rate_alarms_divide_errors_by_invocations(default_synth):
-    for fragment, threshold, metric in (("fail with 5xx", 1, "Invocation5XXErrors"),
-                                        ("rejected (4xx)", 10, "Invocation4XXErrors")):  # fmt: skip
+    for fragment, threshold, metric in (
+        ("fail with 5xx", 1, "Invocation5XXErrors"),
+        ("rejected (4xx)", 10, "Invocation4XXErrors"),
+    ):
         alarm = _alarm(default_synth, fragment)
         assert alarm["Threshold"] == threshold
         queries = {q["Id"]: q for q in alarm["Metrics"]}
@@ -273,7 +319,10 @@ def test_gpu_memory_alarm_scales_with_gpu_count(synth):
 def test_acceptance_alarm_watches_the_kpi_metric_only_when_speculating(synth):
     alarm = _alarm(synth(), "draft acceptance under 0.2")
     assert (alarm["Namespace"], alarm["MetricName"], alarm["ComparisonOperator"]) == (
-        KPI_NAMESPACE, "SpecAcceptanceRate", "LessThanThreshold")  # fmt: skip
+        KPI_NAMESPACE,
+        "SpecAcceptanceRate",
+        "LessThanThreshold",
+    )
     assert alarm["TreatMissingData"] == "notBreaching"  # no traffic, no drafts: not an incident
     assert not [d for d in _alarms(synth(speculativeTokens="0")) if "draft acceptance" in d]
 
@@ -288,7 +337,10 @@ def test_every_alarm_notifies_the_topic_and_a_composite_rolls_them_up(default_sy
     alarms = _alarms(default_synth)
     assert len(alarms) == 6
     for props in alarms.values():
-        assert props["AlarmActions"] == props["OKActions"] == [{"Ref": Match.any_value()}] or len(props["AlarmActions"]) == 1
+        assert (
+            props["AlarmActions"] == props["OKActions"] == [{"Ref": Match.any_value()}]
+            or len(props["AlarmActions"]) == 1
+        )
     (composite,) = _of_type(default_synth, "AWS::CloudWatch::CompositeAlarm")
     rule = json.dumps(composite["Properties"]["AlarmRule"])
     assert rule.count("ALARM(") == 3
@@ -316,9 +368,23 @@ def test_dashboard_shows_every_kpi_the_seed_promises(default_synth):
     (dashboard,) = _of_type(default_synth, "AWS::CloudWatch::Dashboard")
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for needle in (
-        "ModelLatency", "p50", "p90", "p99", "GenerationTokensPerSecond", "TimeToFirstTokenSeconds",
-        "TimePerOutputTokenSeconds", "SpecAcceptanceRate", "SpecMeanAcceptanceLength", "GPUUtilization",
-        "GPUMemoryUtilization", "reporting instances", "Invocations", "4xx %", "5xx %", "alarm",
-        "KvCacheUsageRatio", "P-EAGLE parallel drafting, K=7",
-    ):  # fmt: skip
+        "ModelLatency",
+        "p50",
+        "p90",
+        "p99",
+        "GenerationTokensPerSecond",
+        "TimeToFirstTokenSeconds",
+        "TimePerOutputTokenSeconds",
+        "SpecAcceptanceRate",
+        "SpecMeanAcceptanceLength",
+        "GPUUtilization",
+        "GPUMemoryUtilization",
+        "reporting instances",
+        "Invocations",
+        "4xx %",
+        "5xx %",
+        "alarm",
+        "KvCacheUsageRatio",
+        "P-EAGLE parallel drafting, K=7",
+    ):
         assert needle in body, needle

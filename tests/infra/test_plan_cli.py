@@ -23,8 +23,23 @@ def test_plan_prints_the_resolved_plan(capsys):
 
 
 def test_plan_json_includes_the_container_environment(capsys):
-    assert main(["plan", "--model", "qwen3-8b", "--instance", "ml.g6e.xlarge", "--profile", "codegen",
-                 "--speculative-tokens", "4", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "qwen3-8b",
+                "--instance",
+                "ml.g6e.xlarge",
+                "--profile",
+                "codegen",
+                "--speculative-tokens",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     document = json.loads(capsys.readouterr().out)
     assert document["speculative_tokens"] == 4 and document["profile"] == "codegen"
     assert json.loads(document["environment"]["SM_VLLM_SPECULATIVE_CONFIG"])["num_speculative_tokens"] == 4
@@ -35,12 +50,14 @@ def test_plan_json_includes_the_container_environment(capsys):
     [
         (["--model", "gpt-oss-120b", "--instance", "ml.g5.xlarge"], "Smallest that fits: ml.g6.12xlarge"),
         (["--model", "gpt-oss-20b", "--instance", "ml.p3.8xlarge"], "current vLLM needs compute capability >= 7.5"),
-        (["--model", "gpt-oss-20b", "--instance", "ml.g6e.xlarge", "--speculative-tokens", "11"],
-         "was trained for (K <= 10)"),
+        (
+            ["--model", "gpt-oss-20b", "--instance", "ml.g6e.xlarge", "--speculative-tokens", "11"],
+            "was trained for (K <= 10)",
+        ),
         (["--model", "gpt-oss-20b"], "give --model and --instance, or --deployment FILE"),
         (["--model", "nope", "--instance", "ml.g6e.xlarge"], "model 'nope' is not a known pair"),
     ],
-)  # fmt: skip
+)
 def test_plan_errors_exit_2_with_an_actionable_message(capsys, argv, expected):
     assert main(["plan", *argv]) == 2
     captured = capsys.readouterr()
@@ -66,8 +83,10 @@ def test_catalog_lists_pairs_instances_and_profiles(capsys):
 def test_console_script_is_installed_and_exits_2_on_a_bad_combination():
     result = subprocess.run(
         [str(VENV_BIN / "peagle"), "plan", "--model", "gpt-oss-120b", "--instance", "ml.g5.xlarge"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 2
     assert "gpt-oss-120b needs ~64 GiB" in result.stderr and "Traceback" not in result.stderr
 
@@ -77,8 +96,13 @@ def _cdk(*args: str, outdir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}", "CDK_DISABLE_VERSION_CHECK": "1"}
     return subprocess.run(
         [str(cdk), "synth", "--quiet", "--no-notices", "--output", str(outdir), *args],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
 
 
 def test_cdk_synth_with_a_combination_that_does_not_fit_fails_with_the_planner_message(tmp_path):
@@ -93,4 +117,6 @@ def test_cdk_synth_of_the_default_deployment_writes_both_stacks(tmp_path):
     result = _cdk(outdir=tmp_path)
     assert result.returncode == 0, result.stderr
     assert {p.name for p in tmp_path.glob("*.template.json")} == {
-        "PeagleArtifacts.template.json", "PeagleEndpoint.template.json"}  # fmt: skip
+        "PeagleArtifacts.template.json",
+        "PeagleEndpoint.template.json",
+    }

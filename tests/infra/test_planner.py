@@ -42,8 +42,11 @@ def test_gpt_oss_120b_on_one_a10g_fails_naming_the_cheapest_instance_that_fits()
 
 @pytest.mark.parametrize("instance", ["ml.p3.2xlarge", "ml.p3.8xlarge", "ml.p3.16xlarge"])
 def test_v100_is_rejected_with_the_reason_and_an_alternative(instance):
-    with pytest.raises(PlanError, match=r"V100 GPUs \(compute capability 7.0\); current vLLM needs compute "
-                       r"capability >= 7.5.*Smallest that fits: ml\.g6\.xlarge"):  # fmt: skip
+    with pytest.raises(
+        PlanError,
+        match=r"V100 GPUs \(compute capability 7.0\); current vLLM needs compute "
+        r"capability >= 7.5.*Smallest that fits: ml\.g6\.xlarge",
+    ):
         plan(model="gpt-oss-20b", instanceType=instance)
 
 
@@ -94,8 +97,11 @@ def test_tight_memory_lowers_context_and_concurrency_and_says_so():
 
 def test_a_plan_that_cannot_hold_one_request_fails_naming_what_fits():
     # A10G: no FP8, so the KV cache is twice as large per token as on L4
-    with pytest.raises(PlanError, match=r"qwen3-8b on ml.g5.xlarge leaves KV cache for [\d,]+ tokens, less than one "
-                       r"request at the profile's min_model_len 4,096\. Smallest that fits: ml.g6.xlarge"):  # fmt: skip
+    with pytest.raises(
+        PlanError,
+        match=r"qwen3-8b on ml.g5.xlarge leaves KV cache for [\d,]+ tokens, less than one "
+        r"request at the profile's min_model_len 4,096\. Smallest that fits: ml.g6.xlarge",
+    ):
         plan(model="qwen3-8b", instanceType="ml.g5.xlarge")
     with pytest.raises(PlanError, match=r"min_model_len 16,384\. Smallest that fits: ml.g6e.xlarge"):
         plan(model="qwen3-8b", instanceType="ml.g6.xlarge", profile="batch")

@@ -8,7 +8,6 @@ from cdk_synth import REPO_ROOT, synthesize, write_deployment
 
 import peagle.deployment_rules
 from peagle.catalog import HostDriver, load_catalog
-
 from peagle.config import config_from_overrides
 from peagle.errors import ConfigError
 from peagle.planner import plan_deployment
@@ -19,17 +18,19 @@ ASYNC_FILE = str(REPO_ROOT / "deployments" / "async-summarization.yaml")
 
 def _endpoint(result, name="peagle-endpoint"):
     (props,) = [
-        r["Properties"] for r in result.resources("PeagleEndpoint", "AWS::SageMaker::Endpoint").values()
+        r["Properties"]
+        for r in result.resources("PeagleEndpoint", "AWS::SageMaker::Endpoint").values()
         if r["Properties"]["EndpointName"] == name
-    ]  # fmt: skip
+    ]
     return props
 
 
 def _alarm_logical_id(result, fragment):
     (logical_id,) = [
-        lid for lid, r in result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm").items()
+        lid
+        for lid, r in result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm").items()
         if fragment in r["Properties"].get("AlarmDescription", "")
-    ]  # fmt: skip
+    ]
     return logical_id
 
 
@@ -52,21 +53,39 @@ def test_default_updates_go_blue_green_with_baking_and_alarm_rollback(default_sy
 
 
 def test_two_or_more_instances_shift_a_canary_first(synth):
-    routing = _endpoint(synth(instanceCount="2"))["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
-    assert routing == {"Type": "CANARY", "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10},
-                       "WaitIntervalInSeconds": 600}  # fmt: skip
+    routing = _endpoint(synth(instanceCount="2"))["DeploymentConfig"]["BlueGreenUpdatePolicy"][
+        "TrafficRoutingConfiguration"
+    ]
+    assert routing == {
+        "Type": "CANARY",
+        "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10},
+        "WaitIntervalInSeconds": 600,
+    }
 
 
 def test_linear_shifting_and_rolling_updates_are_configurable(synth, tmp_path):
-    linear = synth(deployment=write_deployment(
-        tmp_path, "instance: {count: 2}\nrollout:\n  blue_green: {traffic: linear, linear_step_percent: 25, wait_seconds: 300}\n"))  # fmt: skip
+    linear = synth(
+        deployment=write_deployment(
+            tmp_path,
+            "instance: {count: 2}\nrollout:\n  blue_green: {traffic: linear, linear_step_percent: 25, wait_seconds: 300}\n",
+        )
+    )
     routing = _endpoint(linear)["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
-    assert routing == {"Type": "LINEAR", "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
-                       "WaitIntervalInSeconds": 300}  # fmt: skip
+    assert routing == {
+        "Type": "LINEAR",
+        "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
+        "WaitIntervalInSeconds": 300,
+    }
     (tmp_path / "rolling").mkdir()
-    rolling = _endpoint(synth(deployment=write_deployment(
-        tmp_path / "rolling", "instance: {count: 2}\nrollout:\n  strategy: rolling\n  rolling: {batch_percent: 50, wait_seconds: 300}\n"
-        "autoscaling: {min_instances: 2, max_instances: 4}\n")))["DeploymentConfig"]  # fmt: skip
+    rolling = _endpoint(
+        synth(
+            deployment=write_deployment(
+                tmp_path / "rolling",
+                "instance: {count: 2}\nrollout:\n  strategy: rolling\n  rolling: {batch_percent: 50, wait_seconds: 300}\n"
+                "autoscaling: {min_instances: 2, max_instances: 4}\n",
+            )
+        )
+    )["DeploymentConfig"]
     assert rolling["RollingUpdatePolicy"] == {
         "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
         "WaitIntervalInSeconds": 300,
@@ -77,19 +96,34 @@ def test_linear_shifting_and_rolling_updates_are_configurable(synth, tmp_path):
 
 
 def test_rollout_ranges_and_combinations_are_validated():
-    with pytest.raises(ConfigError, match=r"rollout.blue_green.canary_percent: Input should be less than or equal to 50"):
+    with pytest.raises(
+        ConfigError, match=r"rollout.blue_green.canary_percent: Input should be less than or equal to 50"
+    ):
         config_from_overrides({}, base={"rollout": {"blue_green": {"canary_percent": 60}}})
     with pytest.raises(ConfigError, match=r"linear_step_percent: Input should be greater than or equal to 10"):
         config_from_overrides({}, base={"rollout": {"blue_green": {"linear_step_percent": 5}}})
     with pytest.raises(ConfigError, match=r"the waits add up to 9600 s, more than max_execution_seconds 7200"):
-        config_from_overrides({"instanceCount": 2}, base={"rollout": {"blue_green": {
-            "traffic": "linear", "linear_step_percent": 10, "wait_seconds": 900, "termination_wait_seconds": 600}}})  # fmt: skip
+        config_from_overrides(
+            {"instanceCount": 2},
+            base={
+                "rollout": {
+                    "blue_green": {
+                        "traffic": "linear",
+                        "linear_step_percent": 10,
+                        "wait_seconds": 900,
+                        "termination_wait_seconds": 600,
+                    }
+                }
+            },
+        )
     with pytest.raises(ConfigError, match=r"traffic 'canary' needs at least 2 instances"):
         config_from_overrides({}, base={"rollout": {"blue_green": {"traffic": "canary"}}})
     with pytest.raises(ConfigError, match=r"rolling' is not supported on multi-variant endpoints"):
         config_from_overrides({}, base={"ab_test": {"enabled": True}, "rollout": {"strategy": "rolling"}})
     with pytest.raises(ConfigError, match=r"kpi_missing_minutes 2 is shorter than two KPI intervals \(300 s each\)"):
-        config_from_overrides({}, base={"alarms": {"kpi_missing_minutes": 2}, "observability": {"kpi_interval_seconds": 300}})
+        config_from_overrides(
+            {}, base={"alarms": {"kpi_missing_minutes": 2}, "observability": {"kpi_interval_seconds": 300}}
+        )
 
 
 # --- A/B measurement ----------------------------------------------------------------
@@ -136,7 +170,9 @@ def test_batch_access_is_off_by_default_since_no_transform_host_runs_the_image(d
     outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]
     assert "ModelName" in outputs and "BatchInputS3Uri" not in outputs
     (policy,) = default_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
-    assert not {"ReadBatchInput", "WriteBatchOutput"} & {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert not {"ReadBatchInput", "WriteBatchOutput"} & {
+        s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
 
 
 def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(tmp_path, monkeypatch):
@@ -145,19 +181,24 @@ def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(tmp_pat
     runtime = catalog.runtime.model_copy(
         update={"transform_amis": {"al2023-example-batch-gpu-580": HostDriver(driver=580, cuda="13.0")}}
     )
-    monkeypatch.setattr(peagle.deployment_rules, "load_catalog", lambda: catalog.model_copy(update={"runtime": runtime}))
+    monkeypatch.setattr(
+        peagle.deployment_rules, "load_catalog", lambda: catalog.model_copy(update={"runtime": runtime})
+    )
     default_synth = synthesize(tmp_path / "out", deployment=write_deployment(tmp_path, "batch: {enabled: true}\n"))
     outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]
     assert {"ModelName", "BatchInputS3Uri", "BatchOutputS3Uri"} <= set(outputs)
-    assert outputs["ModelName"]["Value"] == {"Fn::GetAtt": [Match.any_value(), "ModelName"]} or "Fn::GetAtt" in json.dumps(
-        outputs["ModelName"]["Value"])  # fmt: skip
+    assert outputs["ModelName"]["Value"] == {
+        "Fn::GetAtt": [Match.any_value(), "ModelName"]
+    } or "Fn::GetAtt" in json.dumps(outputs["ModelName"]["Value"])
     (policy,) = default_synth.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert json.dumps(statements["ReadBatchInput"]["Resource"]).endswith('/batch/input/*"]]}')
     assert json.dumps(statements["WriteBatchOutput"]["Resource"]).endswith('/batch/output/*"]]}')
     assert statements["EncryptResults"]["Action"] == "kms:GenerateDataKey"
     assert statements["WriteBatchOutput"]["Action"] == ["s3:AbortMultipartUpload", "s3:PutObject"]
-    assert json.dumps(statements["WriteTransformJobLogs"]["Resource"]).endswith(':log-group:/aws/sagemaker/TransformJobs:*"]]}')
+    assert json.dumps(statements["WriteTransformJobLogs"]["Resource"]).endswith(
+        ':log-group:/aws/sagemaker/TransformJobs:*"]]}'
+    )
 
 
 # --- async inference ----------------------------------------------------------------
@@ -169,7 +210,9 @@ def async_synth(synth):
 
 
 def test_async_endpoint_queues_to_s3_and_notifies_on_success_and_failure(async_synth):
-    configs = [c["Properties"] for c in async_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()]
+    configs = [
+        c["Properties"] for c in async_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()
+    ]
     (async_config,) = [c for c in configs if "AsyncInferenceConfig" in c]
     output = async_config["AsyncInferenceConfig"]["OutputConfig"]
     assert json.dumps(output["S3OutputPath"]).endswith('/async/output/"]]}')
@@ -185,10 +228,15 @@ def test_async_endpoint_scales_to_zero_and_back_on_its_backlog(async_synth):
         "AWS::ApplicationAutoScaling::ScalableTarget",
         {"ResourceId": "endpoint/peagle-summaries-async/variant/Primary", "MinCapacity": 0, "MaxCapacity": 2},
     )
-    policies = [p["Properties"] for p in async_synth.resources("PeagleEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy").values()]
+    policies = [
+        p["Properties"]
+        for p in async_synth.resources("PeagleEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    ]
     backlog = [p for p in policies if "BacklogPerInstance" in p["PolicyName"]]
-    assert backlog[0]["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]["MetricName"] == \
-        "ApproximateBacklogSizePerInstance"  # fmt: skip
+    assert (
+        backlog[0]["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]["MetricName"]
+        == "ApproximateBacklogSizePerInstance"
+    )
     assert [p for p in policies if "ScaleOutFromZero" in p["PolicyName"]]
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm", {"MetricName": "HasBacklogWithoutCapacity", "Namespace": "AWS/SageMaker"}
@@ -221,7 +269,9 @@ def test_private_vpc_has_isolated_subnets_and_no_route_out(private):
     template.resource_count_is("AWS::EC2::NatGateway", 0)
     template.resource_count_is("AWS::EC2::InternetGateway", 0)
     template.resource_count_is("AWS::EC2::Subnet", 2)
-    template.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "ALL", "LogDestinationType": "cloud-watch-logs"})
+    template.has_resource_properties(
+        "AWS::EC2::FlowLog", {"TrafficType": "ALL", "LogDestinationType": "cloud-watch-logs"}
+    )
 
 
 def test_model_runs_in_the_private_subnets_behind_a_security_group_without_ingress(private):
@@ -231,25 +281,32 @@ def test_model_runs_in_the_private_subnets_behind_a_security_group_without_ingre
     groups = private.resources("PeagleEndpoint", "AWS::EC2::SecurityGroup")
     model_group = [g for g in groups.values() if "no ingress" in g["Properties"]["GroupDescription"]][0]["Properties"]
     assert "SecurityGroupIngress" not in model_group
-    assert model_group["SecurityGroupEgress"] == [Match.object_like({"FromPort": 443, "ToPort": 443})] or \
-        [(r["FromPort"], r["ToPort"]) for r in model_group["SecurityGroupEgress"]] == [(443, 443)]  # fmt: skip
+    assert model_group["SecurityGroupEgress"] == [Match.object_like({"FromPort": 443, "ToPort": 443})] or [
+        (r["FromPort"], r["ToPort"]) for r in model_group["SecurityGroupEgress"]
+    ] == [(443, 443)]
 
 
 def test_private_vpc_has_the_endpoints_sagemaker_needs_inside_it(private):
     services = [
-        json.dumps(e["Properties"]["ServiceName"]) for e in private.resources("PeagleEndpoint", "AWS::EC2::VPCEndpoint").values()
+        json.dumps(e["Properties"]["ServiceName"])
+        for e in private.resources("PeagleEndpoint", "AWS::EC2::VPCEndpoint").values()
     ]
     for service in ("s3", "ecr.api", "ecr.dkr", "logs", "monitoring", "sts"):
-        assert any(f".{service}" in name or f"{service}\"" in name for name in services), service
-    interface = [e["Properties"] for e in private.resources("PeagleEndpoint", "AWS::EC2::VPCEndpoint").values()
-                 if e["Properties"].get("VpcEndpointType") == "Interface"]  # fmt: skip
+        assert any(f".{service}" in name or f'{service}"' in name for name in services), service
+    interface = [
+        e["Properties"]
+        for e in private.resources("PeagleEndpoint", "AWS::EC2::VPCEndpoint").values()
+        if e["Properties"].get("VpcEndpointType") == "Interface"
+    ]
     assert all(e["PrivateDnsEnabled"] for e in interface)
     (policy,) = private.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
     assert "AttachToVpc" in {s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
 
 
 def test_vpc_settings_need_one_source():
-    with pytest.raises(ConfigError, match=r"give subnet_ids and security_group_ids of your private subnets, or create: true"):
+    with pytest.raises(
+        ConfigError, match=r"give subnet_ids and security_group_ids of your private subnets, or create: true"
+    ):
         config_from_overrides({}, base={"network": {"vpc": {"subnet_ids": ["subnet-1"]}}})
     with pytest.raises(ConfigError, match=r"either create: true or subnet_ids \+ security_group_ids, not both"):
         config_from_overrides({}, base={"network": {"vpc": {"create": True, "subnet_ids": ["subnet-1"]}}})
@@ -278,29 +335,41 @@ def test_hub_mode_downloads_in_the_container_with_only_the_token_arn_in_the_temp
     (policy,) = result.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert statements["ReadHubToken"] == {
-        "Sid": "ReadHubToken", "Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": HUB_TOKEN_ARN}  # fmt: skip
+        "Sid": "ReadHubToken",
+        "Effect": "Allow",
+        "Action": "secretsmanager:GetSecretValue",
+        "Resource": HUB_TOKEN_ARN,
+    }
     assert "ReadModelWeights" not in statements
 
 
 def test_hub_mode_budgets_the_download_into_the_start_up_timeout():
     s3 = plan_deployment(config_from_overrides({"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"}))
-    hub = plan_deployment(config_from_overrides(
-        {"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"},
-        base={"artifacts": {"source": "hub"}, "network": {"isolation": False}}))  # fmt: skip
+    hub = plan_deployment(
+        config_from_overrides(
+            {"model": "gpt-oss-120b", "instanceType": "ml.p5.48xlarge"},
+            base={"artifacts": {"source": "hub"}, "network": {"isolation": False}},
+        )
+    )
     assert hub.container_startup_timeout_seconds > s3.container_startup_timeout_seconds
     assert hub.container_startup_timeout_seconds <= 3600
 
 
 def test_hub_mode_needs_network_isolation_off():
-    with pytest.raises(ConfigError, match=r"artifacts.source 'hub' downloads weights inside the container, which "
-                       r"network isolation forbids; set network.isolation: false"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"artifacts.source 'hub' downloads weights inside the container, which "
+        r"network isolation forbids; set network.isolation: false",
+    ):
         config_from_overrides({}, base={"artifacts": {"source": "hub"}})
     with pytest.raises(ConfigError, match=r"hf_token_secret_arn is only used with source 'hub'"):
         config_from_overrides({}, base={"artifacts": {"hf_token_secret_arn": HUB_TOKEN_ARN}})
 
 
 def test_async_endpoint_config_leaves_out_real_time_only_settings(async_synth):
-    configs = [c["Properties"] for c in async_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()]
+    configs = [
+        c["Properties"] for c in async_synth.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()
+    ]
     (async_config,) = [c for c in configs if "AsyncInferenceConfig" in c]
     (real_time,) = [c for c in configs if "AsyncInferenceConfig" not in c]
     assert "MetricsConfig" not in async_config and "MetricsConfig" in real_time

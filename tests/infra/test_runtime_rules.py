@@ -45,7 +45,9 @@ def test_ami_drivers_are_the_ones_botocore_documents():
     documented = _sagemaker_model().shape_for("ProductionVariant").members["InferenceAmiVersion"].documentation
     text = re.sub(r"<[^>]+>", " ", documented)
     for name, host in RUNTIME.inference_amis.items():
-        entry = re.search(re.escape(name) + r"\s+Accelerator: GPU\s+NVIDIA driver version: (\d+)\s+CUDA version: ([\d.]+)", text)
+        entry = re.search(
+            re.escape(name) + r"\s+Accelerator: GPU\s+NVIDIA driver version: (\d+)\s+CUDA version: ([\d.]+)", text
+        )
         assert entry, name
         assert (int(entry[1]), entry[2]) == (host.driver, host.cuda)
 
@@ -70,7 +72,9 @@ def test_the_dockerfile_builds_from_the_image_the_catalog_describes():
 
 @pytest.fixture(scope="module", params=EXAMPLES)
 def example(request, tmp_path_factory):
-    return synthesize(tmp_path_factory.mktemp(request.param), deployment=str(REPO_ROOT / "deployments" / f"{request.param}.yaml"))
+    return synthesize(
+        tmp_path_factory.mktemp(request.param), deployment=str(REPO_ROOT / "deployments" / f"{request.param}.yaml")
+    )
 
 
 def test_every_synthesized_variant_boots_an_ami_whose_driver_runs_the_image(example):
@@ -85,12 +89,18 @@ def test_every_synthesized_variant_boots_an_ami_whose_driver_runs_the_image(exam
 def test_the_ab_baseline_variant_carries_the_ami_too(synth):
     synth(deployment=str(REPO_ROOT / "deployments" / "ab-test.yaml")).template().has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
-        {"ProductionVariants": Match.array_with([Match.object_like({"VariantName": "Baseline", "InferenceAmiVersion": IMAGE_AMI})])},
+        {
+            "ProductionVariants": Match.array_with(
+                [Match.object_like({"VariantName": "Baseline", "InferenceAmiVersion": IMAGE_AMI})]
+            )
+        },
     )
 
 
 def test_an_ami_override_whose_driver_is_too_old_is_refused_with_the_fix():
-    config = config_from_overrides({}, base={"instance": {"type": "ml.g5.12xlarge", "ami_version": "al2-ami-sagemaker-inference-gpu-3-1"}})
+    config = config_from_overrides(
+        {}, base={"instance": {"type": "ml.g5.12xlarge", "ami_version": "al2-ami-sagemaker-inference-gpu-3-1"}}
+    )
     with pytest.raises(DeploymentRuleError) as error:
         plan_checked_deployment(config)
     message = str(error.value)
@@ -105,7 +115,9 @@ def test_an_unknown_ami_is_refused_with_the_list():
 
 
 def test_peagle_plan_refuses_a_driver_mismatch(tmp_path, capsys):
-    path = write_deployment(tmp_path, "instance: {type: ml.g6.12xlarge, ami_version: al2-ami-sagemaker-inference-gpu-2}\n")
+    path = write_deployment(
+        tmp_path, "instance: {type: ml.g6.12xlarge, ami_version: al2-ami-sagemaker-inference-gpu-2}\n"
+    )
     assert main(["plan", "--deployment", path, "--model", "qwen3-8b"]) == 2
     err = capsys.readouterr().err
     assert "al2-ami-sagemaker-inference-gpu-2 has NVIDIA driver 535 (CUDA 12.2)" in err and IMAGE_AMI in err
@@ -131,7 +143,10 @@ def test_a_rolling_update_on_one_instance_is_refused_with_the_fix(tmp_path, caps
 def test_a_rolling_update_counts_the_autoscaling_minimum():
     config = config_from_overrides(
         {"instanceCount": 4},
-        base={"rollout": {"strategy": "rolling", "rolling": {"batch_percent": 25}}, "autoscaling": {"min_instances": 2, "max_instances": 4}},
+        base={
+            "rollout": {"strategy": "rolling", "rolling": {"batch_percent": 25}},
+            "autoscaling": {"min_instances": 2, "max_instances": 4},
+        },
     )
     with pytest.raises(DeploymentRuleError, match=r"the fleet can be as small as 2 instance\(s\)"):
         plan_checked_deployment(config)
@@ -150,7 +165,9 @@ def test_batch_enabled_is_refused_at_synth_while_no_transform_host_runs_the_imag
 
 
 def test_transform_instance_types_are_checked_against_the_transform_enum():
-    assert any("ml.p4d.24xlarge is not a Batch Transform instance type" in p for p in transform_problems("ml.p4d.24xlarge"))
+    assert any(
+        "ml.p4d.24xlarge is not a Batch Transform instance type" in p for p in transform_problems("ml.p4d.24xlarge")
+    )
     assert not any("not a Batch Transform instance type" in p for p in transform_problems("ml.g6e.12xlarge"))
 
 
@@ -214,7 +231,10 @@ def test_rollout_strategy_none_deploys_without_guardrails_or_retained_properties
 def test_the_async_endpoint_has_its_own_model_naming_it(synth):
     result = synth(deployment=str(REPO_ROOT / "deployments" / "async-summarization.yaml"))
     models = result.resources("PeagleEndpoint", "AWS::SageMaker::Model")
-    names = {logical_id: m["Properties"]["PrimaryContainer"]["Environment"]["PEAGLE_ENDPOINT_NAME"] for logical_id, m in models.items()}
+    names = {
+        logical_id: m["Properties"]["PrimaryContainer"]["Environment"]["PEAGLE_ENDPOINT_NAME"]
+        for logical_id, m in models.items()
+    }
     assert sorted(names.values()) == ["peagle-summaries-async", "peagle-summaries-endpoint"]
     configs = result.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()
     (async_config,) = [c["Properties"] for c in configs if "AsyncInferenceConfig" in c["Properties"]]
@@ -240,4 +260,6 @@ def test_a_start_up_timeout_too_short_for_the_self_check_fails_synth_with_the_la
     message = str(error.value)
     assert "[launcher-settings] peagle-endpoint/Primary" in message and "to at least 390" in message
     assert "timeouts.container_startup_seconds" in message
-    plan_checked_deployment(config_from_overrides({"speculativeTokens": 0}, base={"timeouts": {"container_startup_seconds": 300}}))
+    plan_checked_deployment(
+        config_from_overrides({"speculativeTokens": 0}, base={"timeouts": {"container_startup_seconds": 300}})
+    )

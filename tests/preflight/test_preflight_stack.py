@@ -23,7 +23,9 @@ class StubbedAccount:
     """Real botocore clients under Stubber, handed to preflight in place of its own."""
 
     def __init__(self) -> None:
-        session = boto3.session.Session(region_name=REGION, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret")
+        session = boto3.session.Session(
+            region_name=REGION, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret"
+        )
         self.session = session
         self.clients = {service: session.client(service) for service in ("cloudformation", "sts", "s3", "logs")}
         self.stubbers = {service: Stubber(client) for service, client in self.clients.items()}
@@ -36,27 +38,37 @@ class StubbedAccount:
 
     def no_stack(self, name: str = "peagle-endpoint") -> None:
         self.stubbers["cloudformation"].add_client_error(
-            "get_template", service_error_code="ValidationError", http_status_code=400,
+            "get_template",
+            service_error_code="ValidationError",
+            http_status_code=400,
             service_message=f"Stack with id {name} does not exist",
             expected_params={"StackName": name, "TemplateStage": "Original"},
         )
 
     def log_groups(self, name: str, existing: list[str]) -> None:
         self.stubbers["logs"].add_response(
-            "describe_log_groups", {"logGroups": [{"logGroupName": group} for group in existing]},
+            "describe_log_groups",
+            {"logGroups": [{"logGroupName": group} for group in existing]},
             {"logGroupNamePrefix": name, "limit": 5},
         )
 
     def caller(self) -> None:
-        self.stubbers["sts"].add_response("get_caller_identity", {
-            "Account": ACCOUNT, "Arn": f"arn:aws:iam::{ACCOUNT}:user/deployer", "UserId": "AIDAEXAMPLE"})
+        self.stubbers["sts"].add_response(
+            "get_caller_identity",
+            {"Account": ACCOUNT, "Arn": f"arn:aws:iam::{ACCOUNT}:user/deployer", "UserId": "AIDAEXAMPLE"},
+        )
 
     def head(self, bucket: str, key: str, *, exists: bool) -> None:
         if exists:
             self.stubbers["s3"].add_response("head_object", {"ContentLength": 10}, {"Bucket": bucket, "Key": key})
         else:
-            self.stubbers["s3"].add_client_error("head_object", service_error_code="404", http_status_code=404,
-                                                 service_message="Not Found", expected_params={"Bucket": bucket, "Key": key})
+            self.stubbers["s3"].add_client_error(
+                "head_object",
+                service_error_code="404",
+                http_status_code=404,
+                service_message="Not Found",
+                expected_params={"Bucket": bucket, "Key": key},
+            )
 
     def assert_all_called(self) -> None:
         for stubber in self.stubbers.values():
@@ -100,8 +112,15 @@ def test_weights_not_staged_under_the_new_prefix_are_refused(capsys, synthesized
     aws.head(DEFAULT_PREFIX_BUCKET, "models/gpt-oss-20b/target/config.json", exists=True)
     aws.head(DEFAULT_PREFIX_BUCKET, "models/gpt-oss-20b/drafter/config.json", exists=False)
 
-    code, out, _ = preflight(capsys, "--deployment", str(default.deployment_file), "--new", str(default.template),
-                             "--stack", "peagle-endpoint")
+    code, out, _ = preflight(
+        capsys,
+        "--deployment",
+        str(default.deployment_file),
+        "--new",
+        str(default.template),
+        "--stack",
+        "peagle-endpoint",
+    )
 
     assert code == 1, out
     assert f"s3://{DEFAULT_PREFIX_BUCKET}/models/gpt-oss-20b/drafter/config.json not found" in out
@@ -120,14 +139,18 @@ def test_a_log_group_left_by_an_earlier_stack_is_refused(capsys, synthesized, aw
     code, out, _ = preflight(capsys, "--new", str(default.template), "--stack", "peagle-endpoint")
 
     assert code == 1, out
-    assert "REFUSED [log-group-name] log group /aws/sagemaker/Endpoints/peagle-endpoint is created, but it already exists" in out
+    assert (
+        "REFUSED [log-group-name] log group /aws/sagemaker/Endpoints/peagle-endpoint is created, but it already exists"
+        in out
+    )
     assert "`aws logs delete-log-group --log-group-name /aws/sagemaker/Endpoints/peagle-endpoint`" in out
 
 
 def test_the_deployed_template_comes_from_the_stack(capsys, synthesized, aws):
     ab, ab_off = synthesized("ab"), synthesized("ab-off")
     aws.stubbers["cloudformation"].add_response(
-        "get_template", {"TemplateBody": ab.template.read_text(), "StagesAvailable": ["Original", "Processed"]},
+        "get_template",
+        {"TemplateBody": ab.template.read_text(), "StagesAvailable": ["Original", "Processed"]},
         {"StackName": "peagle-ab-endpoint", "TemplateStage": "Original"},
     )
 
@@ -142,7 +165,9 @@ def test_the_deployed_template_comes_from_the_stack(capsys, synthesized, aws):
 
 def test_access_denied_is_an_aws_problem(capsys, synthesized, aws):
     aws.stubbers["cloudformation"].add_client_error(
-        "get_template", service_error_code="AccessDenied", http_status_code=403,
+        "get_template",
+        service_error_code="AccessDenied",
+        http_status_code=403,
         service_message="User: arn:aws:iam::111122223333:user/x is not authorized to perform: cloudformation:GetTemplate",
     )
 
@@ -155,16 +180,34 @@ def test_access_denied_is_an_aws_problem(capsys, synthesized, aws):
 
 def test_without_credentials_the_error_is_one_line_and_exit_3(synthesized, tmp_path):
     env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    env.update(AWS_SHARED_CREDENTIALS_FILE="/nonexistent", AWS_CONFIG_FILE="/nonexistent", AWS_EC2_METADATA_DISABLED="true")
+    env.update(
+        AWS_SHARED_CREDENTIALS_FILE="/nonexistent", AWS_CONFIG_FILE="/nonexistent", AWS_EC2_METADATA_DISABLED="true"
+    )
 
     result = subprocess.run(
-        [sys.executable, "-m", "peagle", "preflight", "--new", str(synthesized("default").template),
-         "--stack", "peagle-endpoint", "--region", REGION],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "peagle",
+            "preflight",
+            "--new",
+            str(synthesized("default").template),
+            "--stack",
+            "peagle-endpoint",
+            "--region",
+            REGION,
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert result.returncode == 3, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     (line,) = result.stderr.splitlines()
-    assert line.startswith("error: no usable AWS credentials while reading the deployed template of stack peagle-endpoint")
+    assert line.startswith(
+        "error: no usable AWS credentials while reading the deployed template of stack peagle-endpoint"
+    )
     assert "AWS_PROFILE" in line

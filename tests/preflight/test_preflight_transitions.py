@@ -17,9 +17,12 @@ def preflight(capsys, *argv: str) -> tuple[int, str, str]:
 def compare(capsys, synthesized, deployed: str, new: str, *extra: str) -> tuple[int, str, str]:
     return preflight(
         capsys,
-        "--deployment", str(synthesized(new).deployment_file),
-        "--new", str(synthesized(new).template),
-        "--deployed-template", str(synthesized(deployed).template),
+        "--deployment",
+        str(synthesized(new).deployment_file),
+        "--new",
+        str(synthesized(new).template),
+        "--deployed-template",
+        str(synthesized(deployed).template),
         *extra,
     )
 
@@ -36,7 +39,10 @@ def test_turning_ab_off_under_blue_green_is_refused_with_the_none_sequence(capsy
     code, out, _ = compare(capsys, synthesized, "ab", "ab-off")
 
     assert code == 1, out
-    assert "REFUSED [variant-set] endpoint peagle-ab-endpoint: production variants Primary, Baseline -> Primary (removed: Baseline)" in out
+    assert (
+        "REFUSED [variant-set] endpoint peagle-ab-endpoint: production variants Primary, Baseline -> Primary (removed: Baseline)"
+        in out
+    )
     assert "must have the same variant name as the old endpoint configuration" in out
     assert "deployment-guardrails-exclusions.html" in out
     assert "deploy this change once with `rollout.strategy: none`" in out
@@ -59,8 +65,10 @@ def test_changing_the_instance_type_of_an_autoscaled_variant_is_refused(capsys, 
     code, out, _ = compare(capsys, synthesized, "default", "bigger-instance")
 
     assert code == 1, out
-    assert ("REFUSED [autoscaled-instance-type] endpoint peagle-endpoint: variant Primary instance type "
-            "ml.g6e.xlarge -> ml.g6e.12xlarge") in out
+    assert (
+        "REFUSED [autoscaled-instance-type] endpoint peagle-endpoint: variant Primary instance type "
+        "ml.g6e.xlarge -> ml.g6e.12xlarge"
+    ) in out
     assert "the update fails" in out and "endpoint-scaling-update.html" in out
     assert "1. set `autoscaling.enabled: false`" in out
     assert "2. set `instance.type: ml.g6e.12xlarge` and deploy" in out
@@ -77,7 +85,9 @@ def test_changing_the_instance_type_once_autoscaling_is_deregistered_passes(caps
 def test_a_scalable_target_resource_id_written_as_fn_join_is_understood(capsys, synthesized, tmp_path):
     deployed = json.loads(synthesized("default").template.read_text())
     (endpoint_id,) = [lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::SageMaker::Endpoint"]
-    (target,) = [r for r in deployed["Resources"].values() if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"]
+    (target,) = [
+        r for r in deployed["Resources"].values() if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+    ]
     assert target["Properties"]["ResourceId"] == "endpoint/peagle-endpoint/variant/Primary"  # what CDK writes today
     target["Properties"]["ResourceId"] = {
         "Fn::Join": ["", ["endpoint/", {"Fn::GetAtt": [endpoint_id, "EndpointName"]}, "/variant/Primary"]]
@@ -85,7 +95,9 @@ def test_a_scalable_target_resource_id_written_as_fn_join_is_understood(capsys, 
     joined = tmp_path / "deployed.json"
     joined.write_text(json.dumps(deployed))
 
-    code, out, _ = preflight(capsys, "--new", str(synthesized("bigger-instance").template), "--deployed-template", str(joined))
+    code, out, _ = preflight(
+        capsys, "--new", str(synthesized("bigger-instance").template), "--deployed-template", str(joined)
+    )
 
     assert code == 1, out
     assert "REFUSED [autoscaled-instance-type]" in out
@@ -109,8 +121,10 @@ def test_a_changed_weights_prefix_is_a_warning_in_file_mode(capsys, synthesized)
     code, out, _ = compare(capsys, synthesized, "default", "own-prefix")
 
     assert code == 0, out
-    assert ("WARNING [weights-prefix] weights prefix s3://peagle-models-${AWS::AccountId}-${AWS::Region}/models/gpt-oss-20b/ "
-            "-> s3://my-weights-bucket/models/gpt-oss-20b/") in out
+    assert (
+        "WARNING [weights-prefix] weights prefix s3://peagle-models-${AWS::AccountId}-${AWS::Region}/models/gpt-oss-20b/ "
+        "-> s3://my-weights-bucket/models/gpt-oss-20b/"
+    ) in out
     assert f"stage it first: `peagle stage --deployment {synthesized('own-prefix').deployment_file}`" in out
     assert "no illegal transitions (1 warning(s) above)" in out
 
@@ -125,22 +139,30 @@ def test_a_renamed_construct_id_keeping_the_endpoint_name_is_refused(capsys, syn
     code, out, _ = preflight(capsys, "--new", str(renamed), "--deployed-template", str(synthesized("default").template))
 
     assert code == 1, out
-    assert (f"REFUSED [physical-name-reused] endpoint peagle-endpoint moves from logical id {endpoint_id} "
-            "to RenamedEndpoint0A1B2C3D") in out
+    assert (
+        f"REFUSED [physical-name-reused] endpoint peagle-endpoint moves from logical id {endpoint_id} "
+        "to RenamedEndpoint0A1B2C3D"
+    ) in out
 
 
 def test_the_new_template_defaults_to_cdk_out_for_the_deployment(capsys, synthesized, monkeypatch):
     ab_off = synthesized("ab-off")
     monkeypatch.chdir(ab_off.cdk_out.parent)
 
-    code, out, _ = preflight(capsys, "--deployment", str(ab_off.deployment_file),
-                             "--deployed-template", str(synthesized("ab").template))
+    code, out, _ = preflight(
+        capsys, "--deployment", str(ab_off.deployment_file), "--deployed-template", str(synthesized("ab").template)
+    )
 
     assert code == 1, out
     assert "preflight: cdk.out/PeagleEndpoint.template.json against" in out
 
-    code, _, err = preflight(capsys, "--deployment", str(synthesized("default").deployment_file),
-                             "--deployed-template", str(synthesized("ab").template))
+    code, _, err = preflight(
+        capsys,
+        "--deployment",
+        str(synthesized("default").deployment_file),
+        "--deployed-template",
+        str(synthesized("ab").template),
+    )
 
     assert code == 2
     assert "cdk.out holds deployment 'peagle-ab', not 'peagle'" in err
@@ -155,8 +177,9 @@ def test_a_template_that_cannot_be_read_is_bad_input(capsys, synthesized, tmp_pa
     assert code == 2
     assert err.startswith(f"error: {broken} is neither JSON nor YAML")
 
-    code, _, err = preflight(capsys, "--new", str(synthesized("default").template),
-                             "--deployed-template", str(tmp_path / "missing.json"))
+    code, _, err = preflight(
+        capsys, "--new", str(synthesized("default").template), "--deployed-template", str(tmp_path / "missing.json")
+    )
     assert code == 2
     assert "cannot read template" in err
 
@@ -165,7 +188,9 @@ def test_yaml_templates_with_short_form_tags_are_read(capsys, synthesized, tmp_p
     """`aws cloudformation get-template` output saved as YAML uses !Ref/!GetAtt/!Join/!Sub."""
     deployed = json.loads(synthesized("default").template.read_text())
     (endpoint_id,) = [lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::SageMaker::Endpoint"]
-    (target_id,) = [lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"]
+    (target_id,) = [
+        lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+    ]
     (config_id,) = [lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
     variant = deployed["Resources"][config_id]["Properties"]["ProductionVariants"][0]
     yaml_text = f"""
@@ -193,8 +218,9 @@ Resources:
     deployed_yaml = tmp_path / "deployed.yaml"
     deployed_yaml.write_text(yaml_text)
 
-    code, out, _ = preflight(capsys, "--new", str(synthesized("bigger-instance").template),
-                             "--deployed-template", str(deployed_yaml))
+    code, out, _ = preflight(
+        capsys, "--new", str(synthesized("bigger-instance").template), "--deployed-template", str(deployed_yaml)
+    )
 
     assert code == 1, out
     assert "REFUSED [autoscaled-instance-type] endpoint peagle-endpoint: variant Primary" in out

@@ -9,8 +9,9 @@ import urllib.request
 from peagle_serve.metrics import MetricsSnapshot
 
 
-def post(url: str, body: bytes | dict | None, *, content_type: str | None = "application/json",
-         timeout: float = 120) -> tuple[int, str]:
+def post(
+    url: str, body: bytes | dict | None, *, content_type: str | None = "application/json", timeout: float = 120
+) -> tuple[int, str]:
     data = json.dumps(body).encode() if isinstance(body, dict) else (body or b"")
     headers = {"Content-Type": content_type} if content_type else {}
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
@@ -32,8 +33,14 @@ def metrics(base_url: str) -> MetricsSnapshot:
 
 
 def greedy_completion(base_url: str, prompt: str, max_tokens: int) -> dict:
-    status, body = post_json(base_url + "/invocations", {
-        "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "return_token_ids": True,
-    })
+    status, body = post_json(
+        base_url + "/invocations",
+        {
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "return_token_ids": True,
+        },
+    )
     assert status == 200, body
     return body

@@ -12,29 +12,36 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 from local_engine import REPO_ROOT, peagle_local_command
-from peagle_serve.errors import EXIT_CONFIG_ERROR
 
+from peagle_serve.errors import EXIT_CONFIG_ERROR
 
 
 def run_launcher(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "PEAGLE_"))}
     return subprocess.run(
         [sys.executable, "-m", "peagle_serve", "serve", *args],
-        env={**clean, **env}, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+        env={**clean, **env},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
 def spec_config(drafter, k: int = 4) -> str:
-    return json.dumps({"method": "eagle3", "model": str(drafter), "num_speculative_tokens": k,
-                       "parallel_drafting": True})
+    return json.dumps(
+        {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": k, "parallel_drafting": True}
+    )
 
 
 def test_k_above_the_drafters_trained_count_is_rejected_by_peagle_local(tiny_pair):
     result = subprocess.run(
         peagle_local_command("--port", "1", "--speculative-tokens", "9", "--models-dir", str(tiny_pair.root)),
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == EXIT_CONFIG_ERROR
     assert "num_speculative_tokens=9 is above the 8 tokens the drafter was trained for" in result.stderr
@@ -47,15 +54,17 @@ def test_drafter_config_without_a_mask_token_is_rejected(tiny_pair, tmp_path):
     config = json.loads((drafter / "config.json").read_text())
     del config["ptd_token_id"]
     (drafter / "config.json").write_text(json.dumps(config))
-    result = run_launcher({"SM_VLLM_MODEL": str(tiny_pair.target_dir),
-                           "SM_VLLM_SPECULATIVE_CONFIG": spec_config(drafter)})
+    result = run_launcher(
+        {"SM_VLLM_MODEL": str(tiny_pair.target_dir), "SM_VLLM_SPECULATIVE_CONFIG": spec_config(drafter)}
+    )
     assert result.returncode == EXIT_CONFIG_ERROR
     assert "names no mask token" in result.stderr and "ptd_token_id" in result.stderr
 
 
 def test_missing_model_directories_are_named(tiny_pair, tmp_path):
-    result = run_launcher({"SM_VLLM_MODEL": str(tmp_path / "nope"),
-                           "SM_VLLM_SPECULATIVE_CONFIG": spec_config(tmp_path / "no-drafter")})
+    result = run_launcher(
+        {"SM_VLLM_MODEL": str(tmp_path / "nope"), "SM_VLLM_SPECULATIVE_CONFIG": spec_config(tmp_path / "no-drafter")}
+    )
     assert result.returncode == EXIT_CONFIG_ERROR
     assert f"target model (SM_VLLM_MODEL) '{tmp_path / 'nope'}' not found" in result.stderr
     assert f"drafter (speculative config \"model\") '{tmp_path / 'no-drafter'}' not found" in result.stderr
@@ -68,11 +77,13 @@ def test_empty_model_root_says_where_the_target_was_expected(tmp_path):
 
 
 def test_bad_launcher_settings_and_json_exit_before_any_engine(tiny_pair):
-    result = run_launcher({
-        "SM_VLLM_MODEL": str(tiny_pair.target_dir),
-        "SM_VLLM_SPECULATIVE_CONFIG": "{not json",
-        "PEAGLE_SHUTDOWN_DRAIN_SECONDS": "45",
-    })
+    result = run_launcher(
+        {
+            "SM_VLLM_MODEL": str(tiny_pair.target_dir),
+            "SM_VLLM_SPECULATIVE_CONFIG": "{not json",
+            "PEAGLE_SHUTDOWN_DRAIN_SECONDS": "45",
+        }
+    )
     assert result.returncode == EXIT_CONFIG_ERROR
     assert "PEAGLE_SHUTDOWN_DRAIN_SECONDS='45' must be 0-29" in result.stderr
     # Settings are checked first; fix them and the next problem shows.
@@ -83,7 +94,11 @@ def test_bad_launcher_settings_and_json_exit_before_any_engine(tiny_pair):
 
 
 def test_k_zero_in_the_speculative_config_explains_how_to_turn_speculation_off(tiny_pair):
-    result = run_launcher({"SM_VLLM_MODEL": str(tiny_pair.target_dir),
-                           "SM_VLLM_SPECULATIVE_CONFIG": spec_config(tiny_pair.drafter_dir, k=0)})
+    result = run_launcher(
+        {
+            "SM_VLLM_MODEL": str(tiny_pair.target_dir),
+            "SM_VLLM_SPECULATIVE_CONFIG": spec_config(tiny_pair.drafter_dir, k=0),
+        }
+    )
     assert result.returncode == EXIT_CONFIG_ERROR
     assert "leave SM_VLLM_SPECULATIVE_CONFIG unset" in result.stderr

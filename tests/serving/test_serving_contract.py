@@ -33,8 +33,11 @@ def test_vllm_runs_as_vllm_serve_without_deprecation_warnings(local_server):
 
 def test_completion_body_returns_text(local_server):
     # What `curl -X POST .../invocations -d '{...}'` sends: a form content type.
-    status, text = post(local_server.url + "/invocations", b'{"prompt":"hello","max_tokens":16}',
-                        content_type="application/x-www-form-urlencoded")
+    status, text = post(
+        local_server.url + "/invocations",
+        b'{"prompt":"hello","max_tokens":16}',
+        content_type="application/x-www-form-urlencoded",
+    )
     assert status == 200, text
     body = json.loads(text)
     assert body["object"] == "text_completion"
@@ -42,10 +45,13 @@ def test_completion_body_returns_text(local_server):
 
 
 def test_chat_body_returns_an_assistant_message(local_server):
-    status, body = post_json(local_server.url + "/invocations", {
-        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
-        "max_tokens": 12,
-    })
+    status, body = post_json(
+        local_server.url + "/invocations",
+        {
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+            "max_tokens": 12,
+        },
+    )
     assert status == 200, body
     assert body["object"] == "chat.completion"
     message = body["choices"][0]["message"]
@@ -56,7 +62,7 @@ def test_streaming_body_returns_server_sent_events(local_server):
     request = {"prompt": "stream me", "max_tokens": 20, "temperature": 0}
     status, text = post(local_server.url + "/invocations", {**request, "stream": True})
     assert status == 200
-    events = [line[len("data: "):] for line in text.splitlines() if line.startswith("data: ")]
+    events = [line[len("data: ") :] for line in text.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(event) for event in events[:-1]]
     streamed = "".join(chunk["choices"][0]["text"] for chunk in chunks if chunk["choices"])
@@ -70,12 +76,12 @@ BAD_REQUESTS = {
     "wrong types": (json.dumps({"prompt": 5, "max_tokens": "many"}).encode(), "Expected one of"),
     "neither prompt nor messages": (b"{}", "prompt"),
     "prompt longer than max_model_len": (
-        json.dumps({"prompt": "a" * 3000, "max_tokens": 4}).encode(), "maximum context length"),
-    "max_tokens too large": (
-        json.dumps({"prompt": "hi", "max_tokens": 100000}).encode(), "max_tokens"),
+        json.dumps({"prompt": "a" * 3000, "max_tokens": 4}).encode(),
+        "maximum context length",
+    ),
+    "max_tokens too large": (json.dumps({"prompt": "hi", "max_tokens": 100000}).encode(), "max_tokens"),
     "negative max_tokens": (json.dumps({"prompt": "hi", "max_tokens": -1}).encode(), "max_tokens"),
-    "7 MB body": (json.dumps({"prompt": "a" * (7 * 1024 * 1024), "max_tokens": 4}).encode(),
-                  "maximum context length"),
+    "7 MB body": (json.dumps({"prompt": "a" * (7 * 1024 * 1024), "max_tokens": 4}).encode(), "maximum context length"),
 }
 
 

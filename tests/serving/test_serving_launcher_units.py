@@ -11,6 +11,7 @@ import shutil
 import sys
 
 import pytest
+
 from peagle_serve import vllm_args
 from peagle_serve.errors import ConfigError
 from peagle_serve.kpi import compute_kpi
@@ -21,34 +22,40 @@ from peagle_serve.settings import load_settings
 
 
 def test_sm_vllm_env_maps_like_vllms_sagemaker_entrypoint_with_boolean_flags():
-    args = vllm_args.args_from_sm_env({
-        "SM_VLLM_MAX_MODEL_LEN": "4096",
-        "SM_VLLM_ENFORCE_EAGER": "true",
-        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
-        "SM_VLLM_TRUST_REMOTE_CODE": "",
-        "SM_VLLM_KV_CACHE_DTYPE": "fp8",
-        "UNRELATED": "x",
-    })
+    args = vllm_args.args_from_sm_env(
+        {
+            "SM_VLLM_MAX_MODEL_LEN": "4096",
+            "SM_VLLM_ENFORCE_EAGER": "true",
+            "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
+            "SM_VLLM_TRUST_REMOTE_CODE": "",
+            "SM_VLLM_KV_CACHE_DTYPE": "fp8",
+            "UNRELATED": "x",
+        }
+    )
     assert args == [
         "--no-enable-prefix-caching",
         "--enforce-eager",
-        "--kv-cache-dtype", "fp8",
-        "--max-model-len", "4096",
+        "--kv-cache-dtype",
+        "fp8",
+        "--max-model-len",
+        "4096",
         "--trust-remote-code",
     ]
 
 
 def test_pop_option_handles_equals_and_underscore_spellings():
-    values, rest = vllm_args.pop_option(
-        ["--max_model_len", "8", "--speculative-config={}", "--x"], "--max-model-len"
-    )
+    values, rest = vllm_args.pop_option(["--max_model_len", "8", "--speculative-config={}", "--x"], "--max-model-len")
     assert values == ["8"] and rest == ["--speculative-config={}", "--x"]
     assert vllm_args.option_value(["--speculative_config", "{}"], "--speculative-config") == "{}"
 
 
 def test_secrets_are_redacted_from_logged_command():
     assert vllm_args.redact(["--api-key", "s3cret", "--hf-token=abc", "--port", "1"]) == [
-        "--api-key", "***", "--hf-token=***", "--port", "1"
+        "--api-key",
+        "***",
+        "--hf-token=***",
+        "--port",
+        "1",
     ]
 
 
@@ -60,12 +67,14 @@ def test_settings_defaults_match_the_container_contract():
 
 def test_settings_report_every_problem_at_once():
     with pytest.raises(ConfigError) as error:
-        load_settings({
-            "PEAGLE_SHUTDOWN_DRAIN_SECONDS": "30",
-            "PEAGLE_PORT": "eighty",
-            "PEAGLE_SPECULATION_SELF_CHECK": "maybe",
-            "PEAGLE_KPI_INTERVAL": "5",  # typo of PEAGLE_KPI_INTERVAL_SECONDS
-        })
+        load_settings(
+            {
+                "PEAGLE_SHUTDOWN_DRAIN_SECONDS": "30",
+                "PEAGLE_PORT": "eighty",
+                "PEAGLE_SPECULATION_SELF_CHECK": "maybe",
+                "PEAGLE_KPI_INTERVAL": "5",  # typo of PEAGLE_KPI_INTERVAL_SECONDS
+            }
+        )
     text = str(error.value)
     assert "PEAGLE_SHUTDOWN_DRAIN_SECONDS='30' must be 0-29" in text
     assert "PEAGLE_PORT='eighty' is not a valid int" in text
@@ -77,10 +86,14 @@ def _pair_env(tiny_pair, k: int = 4, **extra: str) -> dict[str, str]:
     env = {
         "SM_VLLM_MODEL": str(tiny_pair.target_dir),
         "SM_VLLM_SERVED_MODEL_NAME": "tiny-pair",
-        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps({
-            "method": "eagle3", "model": str(tiny_pair.drafter_dir),
-            "num_speculative_tokens": k, "parallel_drafting": True,
-        }),
+        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(
+            {
+                "method": "eagle3",
+                "model": str(tiny_pair.drafter_dir),
+                "num_speculative_tokens": k,
+                "parallel_drafting": True,
+            }
+        ),
         "PEAGLE_DRAFTER_TRAINED_K": "8",
     }
     env.update(extra)
@@ -95,11 +108,13 @@ def test_startup_budget_split_keeps_engine_and_self_check_inside_sagemakers_time
     for budget in (390, 600, 1800, 3600):  # SageMaker allows 60-3600; below 390 see the next test
         for self_check_timeout in (1, 60, 300):
             for self_check_on in ("true", "false"):
-                settings = load_settings({
-                    "PEAGLE_STARTUP_TIMEOUT_SECONDS": str(budget),
-                    "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS": str(self_check_timeout),
-                    "PEAGLE_SPECULATION_SELF_CHECK": self_check_on,
-                })
+                settings = load_settings(
+                    {
+                        "PEAGLE_STARTUP_TIMEOUT_SECONDS": str(budget),
+                        "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS": str(self_check_timeout),
+                        "PEAGLE_SPECULATION_SELF_CHECK": self_check_on,
+                    }
+                )
                 launched = 1000.0
                 deadlines = StartupDeadlines.starting_at(launched, settings)
                 reserve = self_check_timeout if self_check_on == "true" else 0
@@ -120,8 +135,12 @@ def test_a_startup_budget_with_no_room_for_the_engine_is_a_config_error():
     assert "ContainerStartupHealthCheckTimeoutInSeconds" in text and "to at least 390" in text
     assert "or lower PEAGLE_SELF_CHECK_TIMEOUT_SECONDS" in text
     # Without the self-check nothing is reserved for it.
-    assert load_settings({"PEAGLE_STARTUP_TIMEOUT_SECONDS": "300",
-                          "PEAGLE_SPECULATION_SELF_CHECK": "false"}).engine_start_seconds == 270
+    assert (
+        load_settings(
+            {"PEAGLE_STARTUP_TIMEOUT_SECONDS": "300", "PEAGLE_SPECULATION_SELF_CHECK": "false"}
+        ).engine_start_seconds
+        == 270
+    )
 
 
 class _Clock:
@@ -166,7 +185,9 @@ def test_the_launcher_gives_up_before_sagemaker_does(tiny_pair, monkeypatch, hea
     launched = clock.now
     monkeypatch.setattr(launcher, "time", clock)
     monkeypatch.setattr(self_check, "time", clock)
-    monkeypatch.setattr(launcher._Supervisor, "_start", lambda self, ready_file: setattr(self, "process", _QuietEngine()))
+    monkeypatch.setattr(
+        launcher._Supervisor, "_start", lambda self, ready_file: setattr(self, "process", _QuietEngine())
+    )
     monkeypatch.setattr(launcher._Supervisor, "_kill_leftovers", lambda self: None)
 
     def health(url, timeout):
@@ -205,9 +226,16 @@ def test_drafter_context_warning_only_where_vllm_stops_drafting(tiny_pair, tmp_p
     (drafter / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 64}))
 
     def speculation(parallel: bool) -> Speculation:
-        return Speculation(config={"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 4,
-                                   "parallel_drafting": parallel},
-                           num_speculative_tokens=4, parallel_drafting=parallel)
+        return Speculation(
+            config={
+                "method": "eagle3",
+                "model": str(drafter),
+                "num_speculative_tokens": 4,
+                "parallel_drafting": parallel,
+            },
+            num_speculative_tokens=4,
+            parallel_drafting=parallel,
+        )
 
     assert drafter_context_warning(speculation(parallel=False), 1024) is None
     assert drafter_context_warning(speculation(parallel=True), 64) is None
@@ -227,8 +255,16 @@ def test_plan_builds_the_vllm_command_the_container_runs(tiny_pair):
     assert "--enforce-eager" in argv and argv[argv.index("--max-num-seqs") + 1] == "4"
     spec = json.loads(argv[argv.index("--speculative-config") + 1])
     assert spec["parallel_drafting"] is True and spec["num_speculative_tokens"] == 4
-    assert argv[-8:] == ["--host", "0.0.0.0", "--port", "8080", "--shutdown-timeout", "25",
-                         "--middleware", READINESS_MIDDLEWARE]
+    assert argv[-8:] == [
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8080",
+        "--shutdown-timeout",
+        "25",
+        "--middleware",
+        READINESS_MIDDLEWARE,
+    ]
     assert plan.speculative_tokens == 4 and plan.model_pair == "tiny-pair"
 
 

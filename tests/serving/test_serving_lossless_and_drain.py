@@ -11,12 +11,13 @@ import threading
 import time
 
 import pytest
-from peagle_serve import metrics as m
 from serving_requests import greedy_completion, metrics, post_json
+
+from peagle_serve import metrics as m
 
 pytestmark = pytest.mark.engine
 
-PROMPTS = ["hello", "The quick brown fox", "P-EAGLE drafts in parallel", "{\"a\": 1}", "x"]
+PROMPTS = ["hello", "The quick brown fox", "P-EAGLE drafts in parallel", '{"a": 1}', "x"]
 
 
 @pytest.fixture(scope="module")

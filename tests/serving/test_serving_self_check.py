@@ -16,6 +16,7 @@ import sys
 
 import pytest
 from local_engine import free_port, spawn
+
 from peagle.local.cli import local_environment
 from peagle_serve.errors import EXIT_SELF_CHECK_FAILED
 
@@ -30,12 +31,18 @@ def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_pat
     (drafter / "config.json").write_text(json.dumps(config))
 
     port = free_port()
-    options = argparse.Namespace(max_model_len=1024, host="127.0.0.1", port=port,
-                                 kpi_interval_seconds=None, speculative_tokens=4)
+    options = argparse.Namespace(
+        max_model_len=1024, host="127.0.0.1", port=port, kpi_interval_seconds=None, speculative_tokens=4
+    )
     env = local_environment(options, tiny_pair, {})
-    env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps({
-        "method": "eagle3", "model": str(drafter), "num_speculative_tokens": 4, "parallel_drafting": True,
-    })
+    env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(
+        {
+            "method": "eagle3",
+            "model": str(drafter),
+            "num_speculative_tokens": 4,
+            "parallel_drafting": True,
+        }
+    )
     # The container's own entrypoint, as SageMaker runs it.
     server = spawn([sys.executable, "-m", "peagle_serve", "serve"], port=port, env=env)
     try:
@@ -48,6 +55,7 @@ def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_pat
     assert "the drafter's context is 16 tokens but the server accepts 1024" in log  # the static hint
     # vLLM raised the drafter's position limit to the target's, and still did not draft:
     # the warning above is needed (model_layout.drafter_context_warning cites the source).
-    assert ("Overriding draft model max_position_embeddings from 16 to the target model's "
-            "max_model_len (1024)") in "\n".join(server.stdout_lines + server.stderr_lines)
+    assert (
+        "Overriding draft model max_position_embeddings from 16 to the target model's max_model_len (1024)"
+    ) in "\n".join(server.stdout_lines + server.stderr_lines)
     assert 200 not in server.ping_statuses_before_ready

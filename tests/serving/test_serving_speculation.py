@@ -6,19 +6,37 @@ import time
 
 import pytest
 from local_engine import TEST_KPI_INTERVAL_SECONDS
-from peagle_serve import metrics as m
 from serving_requests import greedy_completion, metrics
+
+from peagle_serve import metrics as m
 
 pytestmark = pytest.mark.engine
 
 # The keys the CDK side's CloudWatch metric filters read, by name.
 KPI_KEYS = {
-    "event", "timestamp", "model_pair", "endpoint_name", "variant_name", "interval_seconds", "speculative_tokens",
-    "requests_per_second", "generation_tokens_per_second", "prompt_tokens_per_second",
-    "ttft_mean_seconds", "tpot_mean_seconds", "e2e_latency_mean_seconds", "queue_time_mean_seconds",
-    "spec_acceptance_rate", "spec_mean_acceptance_length", "spec_acceptance_per_position",
-    "spec_drafts_per_second", "requests_running", "requests_waiting", "kv_cache_usage_ratio",
-    "requests_finished", "requests_finished_total_in_interval",
+    "event",
+    "timestamp",
+    "model_pair",
+    "endpoint_name",
+    "variant_name",
+    "interval_seconds",
+    "speculative_tokens",
+    "requests_per_second",
+    "generation_tokens_per_second",
+    "prompt_tokens_per_second",
+    "ttft_mean_seconds",
+    "tpot_mean_seconds",
+    "e2e_latency_mean_seconds",
+    "queue_time_mean_seconds",
+    "spec_acceptance_rate",
+    "spec_mean_acceptance_length",
+    "spec_acceptance_per_position",
+    "spec_drafts_per_second",
+    "requests_running",
+    "requests_waiting",
+    "kv_cache_usage_ratio",
+    "requests_finished",
+    "requests_finished_total_in_interval",
 }
 
 
@@ -57,8 +75,7 @@ def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
         assert record["requests_finished_total_in_interval"] == sum(record["requests_finished"].values())
         assert 0 <= record["kv_cache_usage_ratio"] <= 1
         assert record["requests_running"] >= 0 and record["requests_waiting"] >= 0
-        for key in ("ttft_mean_seconds", "tpot_mean_seconds", "e2e_latency_mean_seconds",
-                    "queue_time_mean_seconds"):
+        for key in ("ttft_mean_seconds", "tpot_mean_seconds", "e2e_latency_mean_seconds", "queue_time_mean_seconds"):
             assert record[key] is None or 0 <= record[key] < 30, key
         if record["spec_mean_acceptance_length"] is not None:
             assert 0 < record["spec_acceptance_rate"] <= 1
@@ -69,13 +86,18 @@ def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
     def some(key):
         return [r[key] for r in records if r[key] is not None]
 
-    for key in ("requests_per_second", "generation_tokens_per_second", "prompt_tokens_per_second",
-                "spec_drafts_per_second", "ttft_mean_seconds", "tpot_mean_seconds",
-                "e2e_latency_mean_seconds"):
+    for key in (
+        "requests_per_second",
+        "generation_tokens_per_second",
+        "prompt_tokens_per_second",
+        "spec_drafts_per_second",
+        "ttft_mean_seconds",
+        "tpot_mean_seconds",
+        "e2e_latency_mean_seconds",
+    ):
         assert any(value > 0 for value in some(key)), key
     assert max(some("spec_mean_acceptance_length")) > 1.5
-    assert max(r["spec_acceptance_per_position"][0] for r in records
-               if r["spec_acceptance_per_position"]) > 0.9
+    assert max(r["spec_acceptance_per_position"][0] for r in records if r["spec_acceptance_per_position"]) > 0.9
     assert sum(r["requests_finished"]["length"] for r in records) >= 2
 
 

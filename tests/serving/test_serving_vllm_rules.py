@@ -25,8 +25,13 @@ def test_vllm_serve_starts_through_vllm_cli_without_deprecation_warnings():
     assert result.returncode == 0, result.stderr[-2000:]
     assert "usage: vllm serve [model_tag] [options]" in result.stdout
     # The options the launcher passes are all still `vllm serve` options.
-    for option in ("--middleware MIDDLEWARE", "--shutdown-timeout SHUTDOWN_TIMEOUT", "--host HOST",
-                   "--port PORT", "--speculative-config SPECULATIVE_CONFIG"):
+    for option in (
+        "--middleware MIDDLEWARE",
+        "--shutdown-timeout SHUTDOWN_TIMEOUT",
+        "--host HOST",
+        "--port PORT",
+        "--speculative-config SPECULATIVE_CONFIG",
+    ):
         assert option in result.stdout
     assert "deprecated" not in result.stderr.lower()
 
@@ -52,9 +57,16 @@ def test_parallel_drafting_keeps_the_drafters_own_context_as_its_drafting_limit(
     (drafter / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 64}))
 
     engine_config = EngineArgs(
-        model=str(tiny_pair.target_dir), max_model_len=1024, dtype="float32", enforce_eager=True,
-        speculative_config={"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 4,
-                            "parallel_drafting": True},
+        model=str(tiny_pair.target_dir),
+        max_model_len=1024,
+        dtype="float32",
+        enforce_eager=True,
+        speculative_config={
+            "method": "eagle3",
+            "model": str(drafter),
+            "num_speculative_tokens": 4,
+            "parallel_drafting": True,
+        },
     ).create_engine_config()
     draft = engine_config.speculative_config.draft_model_config
     assert draft.hf_config.max_position_embeddings == 1024  # vLLM's override ran

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import boto3
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
-
 from client.sagemaker_wire import StubbedEndpoint, payload_part, vllm_sse_stream
+
 from peagle.kpi_names import KPI_NAMESPACE
 from peagle.smoke.runner import AwsClients
 from peagle.smoke.step import Timing
@@ -19,7 +19,7 @@ from peagle.smoke.step import Timing
 ENDPOINT = "demo-endpoint"
 VARIANT = "Primary"
 STACK = "demo-endpoint"
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 @dataclass
@@ -63,7 +63,9 @@ class StubbedAws:
 
     # -- SageMaker ----------------------------------------------------------------------------
 
-    def describe_endpoint(self, status: str, *, variants=(VARIANT,), failure_reason: str | None = None, endpoint=ENDPOINT):
+    def describe_endpoint(
+        self, status: str, *, variants=(VARIANT,), failure_reason: str | None = None, endpoint=ENDPOINT
+    ):
         response = {
             "EndpointName": endpoint,
             "EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{endpoint}",
@@ -83,9 +85,10 @@ class StubbedAws:
         )
 
     def plain_completion(self, text: str = "Drafts, then one check.", *, variant=VARIANT, endpoint=ENDPOINT):
+        choice = f'{{"index":0,"text":{_json_string(text)},"finish_reason":"length"}}'
         body = (
-            '{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":%s,"finish_reason":"length"}],'
-            '"usage":{"prompt_tokens":9,"completion_tokens":8,"total_tokens":17}}' % _json_string(text)
+            f'{{"id":"cmpl-1","object":"text_completion","choices":[{choice}],'
+            '"usage":{"prompt_tokens":9,"completion_tokens":8,"total_tokens":17}}'
         ).encode()
         self.endpoint.stubber.add_response(
             "invoke_endpoint",
@@ -105,7 +108,14 @@ class StubbedAws:
 
     # -- CloudWatch ---------------------------------------------------------------------------
 
-    def metric_data(self, values_by_id: dict[str, list[float]], metrics: dict[str, tuple[str, str]], *, endpoint=ENDPOINT, variant=VARIANT):
+    def metric_data(
+        self,
+        values_by_id: dict[str, list[float]],
+        metrics: dict[str, tuple[str, str]],
+        *,
+        endpoint=ENDPOINT,
+        variant=VARIANT,
+    ):
         """One GetMetricData answer; ``metrics`` is the query the step must send (id -> (name, stat))."""
         queries = [
             {
@@ -114,7 +124,10 @@ class StubbedAws:
                     "Metric": {
                         "Namespace": KPI_NAMESPACE,
                         "MetricName": name,
-                        "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],
+                        "Dimensions": [
+                            {"Name": "EndpointName", "Value": endpoint},
+                            {"Name": "VariantName", "Value": variant},
+                        ],
                     },
                     "Period": 60,
                     "Stat": stat,
@@ -167,9 +180,14 @@ class StubbedAws:
             for index, name in enumerate([*states, *composite])
         ]
         resources.append(
-            {"LogicalResourceId": "Endpoint", "PhysicalResourceId": "arn:endpoint", "ResourceType": "AWS::SageMaker::Endpoint",
-             "LastUpdatedTimestamp": T0, "ResourceStatus": "CREATE_COMPLETE"}
-        )  # fmt: skip
+            {
+                "LogicalResourceId": "Endpoint",
+                "PhysicalResourceId": "arn:endpoint",
+                "ResourceType": "AWS::SageMaker::Endpoint",
+                "LastUpdatedTimestamp": T0,
+                "ResourceStatus": "CREATE_COMPLETE",
+            }
+        )
         self.stubbers["cloudformation"].add_response(
             "list_stack_resources", {"StackResourceSummaries": resources}, {"StackName": stack}
         )

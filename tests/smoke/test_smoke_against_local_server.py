@@ -17,7 +17,10 @@ def test_the_local_server_passes_the_http_steps(local_server, capsys):
     assert exit_code == 0, out + err
     assert lines["plain-invocation"].startswith("ok ") and "200, 24 token(s)" in lines["plain-invocation"]
     assert lines["streamed-invocation"].startswith("ok ") and "24 token(s)" in lines["streamed-invocation"]
-    assert lines["speculation-on"].startswith("ok ") and "accepted tokens during the smoke requests" in lines["speculation-on"]
+    assert (
+        lines["speculation-on"].startswith("ok ")
+        and "accepted tokens during the smoke requests" in lines["speculation-on"]
+    )
     for name in ("endpoint-in-service", "kpi-metrics", "alarms-ok"):
         assert lines[name].startswith("skip ") and "--url" in lines[name]
     assert "smoke test passed: 3 step(s) ok, 3 skipped" in out

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from local_engine import REPO_ROOT
 
 from peagle.cli import main
-from local_engine import REPO_ROOT
 
 
 def environment_without_aws() -> dict[str, str]:
@@ -31,7 +31,9 @@ def run_peagle(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_no_credentials_is_one_line_and_exit_3():
-    finished = run_peagle("smoke", "--endpoint", "demo-endpoint", "--region", "us-east-1", env=environment_without_aws())
+    finished = run_peagle(
+        "smoke", "--endpoint", "demo-endpoint", "--region", "us-east-1", env=environment_without_aws()
+    )
 
     assert finished.returncode == 3, finished.stderr
     assert finished.stdout == ""

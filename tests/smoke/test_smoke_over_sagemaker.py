@@ -4,8 +4,8 @@ what each AWS answer makes of a step, the exit code, and that waiting never real
 from __future__ import annotations
 
 import pytest
-
 from aws_stubs import ENDPOINT, STACK, FakeClock, StubbedAws
+
 from peagle.cli import build_parser
 from peagle.smoke.cli import execute
 
@@ -49,14 +49,24 @@ def test_a_healthy_endpoint_passes_every_step(aws, clock, capsys):
     queue_invocations(aws)
     aws.acceptance([0.0, 0.62])
     aws.kpi_reports([1.0, 1.0, 1.0])
-    aws.alarms({**HEALTHY_ALARMS, "P-EAGLE demo SpecAcceptanceRateLow": "INSUFFICIENT_DATA"}, composite={"P-EAGLE demo Health": "OK"})
+    aws.alarms(
+        {**HEALTHY_ALARMS, "P-EAGLE demo SpecAcceptanceRateLow": "INSUFFICIENT_DATA"},
+        composite={"P-EAGLE demo Health": "OK"},
+    )
 
     exit_code = smoke(aws, clock)
 
     out, err = capsys.readouterr()
     steps = step_lines(out)
     assert exit_code == 0, out + err
-    assert list(steps) == ["endpoint-in-service", "plain-invocation", "streamed-invocation", "speculation-on", "kpi-metrics", "alarms-ok"]
+    assert list(steps) == [
+        "endpoint-in-service",
+        "plain-invocation",
+        "streamed-invocation",
+        "speculation-on",
+        "kpi-metrics",
+        "alarms-ok",
+    ]
     assert {status for status, _ in steps.values()} == {"ok"}
     assert "InService; variant Primary on 1 instance(s)" in steps["endpoint-in-service"][1]
     assert '"Drafts, then one check."' in steps["plain-invocation"][1]
@@ -116,7 +126,10 @@ def test_still_creating_when_the_wait_runs_out(aws, clock, capsys):
 
 
 def test_a_failed_endpoint_prints_its_failure_reason(aws, clock, capsys):
-    aws.describe_endpoint("Failed", failure_reason="The primary container for production variant Primary did not pass the ping health check.")
+    aws.describe_endpoint(
+        "Failed",
+        failure_reason="The primary container for production variant Primary did not pass the ping health check.",
+    )
     aws.alarms(HEALTHY_ALARMS)
 
     exit_code = smoke(aws, clock, "--wait-seconds", "600")
@@ -144,7 +157,10 @@ def test_a_missing_variant_fails_and_lists_the_variants(aws, clock, capsys):
     aws.alarms(HEALTHY_ALARMS)
 
     assert smoke(aws, clock) == 1
-    assert "no variant 'Primary' (variants: AllTraffic); pass --variant" in step_lines(capsys.readouterr().out)["endpoint-in-service"][1]
+    assert (
+        "no variant 'Primary' (variants: AllTraffic); pass --variant"
+        in step_lines(capsys.readouterr().out)["endpoint-in-service"][1]
+    )
 
 
 def test_zero_acceptance_fails_speculation_on(aws, clock, capsys):
@@ -243,7 +259,9 @@ def test_access_denied_fails_that_step_and_names_the_permission(aws, clock, caps
     assert smoke(aws, clock) == 1
     steps = step_lines(capsys.readouterr().out)
     assert steps["speculation-on"][0] == "FAIL"
-    assert "access denied" in steps["speculation-on"][1] and "needs cloudwatch:GetMetricData" in steps["speculation-on"][1]
+    assert (
+        "access denied" in steps["speculation-on"][1] and "needs cloudwatch:GetMetricData" in steps["speculation-on"][1]
+    )
     assert steps["alarms-ok"][0] == "ok"
 
 
@@ -260,7 +278,9 @@ def test_rejected_credentials_end_the_run_with_one_line_and_exit_3(aws, clock, c
 
 def test_a_deployment_with_k0_skips_speculation_and_names_endpoint_and_stack(aws, clock, capsys, tmp_path):
     deployment = tmp_path / "k0.yaml"
-    deployment.write_text("name: demo\nspeculation:\n  speculative_tokens: 0\nobservability:\n  kpi_interval_seconds: 30\n")
+    deployment.write_text(
+        "name: demo\nspeculation:\n  speculative_tokens: 0\nobservability:\n  kpi_interval_seconds: 30\n"
+    )
     aws.describe_endpoint("InService")
     queue_invocations(aws)
     aws.kpi_reports([])
@@ -283,7 +303,12 @@ def test_the_default_kpi_wait_is_three_kpi_intervals(tmp_path):
     deployment.write_text("name: demo\nobservability:\n  kpi_interval_seconds: 30\n")
     assert resolve_options(build_parser().parse_args(["smoke", "--endpoint", "x"])).kpi_wait_seconds == 180
     options = resolve_options(build_parser().parse_args(["smoke", "--deployment", str(deployment)]))
-    assert (options.kpi_wait_seconds, options.endpoint_name, options.stack_name, options.expect_speculation) == (90, "demo-endpoint", "demo-endpoint", True)
+    assert (options.kpi_wait_seconds, options.endpoint_name, options.stack_name, options.expect_speculation) == (
+        90,
+        "demo-endpoint",
+        "demo-endpoint",
+        True,
+    )
 
 
 def test_failed_invocations_fail_their_steps_with_the_model_error(aws, clock, capsys):
@@ -303,6 +328,9 @@ def test_failed_invocations_fail_their_steps_with_the_model_error(aws, clock, ca
     assert smoke(aws, clock) == 1
     out, err = capsys.readouterr()
     steps = step_lines(out)
-    assert steps["plain-invocation"][0] == "FAIL" and "The model rejected the request (status 400)" in steps["plain-invocation"][1]
+    assert (
+        steps["plain-invocation"][0] == "FAIL"
+        and "The model rejected the request (status 400)" in steps["plain-invocation"][1]
+    )
     assert steps["streamed-invocation"][0] == "FAIL" and "InvalidRequestError" in steps["streamed-invocation"][1]
     assert "FAILED at: plain-invocation, streamed-invocation" in err

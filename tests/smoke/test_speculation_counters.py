@@ -21,7 +21,9 @@ def counters(drafts: float, draft_tokens: float, accepted: float) -> MetricsSnap
     )
 
 
-NO_SPECULATION = MetricsSnapshot.parse('# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{engine="0"} 64\n')
+NO_SPECULATION = MetricsSnapshot.parse(
+    '# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{engine="0"} 64\n'
+)
 
 
 def test_accepted_drafts_pass():

@@ -60,8 +60,13 @@ def test_the_tiny_pair_is_stageable_and_lays_out_target_and_drafter_side_by_side
     plan = StagePlan.build("tiny-pair", S3Location.parse(PREFIX), target, drafter)
 
     keys = {file.relative_key for file in plan.files}
-    assert {"target/config.json", "target/model.safetensors", "target/tokenizer.json",
-            "drafter/config.json", "drafter/model.safetensors"} <= keys
+    assert {
+        "target/config.json",
+        "target/model.safetensors",
+        "target/tokenizer.json",
+        "drafter/config.json",
+        "drafter/model.safetensors",
+    } <= keys
     assert not any(".cache" in key or "original" in key for key in keys)
     assert set(plan.skipped_local) == {"target/.cache/huggingface/download.lock", "target/original/model.safetensors"}
     assert plan.model_data_s3_uri == PREFIX  # what the Model mounts at /opt/ml/model
@@ -107,8 +112,8 @@ def test_every_problem_is_reported_at_once(pair_dir):
 
 
 def test_a_drafter_whose_weights_lack_mask_hidden_gets_a_warning(pair_dir, tiny_pair):
-    from safetensors.numpy import save_file
     import numpy as np
+    from safetensors.numpy import save_file
 
     drafter = list_local_checkpoint(pair_dir / "drafter", "drafter")
     assert drafter_warnings(drafter, read_local_config(drafter), drafter_format="eagle3") == []

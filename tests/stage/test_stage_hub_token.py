@@ -51,8 +51,20 @@ def test_env_token_is_sent_to_the_hub_and_never_printed(refusing_hub, tmp_path, 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
 
-    exit_code = main(["stage", "--model", "gpt-oss-20b", "--s3-uri", "s3://my-models-bucket/models/x/", "--dry-run",
-                      "--hf-endpoint", refusing_hub.url, "--cache-dir", str(tmp_path / "cache")])
+    exit_code = main(
+        [
+            "stage",
+            "--model",
+            "gpt-oss-20b",
+            "--s3-uri",
+            "s3://my-models-bucket/models/x/",
+            "--dry-run",
+            "--hf-endpoint",
+            refusing_hub.url,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    )
 
     out, err = capsys.readouterr()
     assert exit_code == 1
@@ -70,7 +82,9 @@ def test_secrets_manager_token_json_or_text_and_hidden_repr():
         stubber.add_response("get_secret_value", {"SecretString": json.dumps({"HF_TOKEN": TOKEN})}, {"SecretId": arn})
         stubber.add_response("get_secret_value", {"SecretString": f"{TOKEN}\n"}, {"SecretId": arn})
         stubber.add_response("get_secret_value", {"SecretString": json.dumps({"user": "x"})}, {"SecretId": arn})
-        stubber.add_client_error("get_secret_value", service_error_code="AccessDeniedException", service_message="not allowed")
+        stubber.add_client_error(
+            "get_secret_value", service_error_code="AccessDeniedException", service_message="not allowed"
+        )
 
         from_json = resolve_hub_token(arn, {"HF_TOKEN": "ignored"}, secrets_client=client)
         from_text = resolve_hub_token(arn, {}, secrets_client=client)
