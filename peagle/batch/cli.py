@@ -107,8 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_batch(args: argparse.Namespace) -> int:
+    from peagle.aws import AwsCallError
     from peagle.errors import PeagleError
-    from peagle.stage.aws import AwsCallError
 
     try:
         return _run_local(args) if (args.url or args.endpoint) else _run_job(args)
@@ -179,6 +179,7 @@ def _parse_env(pairs: list[str]) -> dict[str, str]:
 
 
 def _run_job(args: argparse.Namespace) -> int:
+    from peagle.aws import S3Location
     from peagle.batch.job_request import (
         TransformJobError,
         TransformJobSpec,
@@ -188,11 +189,10 @@ def _run_job(args: argparse.Namespace) -> int:
         transform_instance_types,
     )
     from peagle.batch.records import read_records, with_default_max_tokens
+    from peagle.cli_config import load_cli_config
     from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
     from peagle.errors import PeagleError
     from peagle.planner import plan_deployment
-    from peagle.stage.aws import S3Location
-    from peagle.stage.cli import load_cli_config
 
     config = load_cli_config(args.deployment, {"model": args.model})
     instance_type = args.instance_type or config.instance.type
@@ -332,13 +332,13 @@ def _run_job(args: argparse.Namespace) -> int:
 
 
 def _session(region: str | None):
-    from peagle.stage.aws import aws_session
+    from peagle.aws import aws_session
 
     return aws_session(region)
 
 
 def _client(session, service: str):
-    from peagle.stage.aws import aws_client
+    from peagle.aws import aws_client
 
     return aws_client(session, service)
 
@@ -353,7 +353,7 @@ def _upload_records(session, name: str, records: list[bytes], destination) -> No
     """Upload the checked records (with their max_tokens defaults), not the raw file."""
     import tempfile
 
-    from peagle.stage.aws import S3Location
+    from peagle.aws import S3Location
     from peagle.stage.upload import StagedFile, upload_files
 
     with tempfile.TemporaryDirectory() as folder:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from peagle.aws import aws_call
 from peagle.errors import PeagleError
-from peagle.stage.aws import aws_call
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 FIRST_POLL_SECONDS = 5.0

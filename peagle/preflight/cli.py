@@ -72,8 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_preflight(args: argparse.Namespace) -> int:
+    from peagle.aws import AwsCallError
     from peagle.errors import PeagleError
-    from peagle.stage.aws import AwsCallError
 
     try:
         return _preflight(args)

@@ -1,7 +1,7 @@
 """The deployed side, read from the account (``--stack``): the stack's template as last
 deployed, and the read-only look-ups the rules make (weights staged? log group left over?).
 
-Every call goes through ``aws_call`` (peagle/stage/aws.py), so missing credentials,
+Every call goes through ``aws_call`` (peagle/aws.py), so missing credentials,
 access denied or a missing region become one ``AwsCallError`` line. boto3 is imported
 only inside functions.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from peagle.aws import S3Location, aws_call, aws_client, aws_session
 from peagle.preflight.template import StackTemplate, parse_template
-from peagle.stage.aws import S3Location, aws_call, aws_client, aws_session
 
 
 def _session(region: str | None) -> Any:

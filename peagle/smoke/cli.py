@@ -167,10 +167,10 @@ def connect_aws(region: str | None):
     """The four clients, after checking that a region and credentials exist (else AwsSetupError)."""
     from botocore.exceptions import BotoCoreError
 
+    from peagle.aws import AwsCallError, aws_client, aws_session
     from peagle.client.sagemaker_transport import make_runtime_client
     from peagle.smoke.cloud import NO_CREDENTIALS_MESSAGE, AwsSetupError
     from peagle.smoke.runner import AwsClients
-    from peagle.stage.aws import AwsCallError, aws_client, aws_session
 
     try:
         session = aws_session(region)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+from peagle.aws import BAD_CREDENTIAL_CODES, AwsCallError, aws_call, describe_client_error
 from peagle.errors import PeagleError
 from peagle.kpi_names import (
     ENDPOINT_NAME_DIMENSION,
@@ -34,7 +35,6 @@ from peagle.smoke.step import (
     poll_until,
     skip,
 )
-from peagle.stage.aws import BAD_CREDENTIAL_CODES, AwsCallError, aws_call, describe_client_error
 
 NO_CREDENTIALS_MESSAGE = (
     "no AWS credentials found: run 'aws configure' (or `aws sso login`), or set AWS_PROFILE "

@@ -182,7 +182,7 @@ def _client(transport: Any, options: SmokeOptions, timing: Timing):
 
 def _reporting_aws_failures(name: str, check: Callable[[], StepResult]) -> StepResult:
     """A fixable AWS failure (permissions, not found, throttled) fails this step only."""
-    from peagle.stage.aws import AwsCallError
+    from peagle.aws import AwsCallError
 
     try:
         return check()

@@ -60,21 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_stage)
 
 
-def load_cli_config(deployment: str | None, overrides: dict[str, Any]):
-    """The deployment config a CLI command works from: --deployment, else the default file when
-    it exists (running from the repo), else the built-in defaults; CONTEXT_OVERRIDES-keyed overrides apply."""
-    from peagle.config import config_from_overrides, load_deployment_config
-
-    if deployment:
-        return load_deployment_config(deployment, overrides)
-    if Path(DEFAULT_DEPLOYMENT_FILE).is_file():
-        return load_deployment_config(DEFAULT_DEPLOYMENT_FILE, overrides)
-    return config_from_overrides(overrides)
-
-
 def run_stage(args: argparse.Namespace) -> int:
+    from peagle.aws import AwsCallError
     from peagle.errors import PeagleError
-    from peagle.stage.aws import AwsCallError
     from peagle.stage.hub import HubError
 
     try:
@@ -96,7 +84,7 @@ class _LazySession:
 
     def get(self) -> Any:
         if self._session is None:
-            from peagle.stage.aws import aws_session
+            from peagle.aws import aws_session
 
             self._session = aws_session(self._region)
         return self._session
@@ -106,6 +94,8 @@ def _stage(args: argparse.Namespace) -> int:
     from peagle.stage.plan import StagePlan
 
     started = time.monotonic()
+    from peagle.cli_config import load_cli_config
+
     config = load_cli_config(args.deployment, {"model": args.model})
     pair = config.pair()
     session = _LazySession(args.region)
@@ -132,7 +122,7 @@ def _stage(args: argparse.Namespace) -> int:
         for warning in warnings:
             print(f"warning         {warning}", file=sys.stderr)
 
-    from peagle.stage.aws import aws_client
+    from peagle.aws import aws_client
     from peagle.stage.upload import GIB, upload_files
 
     s3 = aws_client(session.get(), "s3", max_pool_connections=max(10, args.max_concurrency))
@@ -154,7 +144,7 @@ def _stage(args: argparse.Namespace) -> int:
 
 def _destination(args: argparse.Namespace, config, session: _LazySession):
     from peagle.artifacts_layout import artifacts_bucket_name, pair_prefix
-    from peagle.stage.aws import S3Location, caller_account
+    from peagle.aws import S3Location, caller_account
 
     if args.s3_uri:
         return S3Location.parse(args.s3_uri, what="--s3-uri").as_prefix()

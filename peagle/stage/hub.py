@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from peagle.aws import aws_call, aws_client
 from peagle.errors import PeagleError
-from peagle.stage.aws import aws_call, aws_client
 from peagle.stage.checkpoints import SKIPPED_FOLDERS, CheckpointFiles, is_staged_path
 
 # Not downloaded at all (see checkpoints.SKIPPED_FOLDERS); the rest is filtered by is_staged_path.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from peagle.stage.aws import S3Location
+from peagle.aws import S3Location
 from peagle.stage.checkpoints import CheckpointFiles
 from peagle.stage.upload import GIB, StagedFile
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peagle.stage.aws import AwsCallError, S3Location, aws_call
+from peagle.aws import AwsCallError, S3Location, aws_call
 
 GIB = 1024**3
 MIB = 1024**2

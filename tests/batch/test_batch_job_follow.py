@@ -163,9 +163,9 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
 
     from peagle.batch import cli as batch_cli
     from peagle.cli import main
+    from peagle.cli_config import load_cli_config
     from peagle.container_env import container_environment
     from peagle.planner import plan_deployment
-    from peagle.stage.cli import load_cli_config
 
     config = load_cli_config(None, {})  # what the command itself plans from
     deployed = container_environment(plan_deployment(config), config, variant_name="AllTraffic")

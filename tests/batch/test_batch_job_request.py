@@ -11,6 +11,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from peagle.aws import AwsCallError
 from peagle.batch.job_follow import start_transform_job
 from peagle.batch.job_request import (
     BATCH_ENVIRONMENT_KEYS,
@@ -26,7 +27,6 @@ from peagle.cli import main
 from peagle.config import config_from_overrides
 from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
 from peagle.planner import plan_deployment
-from peagle.stage.aws import AwsCallError
 
 JOB_NAME_RULE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 

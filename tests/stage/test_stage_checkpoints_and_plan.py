@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from peagle.aws import S3Location
 from peagle.cli import main
-from peagle.stage.aws import S3Location
 from peagle.stage.checkpoints import (
     drafter_problems,
     drafter_warnings,

@@ -7,7 +7,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from peagle.stage.aws import AwsCallError, S3Location
+from peagle.aws import AwsCallError, S3Location
 from peagle.stage.upload import StagedFile, upload_files
 
 BUCKET = "my-models-bucket"
