@@ -54,8 +54,41 @@ def write_deployment(tmp_path: Path, text: str) -> str:
 
 
 _ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+# Catalog prices and their date reach the dashboard's plan summary; a price edit is not a template change.
+_PRICES = (
+    (re.compile(r"\$[\d,]+\.\d+/hour"), "$<price>/hour"),
+    (re.compile(r"prices of \d{4}-\d{2}-\d{2}"), "prices of <date>"),
+)
+
+
+def dashboard_widgets(body: dict | str) -> list[dict]:
+    """A DashboardBody (a JSON string, or an Fn::Join of strings and tokens) as its widget list.
+
+    Tokens (alarm ARNs, the region) sit inside JSON strings; each becomes "<Ref:Id>" /
+    "<Id.Attr>" so the body parses while still saying what it pointed at.
+    """
+    if isinstance(body, dict):
+        parts = []
+        for part in body["Fn::Join"][1]:
+            if isinstance(part, str):
+                parts.append(part)
+            elif "Ref" in part:
+                parts.append(f"<Ref:{part['Ref']}>")
+            else:
+                parts.append("<{}.{}>".format(*part["Fn::GetAtt"]))
+        body = "".join(parts)
+    return json.loads(body)["widgets"]
 
 
 def normalise_template(template: dict) -> dict:
-    """Replace volatile values (asset hashes, image tags) so a Dockerfile edit doesn't churn snapshots."""
-    return json.loads(_ASSET_HASH.sub("<asset-hash>", json.dumps(template)))
+    """Volatile values out (asset hashes, catalog prices and dates), so a Dockerfile or catalog edit
+    doesn't churn snapshots; dashboards as one widget per entry instead of one JSON string."""
+    text = _ASSET_HASH.sub("<asset-hash>", json.dumps(template))
+    for pattern, placeholder in _PRICES:
+        text = pattern.sub(placeholder, text)
+    normalised = json.loads(text)
+    for resource in normalised.get("Resources", {}).values():
+        if resource["Type"] == "AWS::CloudWatch::Dashboard":
+            widgets = dashboard_widgets(resource["Properties"]["DashboardBody"])
+            resource["Properties"]["DashboardBody"] = [json.dumps(widget, sort_keys=True) for widget in widgets]
+    return normalised

@@ -20,12 +20,22 @@ def test_default_pair_on_one_l40s_uses_the_card_k_and_fp8_kv_cache():
     assert p.cost_per_hour_usd == pytest.approx(2.336)
 
 
-def test_memory_breakdown_adds_up_to_the_usable_gpu_memory():
+def test_kv_cache_is_what_the_weights_and_reserve_leave_counted_per_layer_and_head():
+    # Worked by hand from the catalog rows: one L40S (45 GiB usable at 0.9), gpt-oss-20b
+    # (13.8e9 weight bytes; 24 KV layers, 8 KV heads of 64) + its drafter (3.6e9 bytes, 4 layers),
+    # fp8 KV cache (1 byte), 2.5 GiB runtime reserve.
     m = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge").memory
-    parts = m.target_weights_gib + m.drafter_weights_gib + m.runtime_reserve_gib + m.kv_cache_gib
-    assert parts == pytest.approx(m.usable_gib)
-    assert m.target_weights_gib == pytest.approx(13.8e9 / GIB)
-    assert m.kv_cache_tokens > 8192
+    kv_gib = 45.0 * 0.9 - 13.8e9 / GIB - 3.6e9 / GIB - 2.5
+    assert m.kv_cache_gib == pytest.approx(kv_gib)
+    assert m.kv_bytes_per_token == 2 * (24 + 4) * 8 * 64 * 1  # K and V, target + drafter layers
+    assert m.kv_cache_tokens == int(kv_gib * GIB // 28672) == 816_203
+
+
+def test_tensor_parallel_splits_weights_and_kv_heads_over_the_gpus():
+    # ml.g6e.12xlarge: 4 L40S; each holds a quarter of the weights and 2 of the 8 KV heads.
+    m = plan(model="gpt-oss-20b", instanceType="ml.g6e.12xlarge").memory
+    assert m.target_weights_gib == pytest.approx(13.8e9 / GIB / 4)
+    assert m.kv_bytes_per_token == 2 * (24 + 4) * 2 * 64 * 1
 
 
 def test_gpt_oss_120b_on_one_a10g_fails_naming_the_cheapest_instance_that_fits():
