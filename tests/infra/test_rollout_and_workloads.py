@@ -3,7 +3,6 @@
 import json
 
 import pytest
-from aws_cdk.assertions import Match
 from cdk_synth import REPO_ROOT, synthesize, write_deployment
 
 import peagle.deployment_rules
