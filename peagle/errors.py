@@ -12,3 +12,7 @@ class ConfigError(PeagleError):
 
 class PlanError(PeagleError):
     """The model pair, instance type, profile and K do not make a working deployment."""
+
+
+class InstanceFitError(PlanError):
+    """The pair, profile and K are fine, but not on this instance type: another one may fit."""

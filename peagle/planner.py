@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, load_catalog
 from peagle.config import DeploymentConfig
-from peagle.errors import PlanError
+from peagle.errors import InstanceFitError, PlanError
 from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
 
 GIB = 1024**3
@@ -176,19 +176,19 @@ def _resolve_speculative_tokens(config: DeploymentConfig, pair: ModelPair) -> in
 
 def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance: InstanceType) -> None:
     if instance.cc < MIN_COMPUTE_CAPABILITY:
-        raise PlanError(
+        raise InstanceFitError(
             f"{config.instance.type} has {instance.gpu} GPUs (compute capability {instance.cc}); current vLLM "
             f"needs compute capability >= {MIN_COMPUTE_CAPABILITY}, so {instance.gpu} instances cannot serve this model"
         )
     if instance.cc < pair.min_compute_capability:
-        raise PlanError(
+        raise InstanceFitError(
             f"{config.model} ({pair.target.quantization} weights) needs compute capability >= "
             f"{pair.min_compute_capability} (bf16/MXFP4 kernels); {config.instance.type} has {instance.gpu} "
             f"GPUs with {instance.cc}"
         )
     tp = instance.gpu_count
     if pair.target.attention_heads % tp:
-        raise PlanError(
+        raise InstanceFitError(
             f"{config.model} has {pair.target.attention_heads} attention heads, which do not split over the "
             f"{tp} GPUs of {config.instance.type} (tensor parallel size must divide them)"
         )
@@ -205,7 +205,7 @@ def _plan_memory(
     kv_gib = usable - target - drafter - RUNTIME_RESERVE_GIB
     needed_total = (pair.target.weight_bytes + (pair.drafter.weight_bytes if k else 0)) / GIB
     if kv_gib <= 0:
-        raise PlanError(
+        raise InstanceFitError(
             f"{config.model} needs ~{needed_total:.0f} GiB of weights (target {pair.target.weight_bytes / GIB:.1f}"
             + (f" + drafter {pair.drafter.weight_bytes / GIB:.1f}" if k else "")
             + f") plus {RUNTIME_RESERVE_GIB} GiB runtime per GPU; {config.instance.type} has "
@@ -219,7 +219,7 @@ def _plan_memory(
     if kv_tokens < max_model_len + k:
         fitted = ((kv_tokens - k) // MODEL_LEN_STEP) * MODEL_LEN_STEP
         if fitted < profile.min_model_len:
-            raise PlanError(
+            raise InstanceFitError(
                 f"{config.model} on {config.instance.type} leaves KV cache for {kv_tokens:,} tokens, less than one "
                 f"request at the profile's min_model_len {profile.min_model_len:,}"
             )
@@ -298,7 +298,7 @@ def smallest_fitting_instance(config: DeploymentConfig) -> str | None:
         candidate = config.model_copy(update={"instance": config.instance.model_copy(update={"type": name})})
         try:
             _plan_exactly(candidate)
-        except PlanError:
+        except InstanceFitError:
             continue
         return name
     return None
@@ -308,10 +308,8 @@ def plan_deployment(config: DeploymentConfig) -> Plan:
     """Plan the deployment, or raise PlanError naming the cheapest instance type that works."""
     try:
         return _plan_exactly(config)
-    except PlanError as error:
+    except InstanceFitError as error:  # other PlanErrors (K, profile) no instance type would fix
         message = str(error)
-        if "speculative_tokens" in message or "profile " in message:
-            raise  # not about the instance: another instance would not help
         suggestion = smallest_fitting_instance(config)
         if suggestion is None:
             hint = (

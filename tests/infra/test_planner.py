@@ -141,3 +141,10 @@ def test_profile_override_conflict_is_explained():
     config = config_from_overrides({}, base={"profile_overrides": {"min_model_len": 9000}})
     with pytest.raises(PlanError, match="min_model_len 9000 exceeds max_model_len 8192"):
         plan_deployment(config)
+
+
+def test_errors_no_instance_type_would_fix_suggest_none():
+    with pytest.raises(PlanError) as error:
+        plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", speculativeTokens=20)
+    assert "exceeds what the gpt-oss-20b drafter" in str(error.value)
+    assert "Smallest that fits" not in str(error.value) and "No instance type" not in str(error.value)
