@@ -4,15 +4,12 @@ transform access and an asynchronous endpoint on the same model."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from aws_cdk import CfnOutput, Duration, Stack, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from cdk_constructs.endpoint_alarms import EncryptedTopic
+from cdk_constructs.async_endpoint import AsyncInferenceEndpoint
 from cdk_constructs.endpoint_logs import endpoint_log_group_name
 from cdk_constructs.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
 from cdk_constructs.execution_role import SageMakerExecutionRole
@@ -31,9 +28,6 @@ from peagle.planner import Plan
 # before requests queue inside vLLM.
 DEFAULT_CONCURRENCY_SHARE = 0.75
 TRANSFORM_JOBS_LOG_GROUP = "/aws/sagemaker/TransformJobs"
-ASYNC_INPUT_PREFIX = "async/input/"
-ASYNC_OUTPUT_PREFIX = "async/output/"
-ASYNC_FAILURE_PREFIX = "async/failure/"
 
 
 class EndpointStack(Stack):
@@ -274,67 +268,27 @@ class EndpointStack(Stack):
         # Transform jobs log (and print their KPI lines) to one shared log group.
         self.execution_role.grant_write_logs(TRANSFORM_JOBS_LOG_GROUP, sid="WriteTransformJobLogs")
 
-    def _async_endpoint(self, volume_key: kms.IKey | None) -> PeagleEndpoint:
-        """An asynchronous endpoint on the same Model: requests queue, results land in S3, SNS says when."""
-        settings, bucket = self.config.async_inference, self.artifacts.bucket_name
-        success = EncryptedTopic(self, "AsyncSuccessTopic", display_name="P-EAGLE async inference succeeded")
-        failure = EncryptedTopic(self, "AsyncFailureTopic", display_name="P-EAGLE async inference failed")
-        self.execution_role.grant_publish(success.topic, success.key, sid="PublishAsyncSuccess")
-        self.execution_role.grant_publish(failure.topic, failure.key, sid="PublishAsyncFailure")
-        # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
-        self.execution_role.grant_read_prefix(
-            bucket, ASYNC_INPUT_PREFIX, sid="ReadAsyncInput", why="the async-inference input prefix"
-        )
-        self.execution_role.grant_write_prefix(
-            bucket, ASYNC_OUTPUT_PREFIX, sid="WriteAsyncOutput", why="the async-inference output prefix"
-        )
-        self.execution_role.grant_write_prefix(
-            bucket, ASYNC_FAILURE_PREFIX, sid="WriteAsyncFailures", why="the async-inference failure prefix"
-        )
-        self.execution_role.grant_encrypt_with_bucket_key()
-        self.execution_role.grant_write_logs(
-            endpoint_log_group_name(self.config.async_endpoint_name), sid="WriteAsyncEndpointLogs"
-        )
-        endpoint = PeagleEndpoint(
+    def _async_endpoint(self, volume_key: kms.IKey | None) -> AsyncInferenceEndpoint:
+        """An asynchronous endpoint on its own Model (same image and weights) for long jobs."""
+        settings, scaling = self.config.async_inference, self.config.autoscaling
+        async_endpoint = AsyncInferenceEndpoint(
             self,
-            "AsyncEndpoint",
+            "AsyncInference",
             endpoint_name=self.config.async_endpoint_name,
-            # async endpoints start with one instance; autoscaling may take them to zero
-            variants=[replace(self._variant(DEFAULT_VARIANT_NAME, self.async_model, self.plan, 1.0), instance_count=1)],
+            variant=self._variant(DEFAULT_VARIANT_NAME, self.async_model, self.plan, 1.0),
+            execution_role=self.execution_role,
+            bucket_name=self.artifacts.bucket_name,
+            max_concurrent_invocations_per_instance=settings.max_concurrent_invocations_per_instance,
+            min_instances=settings.min_instances,
+            max_instances=settings.max_instances,
+            target_backlog_per_instance=settings.target_backlog_per_instance,
+            scale_in_cooldown=Duration.seconds(scaling.scale_in_cooldown_seconds),
+            scale_out_cooldown=Duration.seconds(scaling.scale_out_cooldown_seconds),
             volume_key=volume_key,
             log_retention_days=self.config.observability.log_retention_days,
-            async_inference=sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty(
-                output_config=sagemaker.CfnEndpointConfig.AsyncInferenceOutputConfigProperty(
-                    s3_output_path=f"s3://{bucket}/{ASYNC_OUTPUT_PREFIX}",
-                    s3_failure_path=f"s3://{bucket}/{ASYNC_FAILURE_PREFIX}",
-                    notification_config=sagemaker.CfnEndpointConfig.AsyncInferenceNotificationConfigProperty(
-                        success_topic=success.topic.topic_arn, error_topic=failure.topic.topic_arn
-                    ),
-                ),
-                client_config=sagemaker.CfnEndpointConfig.AsyncInferenceClientConfigProperty(
-                    max_concurrent_invocations_per_instance=settings.max_concurrent_invocations_per_instance
-                ),
-            ),
         )
-        self._acknowledge_nvme(endpoint, self.plan, volume_key)
-        scaling = endpoint.auto_scale_instance_count(
-            min_capacity=settings.min_instances, max_capacity=settings.max_instances
-        )
-        scaling.scale_on_backlog(
-            "BacklogPerInstance",
-            metric=endpoint.metric_backlog_per_instance(period=Duration.minutes(1)),
-            target_per_instance=settings.target_backlog_per_instance,
-            scale_in_cooldown=Duration.seconds(self.config.autoscaling.scale_in_cooldown_seconds),
-            scale_out_cooldown=Duration.seconds(self.config.autoscaling.scale_out_cooldown_seconds),
-        )
-        if settings.min_instances == 0:
-            scaling.scale_out_from_zero(
-                "ScaleOutFromZero",
-                metric=endpoint.metric_has_backlog_without_capacity(period=Duration.minutes(1)),
-                cooldown=Duration.seconds(self.config.autoscaling.scale_out_cooldown_seconds),
-            )
-        self.async_topics = (success, failure)
-        return endpoint
+        self._acknowledge_nvme(async_endpoint.endpoint, self.plan, volume_key)
+        return async_endpoint
 
     def _outputs(self) -> None:
         config = self.config
@@ -360,10 +314,10 @@ class EndpointStack(Stack):
             CfnOutput(
                 self,
                 "AsyncInputS3Uri",
-                value=f"s3://{self.artifacts.bucket_name}/{ASYNC_INPUT_PREFIX}",
+                value=self.async_endpoint.input_s3_uri,
                 description="upload InvokeEndpointAsync inputs here (the model's role may read only this prefix)",
             )
-            CfnOutput(self, "AsyncOutputS3Uri", value=f"s3://{self.artifacts.bucket_name}/{ASYNC_OUTPUT_PREFIX}")
+            CfnOutput(self, "AsyncOutputS3Uri", value=self.async_endpoint.output_s3_uri)
 
 
 def _dashboard_summary(plan: Plan, config: DeploymentConfig) -> str:

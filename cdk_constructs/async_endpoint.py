@@ -1,0 +1,105 @@
+"""An asynchronous inference endpoint: requests queue, results land in S3, SNS says when each
+succeeded or failed, and the fleet scales on the queue, down to zero when it is empty."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from cdk_constructs.endpoint_alarms import EncryptedTopic
+from cdk_constructs.endpoint_logs import endpoint_log_group_name
+from cdk_constructs.execution_role import SageMakerExecutionRole
+from cdk_constructs.peagle_endpoint import PeagleEndpoint, VariantSpec
+
+INPUT_PREFIX = "async/input/"
+OUTPUT_PREFIX = "async/output/"
+FAILURE_PREFIX = "async/failure/"
+
+
+class AsyncInferenceEndpoint(Construct):
+    """One variant behind an async endpoint, with its topics, S3 grants and queue-based scaling."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint_name: str,
+        variant: VariantSpec,
+        execution_role: SageMakerExecutionRole,
+        bucket_name: str,
+        max_concurrent_invocations_per_instance: int = 4,
+        min_instances: int = 0,
+        max_instances: int = 2,
+        target_backlog_per_instance: float = 4.0,
+        scale_in_cooldown: Duration = Duration.minutes(15),
+        scale_out_cooldown: Duration = Duration.minutes(2),
+        volume_key: kms.IKey | None = None,
+        log_retention_days: int = 365,
+    ) -> None:
+        """
+        :param variant: the model and instance type; the endpoint starts with one instance whatever
+            its instance_count says, and autoscaling takes it from there.
+        :param execution_role: the variant's Model role: it reads inputs, writes results and publishes
+            the notifications, so this construct grants it exactly that.
+        :param bucket_name: the bucket of the ``async/input/``, ``async/output/`` and ``async/failure/``
+            prefixes (its KMS key, if any, is the role's bucket key).
+        :param min_instances: 0 (the default) scales to zero on an empty queue; a request then waits
+            for an instance to start (a GPU instance takes minutes).
+        """
+        super().__init__(scope, id)
+        self.input_s3_uri = f"s3://{bucket_name}/{INPUT_PREFIX}"
+        self.output_s3_uri = f"s3://{bucket_name}/{OUTPUT_PREFIX}"
+        self.success = EncryptedTopic(self, "SuccessTopic", display_name="P-EAGLE async inference succeeded")
+        self.failure = EncryptedTopic(self, "FailureTopic", display_name="P-EAGLE async inference failed")
+        role = execution_role
+        role.grant_publish(self.success.topic, self.success.key, sid="PublishAsyncSuccess")
+        role.grant_publish(self.failure.topic, self.failure.key, sid="PublishAsyncFailure")
+        # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
+        role.grant_read_prefix(bucket_name, INPUT_PREFIX, sid="ReadAsyncInput", why="the async-inference input prefix")
+        role.grant_write_prefix(
+            bucket_name, OUTPUT_PREFIX, sid="WriteAsyncOutput", why="the async-inference output prefix"
+        )
+        role.grant_write_prefix(
+            bucket_name, FAILURE_PREFIX, sid="WriteAsyncFailures", why="the async-inference failure prefix"
+        )
+        role.grant_encrypt_with_bucket_key()
+        role.grant_write_logs(endpoint_log_group_name(endpoint_name), sid="WriteAsyncEndpointLogs")
+        self.endpoint = PeagleEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            variants=[replace(variant, instance_count=1, weight=1.0)],
+            volume_key=volume_key,
+            log_retention_days=log_retention_days,
+            async_inference=sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty(
+                output_config=sagemaker.CfnEndpointConfig.AsyncInferenceOutputConfigProperty(
+                    s3_output_path=self.output_s3_uri,
+                    s3_failure_path=f"s3://{bucket_name}/{FAILURE_PREFIX}",
+                    notification_config=sagemaker.CfnEndpointConfig.AsyncInferenceNotificationConfigProperty(
+                        success_topic=self.success.topic.topic_arn, error_topic=self.failure.topic.topic_arn
+                    ),
+                ),
+                client_config=sagemaker.CfnEndpointConfig.AsyncInferenceClientConfigProperty(
+                    max_concurrent_invocations_per_instance=max_concurrent_invocations_per_instance
+                ),
+            ),
+        )
+        self.scaling = self.endpoint.auto_scale_instance_count(min_capacity=min_instances, max_capacity=max_instances)
+        self.scaling.scale_on_backlog(
+            "BacklogPerInstance",
+            metric=self.endpoint.metric_backlog_per_instance(period=Duration.minutes(1)),
+            target_per_instance=target_backlog_per_instance,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+        )
+        if min_instances == 0:
+            self.scaling.scale_out_from_zero(
+                "ScaleOutFromZero",
+                metric=self.endpoint.metric_has_backlog_without_capacity(period=Duration.minutes(1)),
+                cooldown=scale_out_cooldown,
+            )
