@@ -7,6 +7,7 @@ from __future__ import annotations
 import boto3
 import pytest
 from botocore.stub import Stubber
+from transform_host import job_argv
 
 from peagle.batch.job_follow import follow_transform_job, model_environment, model_name_from_stack
 from peagle.errors import PeagleError
@@ -172,8 +173,6 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     aws = _StubbedAws()
     monkeypatch.setattr(batch_cli, "_session", lambda region: object())
     monkeypatch.setattr(batch_cli, "_client", aws.client)
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
     sent = {}
 
     aws.stubbers["cloudformation"].add_response(
@@ -201,21 +200,7 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     for stubber in aws.stubbers.values():
         stubber.activate()
 
-    exit_code = main(
-        [
-            "batch",
-            "--input",
-            str(prompts),
-            "--upload-to",
-            "s3://my-batch-io/in/",
-            "--output",
-            "s3://my-batch-io/out/",
-            "--job-name",
-            "nightly-1",
-            "--region",
-            "us-east-1",
-        ]
-    )
+    exit_code = main(job_argv(tmp_path, "--job-name", "nightly-1", "--region", "us-east-1"))
 
     out = capsys.readouterr().out
     assert exit_code == 0, out

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import boto3
 import pytest
 from botocore.stub import Stubber
+from transform_host import job_argv
 
 from peagle.aws import AwsCallError
 from peagle.batch.job_follow import start_transform_job
@@ -134,18 +135,10 @@ def test_spec_problems_are_reported_together():
 def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkeypatch, cuda13_transform_host):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
 
     exit_code = main(
-        [
-            "batch",
-            "--input",
-            str(prompts),
-            "--upload-to",
-            "s3://my-batch-io/in/",
-            "--output",
-            "s3://my-batch-io/out/",
+        job_argv(
+            tmp_path,
             "--model-name",
             "PeagleModel-abc123",
             "--instance-type",
@@ -155,7 +148,7 @@ def test_dry_run_prints_the_request_without_calling_aws(tmp_path, capsys, monkey
             "--env",
             "PEAGLE_SELF_CHECK_MAX_TOKENS=4",
             "--dry-run",
-        ]
+        )
     )
 
     out = capsys.readouterr().out
@@ -205,23 +198,7 @@ def test_create_failures_become_actionable_messages(code, message, expected):
 
 def test_transform_jobs_are_refused_before_anything_is_uploaded_while_no_host_runs_the_image(tmp_path, capsys):
     # The real runtime catalog: transform hosts have drivers 470/535, the image needs CUDA 13.0 (driver 580).
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
-    exit_code = main(
-        [
-            "batch",
-            "--input",
-            str(prompts),
-            "--upload-to",
-            "s3://my-batch-io/in/",
-            "--output",
-            "s3://my-batch-io/out/",
-            "--instance-type",
-            "ml.g6.12xlarge",
-            "--region",
-            "us-east-1",
-        ]
-    )
+    exit_code = main(job_argv(tmp_path, "--instance-type", "ml.g6.12xlarge", "--region", "us-east-1"))
     err = capsys.readouterr().err
     assert exit_code == 2
     assert "Batch Transform cannot run the serving image" in err and "CUDA 13.0" in err

@@ -27,3 +27,19 @@ def cuda13_transform_host(monkeypatch) -> str:
     patched = catalog.model_copy(update={"runtime": runtime})
     monkeypatch.setattr(peagle.deployment_rules, "load_catalog", lambda: patched)
     return CUDA13_TRANSFORM_AMI
+
+
+def job_argv(tmp_path, *extra: str) -> list[str]:
+    """`peagle batch` for one local record uploaded to s3://my-batch-io/in/, output to .../out/."""
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "Summarise this.", "max_tokens": 32}\n', encoding="utf-8")
+    return [
+        "batch",
+        "--input",
+        str(prompts),
+        "--upload-to",
+        "s3://my-batch-io/in/",
+        "--output",
+        "s3://my-batch-io/out/",
+        *extra,
+    ]
