@@ -13,6 +13,9 @@ import importlib
 import signal
 import sys
 
+DISTRIBUTION = "peagle-sagemaker"  # pyproject.toml [project] name
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
+
 # module path -> the subcommands it registers; importing is cheap by contract.
 _COMMAND_MODULES = (
     "peagle.commands_plan",  # catalog, plan
@@ -31,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="peagle",
         description="P-EAGLE speculative decoding on Amazon SageMaker with vLLM.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in _COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
@@ -47,6 +51,15 @@ _INSTALLED_BY = {
 }
 
 
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed; `make synth` installs it)"
+
+
 def main(argv: list[str] | None = None) -> int:
     # Let `peagle catalog | head` end quietly instead of with a BrokenPipeError.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -54,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        # Commands with something to add catch it themselves (batch: the job keeps running;
+        # smoke: nothing was changed); everything else ends here, without a traceback.
+        print(f"interrupted: peagle {args.command} stopped (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except ModuleNotFoundError as error:
         package = (error.name or "").split(".")[0]
         if package not in _INSTALLED_BY:

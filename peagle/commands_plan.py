@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from peagle.catalog import load_catalog
+from peagle.catalog import ProfileName, load_catalog
 from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
 from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
 from peagle.deployment_rules import plan_checked_deployment
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.add_argument("--model", help="model pair id (see `peagle catalog`)")
     plan.add_argument("--instance", help="SageMaker instance type, e.g. ml.g6e.xlarge")
     plan.add_argument("--instance-count", type=int)
-    plan.add_argument("--profile", help="chatbot, codegen or batch")
+    plan.add_argument("--profile", choices=[profile.value for profile in ProfileName], help="workload profile")
     plan.add_argument("--speculative-tokens", type=int, metavar="K", help="draft tokens per step; 0 = off")
     plan.add_argument("--env", action="store_true", help="also print the container environment")
     plan.add_argument("--json", action="store_true", help="machine-readable output")

@@ -11,10 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCURRENCY_MB
+
+if TYPE_CHECKING:
+    from peagle.batch.job_request import EnvironmentChoice, TransformJobSpec
+    from peagle.config import DeploymentConfig
+    from peagle.planner import Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_LOCAL_CONCURRENCY = 4
@@ -125,6 +133,7 @@ def _run_local(args: argparse.Namespace) -> int:
     from peagle.batch.records import read_records, with_default_max_tokens
     from peagle.client.retry import RetryPolicy
     from peagle.errors import PeagleError
+    from peagle.progress import progress_bar
 
     if args.output.startswith("s3://") or args.input.startswith("s3://"):
         raise PeagleError("with --url or --endpoint, --input and --output are local files (S3 is for transform jobs)")
@@ -134,10 +143,6 @@ def _run_local(args: argparse.Namespace) -> int:
     )
     concurrency = args.max_concurrent_transforms or DEFAULT_LOCAL_CONCURRENCY
 
-    def report(outcome) -> None:
-        if not outcome.ok:
-            print(f"line {outcome.line_number}: {outcome.message}", file=sys.stderr)
-
     transport = None
     if args.endpoint:
         from peagle.client.sagemaker_transport import SageMakerTransport
@@ -146,15 +151,16 @@ def _run_local(args: argparse.Namespace) -> int:
     target = f"endpoint {args.endpoint}" if args.endpoint else f"{args.url}/invocations"
     print(f"{len(records)} records -> {target}, {concurrency} in flight")
     try:
-        summary = run_records(
-            records,
-            args.url,
-            Path(args.output),
-            concurrency=concurrency,
-            retry_policy=RetryPolicy(max_attempts=args.max_attempts),
-            on_outcome=report,
-            transport=transport,
-        )
+        with progress_bar(total=len(records), unit="rec", desc="records") as bar:
+            summary = run_records(
+                records,
+                args.url,
+                Path(args.output),
+                concurrency=concurrency,
+                retry_policy=RetryPolicy(max_attempts=args.max_attempts),
+                on_outcome=_RecordProgress(bar),
+                transport=transport,
+            )
     except ServerUnreachableError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED
@@ -164,6 +170,31 @@ def _run_local(args: argparse.Namespace) -> int:
         f"{summary.output_tokens_per_second:.1f} output tokens/s); output {args.output}"
     )
     return EXIT_OK if summary.failed == 0 else EXIT_FAILED
+
+
+class _RecordProgress:
+    """Per answered record (in input order): a failed one gets its line on stderr, and the bar
+    (on a terminal) shows done/total, records/s, ETA, failures and output tokens/s."""
+
+    def __init__(self, bar, clock=time.monotonic) -> None:
+        self._bar = bar
+        self._clock = clock
+        self._started = clock()
+        self._failed = 0
+        self._output_tokens = 0
+
+    def __call__(self, outcome) -> None:
+        from peagle.progress import write_line
+
+        if not outcome.ok:
+            self._failed += 1
+            write_line(f"line {outcome.line_number}: {outcome.message}", file=sys.stderr)
+        self._output_tokens += outcome.completion_tokens
+        elapsed = max(self._clock() - self._started, 1e-9)
+        self._bar.set_postfix_str(
+            f"{self._failed} failed, {self._output_tokens / elapsed:.1f} output tok/s", refresh=False
+        )
+        self._bar.update(1)
 
 
 def _parse_env(pairs: list[str]) -> dict[str, str]:
@@ -179,103 +210,165 @@ def _parse_env(pairs: list[str]) -> dict[str, str]:
 
 
 def _run_job(args: argparse.Namespace) -> int:
-    from peagle.aws import S3Location
-    from peagle.batch.job_request import (
-        TransformJobError,
-        TransformJobSpec,
-        build_transform_job_request,
-        choose_batch_environment,
-        default_job_name,
-        transform_instance_types,
-    )
-    from peagle.batch.records import read_records, with_default_max_tokens
+    """A transform job in named steps; each prints what it decided, in this order."""
+    from peagle.batch.job_request import build_transform_job_request
+
+    plan = _plan_job(args)
+    job_input = _resolve_input(args, plan)
+    session = None if args.dry_run else _session(args.region)
+    sagemaker = None if session is None else _client(session, "sagemaker")
+    model = _resolve_model(args, plan, session, sagemaker)
+    spec, choice = _build_spec(args, plan, job_input, model)
+    _print_job(plan, spec, choice, model)
+    request = build_transform_job_request(spec)
+    if args.dry_run:
+        print("dry run: CreateTransformJob request (nothing uploaded or started):")
+        print(json.dumps(request, indent=2))
+        return EXIT_OK
+    return _start_and_follow(args, session, sagemaker, job_input, request)
+
+
+@dataclass(frozen=True)
+class _JobPlan:
+    config: DeploymentConfig  # the deployment as the endpoint runs it
+    batch_config: DeploymentConfig  # the same with the batch profile, on the transform instance type
+    batch_plan: Plan
+    instance_type: str
+    job_name: str
+
+
+@dataclass(frozen=True)
+class _JobInput:
+    uri: str  # what the job reads
+    local_path: Path | None  # the checked local file to upload there first, if any
+    records: list[bytes]  # its records, with max_tokens defaults (empty for S3 input)
+
+
+@dataclass(frozen=True)
+class _ModelReference:
+    name: str
+    environment: dict[str, str]  # what the job's Environment is laid over
+    description: str  # where that environment came from, for the printout
+
+
+def _plan_job(args: argparse.Namespace) -> _JobPlan:
+    """The deployment, the transform host check, and the batch profile's plan on the transform instance."""
+    from peagle.batch.job_request import TransformJobError, default_job_name
     from peagle.cli_config import load_cli_config
-    from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
-    from peagle.errors import PeagleError
+    from peagle.deployment_rules import transform_problems
     from peagle.planner import plan_deployment
 
     config = load_cli_config(args.deployment, {"model": args.model})
     instance_type = args.instance_type or config.instance.type
     # Before anything is uploaded or started: a job that cannot start on its GPU host costs an hour of
     # provisioning to find out (peagle/deployment_rules.py says why, and what works instead).
-    from peagle.deployment_rules import transform_ami_version, transform_problems
-
     problems = transform_problems(instance_type)
     if problems:
         raise TransformJobError(problems)
     batch_config = load_cli_config(
         args.deployment, {"model": args.model, "profile": "batch", "instanceType": instance_type}
     )
-    batch_plan = plan_deployment(batch_config)
-    job_name = args.job_name or default_job_name(config.name, config.model, datetime.now(UTC))
-
-    local_input = None if args.input.startswith("s3://") else Path(args.input)
-    if local_input is not None:
-        records = with_default_max_tokens(
-            read_records(local_input, validate=args.validate, max_payload_mb=args.max_payload_mb),
-            _default_max_tokens(args),
-        )
-        if not args.upload_to:
-            raise PeagleError(
-                f"--input {local_input} is a local file: pass --upload-to s3://bucket/prefix/ to upload it for the job"
-            )
-        upload = S3Location.parse(args.upload_to, what="--upload-to")
-        if upload.key == "" or upload.key.endswith("/"):
-            upload = upload.child(local_input.name)
-        input_uri = upload.uri
-        print(f"records         {len(records)} in {local_input}, checked; upload to {input_uri}")
-        largest_mb = max(len(record) for record in records) / (1024 * 1024)
-        if args.max_payload_mb > 1 and largest_mb < 1 and not args.max_concurrent_transforms:
-            print(
-                f"hint            the largest record is {largest_mb * 1024:.1f} KB: --max-payload-mb 1 allows up to "
-                f"{MAX_PAYLOAD_TIMES_CONCURRENCY_MB} requests in flight per instance (plan max_num_seqs {batch_plan.max_num_seqs})"
-            )
-    else:
-        S3Location.parse(args.input, what="--input")
-        input_uri = args.input
-        print(f"records         {input_uri} (in S3: not checked here; check a local copy with --url or pass the file)")
-    S3Location.parse(args.output, what="--output")
-
-    session = None if args.dry_run else _session(args.region)
-    sagemaker = None if session is None else _client(session, "sagemaker")
-    stack = args.stack or f"{config.name}-endpoint"
-    if args.model_name:
-        model_name = args.model_name
-    elif session is None:
-        model_name = f"<{stack} ModelName output>"
-    else:
-        from peagle.batch.job_follow import model_name_from_stack
-
-        model_name = model_name_from_stack(_client(session, "cloudformation"), stack)
-
-    batch_environment = container_environment(batch_plan, batch_config, variant_name=DEFAULT_VARIANT_NAME)
-    batch_environment["PEAGLE_ENDPOINT_NAME"] = job_name
-    if sagemaker is None:
-        endpoint_plan = plan_deployment(config)
-        reference = container_environment(endpoint_plan, config, variant_name=DEFAULT_VARIANT_NAME)
-        reference_note = f"the Model as planned from the deployment ({endpoint_plan.profile_name.value} on {endpoint_plan.instance_type})"
-    else:
-        from peagle.batch.job_follow import model_environment
-
-        reference = model_environment(sagemaker, model_name)
-        reference_note = f"the deployed Model {model_name}"
-        served = reference.get("PEAGLE_MODEL_PAIR")
-        if served and served != config.model:
-            raise PeagleError(
-                f"Model {model_name} serves pair {served!r} but the plan is for {config.model!r}; pass --model {served} "
-                "(or the --deployment the Model was deployed from)"
-            )
-    choice = choose_batch_environment(reference, batch_environment, extra=_parse_env(args.env))
-
-    spec = TransformJobSpec(
-        job_name=job_name,
-        model_name=model_name,
-        input_s3_uri=input_uri,
-        output_s3_uri=args.output,
+    return _JobPlan(
+        config=config,
+        batch_config=batch_config,
+        batch_plan=plan_deployment(batch_config),
         instance_type=instance_type,
+        job_name=args.job_name or default_job_name(config.name, config.model, datetime.now(UTC)),
+    )
+
+
+def _resolve_input(args: argparse.Namespace, plan: _JobPlan) -> _JobInput:
+    """Local records checked (and where they will be uploaded), or an S3 input taken as it is."""
+    from peagle.aws import S3Location
+    from peagle.batch.records import read_records, with_default_max_tokens
+    from peagle.errors import PeagleError
+
+    if args.input.startswith("s3://"):
+        S3Location.parse(args.input, what="--input")
+        print(f"records         {args.input} (in S3: not checked here; check a local copy with --url or pass the file)")
+        S3Location.parse(args.output, what="--output")
+        return _JobInput(args.input, None, [])
+
+    local_input = Path(args.input)
+    records = with_default_max_tokens(
+        read_records(local_input, validate=args.validate, max_payload_mb=args.max_payload_mb),
+        _default_max_tokens(args),
+    )
+    if not args.upload_to:
+        raise PeagleError(
+            f"--input {local_input} is a local file: pass --upload-to s3://bucket/prefix/ to upload it for the job"
+        )
+    upload = S3Location.parse(args.upload_to, what="--upload-to")
+    if upload.key == "" or upload.key.endswith("/"):
+        upload = upload.child(local_input.name)
+    print(f"records         {len(records)} in {local_input}, checked; upload to {upload.uri}")
+    largest_mb = max(len(record) for record in records) / (1024 * 1024)
+    if args.max_payload_mb > 1 and largest_mb < 1 and not args.max_concurrent_transforms:
+        print(
+            f"hint            the largest record is {largest_mb * 1024:.1f} KB: --max-payload-mb 1 allows up to "
+            f"{MAX_PAYLOAD_TIMES_CONCURRENCY_MB} requests in flight per instance (plan max_num_seqs {plan.batch_plan.max_num_seqs})"
+        )
+    S3Location.parse(args.output, what="--output")
+    return _JobInput(upload.uri, local_input, records)
+
+
+def _resolve_model(args: argparse.Namespace, plan: _JobPlan, session, sagemaker) -> _ModelReference:
+    """The Model the job runs, and the environment its Environment is compared with: the deployed
+    Model's (DescribeModel), or without AWS (``--dry-run``) the Model as planned from the deployment."""
+    from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
+    from peagle.errors import PeagleError
+    from peagle.planner import plan_deployment
+
+    config = plan.config
+    stack = args.stack or f"{config.name}-endpoint"
+    if session is None:
+        endpoint_plan = plan_deployment(config)
+        return _ModelReference(
+            name=args.model_name or f"<{stack} ModelName output>",
+            environment=container_environment(endpoint_plan, config, variant_name=DEFAULT_VARIANT_NAME),
+            description=f"the Model as planned from the deployment ({endpoint_plan.profile_name.value} on "
+            f"{endpoint_plan.instance_type})",
+        )
+    from peagle.batch.job_follow import model_environment, model_name_from_stack
+
+    model_name = args.model_name or model_name_from_stack(_client(session, "cloudformation"), stack)
+    environment = model_environment(sagemaker, model_name)
+    served = environment.get("PEAGLE_MODEL_PAIR")
+    if served and served != config.model:
+        raise PeagleError(
+            f"Model {model_name} serves pair {served!r} but the plan is for {config.model!r}; pass --model {served} "
+            "(or the --deployment the Model was deployed from)"
+        )
+    return _ModelReference(model_name, environment, f"the deployed Model {model_name}")
+
+
+def _build_spec(
+    args: argparse.Namespace, plan: _JobPlan, job_input: _JobInput, model: _ModelReference
+) -> tuple[TransformJobSpec, EnvironmentChoice]:
+    """The job's settings, every problem reported at once; its Environment chosen against the Model's."""
+    from peagle.batch.job_request import (
+        TransformJobError,
+        TransformJobSpec,
+        choose_batch_environment,
+        transform_instance_types,
+    )
+    from peagle.catalog import load_catalog
+    from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
+    from peagle.deployment_rules import transform_ami_version
+
+    batch_environment = container_environment(plan.batch_plan, plan.batch_config, variant_name=DEFAULT_VARIANT_NAME)
+    batch_environment["PEAGLE_ENDPOINT_NAME"] = plan.job_name
+    choice = choose_batch_environment(model.environment, batch_environment, extra=_parse_env(args.env))
+    config = plan.config
+    spec = TransformJobSpec(
+        job_name=plan.job_name,
+        model_name=model.name,
+        input_s3_uri=job_input.uri,
+        output_s3_uri=args.output,
+        instance_type=plan.instance_type,
         instance_count=args.instance_count,
         max_concurrent_transforms=args.max_concurrent_transforms
-        or max(1, min(batch_plan.max_num_seqs, MAX_PAYLOAD_TIMES_CONCURRENCY_MB // max(1, args.max_payload_mb))),
+        or max(1, min(plan.batch_plan.max_num_seqs, MAX_PAYLOAD_TIMES_CONCURRENCY_MB // max(1, args.max_payload_mb))),
         max_payload_mb=args.max_payload_mb,
         environment=choice.environment,
         invocation_timeout_seconds=args.invocation_timeout_seconds,
@@ -284,35 +377,37 @@ def _run_job(args: argparse.Namespace) -> int:
         tags={"project": "peagle-sagemaker", "peagle:deployment": config.name, "peagle:pair": config.model},
         ami_version=transform_ami_version(),
     )
-    from peagle.catalog import load_catalog
-
     plannable = [name for name in transform_instance_types() if name in load_catalog().instances]
     problems = spec.problems(allowed_instance_types=plannable)
     if problems:
         raise TransformJobError(problems)
+    return spec, choice
 
+
+def _print_job(plan: _JobPlan, spec: TransformJobSpec, choice: EnvironmentChoice, model: _ModelReference) -> None:
+    batch_plan = plan.batch_plan
     print(
-        f"job             {job_name}: Model {model_name}, {spec.instance_count} x {instance_type}, "
+        f"job             {spec.job_name}: Model {model.name}, {spec.instance_count} x {plan.instance_type}, "
         f"{spec.max_concurrent_transforms} requests in flight per instance"
     )
     print(
         f"batch plan      K={batch_plan.speculative_tokens} max_num_seqs={batch_plan.max_num_seqs} "
         f"max_model_len={batch_plan.max_model_len} tensor_parallel_size={batch_plan.tensor_parallel_size} "
-        f"(profile batch on {instance_type})"
+        f"(profile batch on {plan.instance_type})"
     )
-    print(f"environment     {len(choice.environment)}/16 entries, batch settings that differ from {reference_note}:")
+    print(f"environment     {len(choice.environment)}/16 entries, batch settings that differ from {model.description}:")
     for line in choice.describe():
         print(line)
-    request = build_transform_job_request(spec)
-    if args.dry_run:
-        print("dry run: CreateTransformJob request (nothing uploaded or started):")
-        print(json.dumps(request, indent=2))
-        return EXIT_OK
 
-    if local_input is not None:
-        _upload_records(session, local_input.name, records, S3Location.parse(input_uri))
+
+def _start_and_follow(args: argparse.Namespace, session, sagemaker, job_input: _JobInput, request: dict) -> int:
+    """Upload local records, start the job, and follow it unless --no-wait."""
+    from peagle.aws import S3Location
     from peagle.batch.job_follow import follow_transform_job, start_transform_job
 
+    job_name = request["TransformJobName"]
+    if job_input.local_path is not None:
+        _upload_records(session, job_input.local_path.name, job_input.records, S3Location.parse(job_input.uri))
     arn = start_transform_job(sagemaker, request)
     print(f"started         {arn}")
     if not args.wait:

@@ -11,14 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from peagle.aws import aws_call
 from peagle.errors import PeagleError
+from peagle.progress import progress_bar, write_line
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 FIRST_POLL_SECONDS = 5.0
 MAX_POLL_SECONDS = 60.0
+HEARTBEAT_SECONDS = 1.0
 MODEL_NAME_OUTPUT = "ModelName"
 
 
@@ -64,30 +67,68 @@ def follow_transform_job(
     sagemaker: Any,
     job_name: str,
     *,
-    emit: Callable[[str], None] = print,
+    emit: Callable[[str], None] = write_line,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     first_poll_seconds: float = FIRST_POLL_SECONDS,
     max_poll_seconds: float = MAX_POLL_SECONDS,
+    heartbeat: bool | None = None,
 ) -> JobOutcome:
-    """Poll until the job ends; print each status change with the elapsed time."""
+    """Poll until the job ends; print each status change with the elapsed time.
+
+    ``heartbeat`` (default: when stderr is a terminal) keeps one line on stderr ticking
+    between polls: the elapsed time, the status, and since when the job runs on its instances.
+    Records processed are not in it, as no API counts them while the job runs:
+    DescribeTransformJob has no count, and the ``/aws/sagemaker/TransformJobs`` metrics
+    are CPU, memory, GPU and disk utilization per instance ("SageMaker AI job metrics",
+    https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html). The
+    launcher's KPI lines in the job's log streams carry requests finished per interval.
+    """
     started = clock()
     interval = first_poll_seconds
     last_status = None
-    while True:
-        with aws_call(
-            f"reading transform job {job_name}",
-            permission=f"sagemaker:DescribeTransformJob on transform-job/{job_name}",
-        ):
-            description = sagemaker.describe_transform_job(TransformJobName=job_name)
-        status = description["TransformJobStatus"]
-        if status != last_status:
-            emit(f"[{_elapsed(clock() - started)}] {job_name}: {status}")
-            last_status = status
-        if status in TERMINAL_STATUSES:
-            return job_outcome(description)
-        sleep(interval)
-        interval = min(max_poll_seconds, interval * 2)
+    with progress_bar(total=None, unit="", bar_format="{desc}", enabled=heartbeat, leave=False) as line:
+        while True:
+            with aws_call(
+                f"reading transform job {job_name}",
+                permission=f"sagemaker:DescribeTransformJob on transform-job/{job_name}",
+            ):
+                description = sagemaker.describe_transform_job(TransformJobName=job_name)
+            status = description["TransformJobStatus"]
+            if status != last_status:
+                emit(f"[{_elapsed(clock() - started)}] {job_name}: {status}")
+                last_status = status
+            if status in TERMINAL_STATUSES:
+                return job_outcome(description)
+
+            def beat(description: dict = description) -> None:
+                line.set_description_str(_heartbeat(job_name, description, clock() - started))
+
+            _wait(interval, sleep, beat if not line.disable else None)
+            interval = min(max_poll_seconds, interval * 2)
+
+
+def _wait(seconds: float, sleep: Callable[[float], None], beat: Callable[[], None] | None) -> None:
+    """Sleep ``seconds``; with a heartbeat, in steps of a second, redrawing it before each."""
+    if beat is None:
+        sleep(seconds)
+        return
+    remaining = seconds
+    while remaining > 0:
+        beat()
+        step = min(HEARTBEAT_SECONDS, remaining)
+        sleep(step)
+        remaining -= step
+
+
+def _heartbeat(job_name: str, description: dict, elapsed_seconds: float) -> str:
+    text = f"[{_elapsed(elapsed_seconds)}] {job_name}: {description['TransformJobStatus']}"
+    on_instances = description.get("TransformStartTime")
+    if isinstance(on_instances, datetime):
+        text += f", on its instances since {on_instances.astimezone(UTC):%H:%M:%S} UTC"
+    else:
+        text += ", waiting for its instances"
+    return text
 
 
 def job_outcome(description: dict) -> JobOutcome:

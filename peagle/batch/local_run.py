@@ -148,7 +148,8 @@ def run_records(
             while window:
                 try:
                     outcome = window.popleft().result()
-                except ServerUnreachableError:
+                except (ServerUnreachableError, KeyboardInterrupt):
+                    # Stop now: only the records already being sent finish (the pool waits for them).
                     for pending in window:
                         pending.cancel()
                     raise

@@ -256,14 +256,12 @@ def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
 
 
 def _run_targets(targets, settings, args: argparse.Namespace):
-    from tqdm import tqdm
-
     from peagle.bench.runner import run_target
     from peagle.client.cli import build_client
+    from peagle.progress import progress_bar
 
     total = len(targets) * len(settings.concurrency) * settings.requests_per_level
-    # disable=None: no bar when stderr is not a terminal (CI logs stay clean).
-    with tqdm(total=total, unit="req", file=sys.stderr, disable=None, dynamic_ncols=True) as progress:
+    with progress_bar(total=total, unit="req") as progress:  # on stderr, only on a terminal
         runs = []
         for target in targets:
 

@@ -8,22 +8,29 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from peagle.catalog import ProfileName
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2
 
 
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """--url / --endpoint / --region / --max-attempts."""
-    parser.add_argument("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--endpoint", help="a SageMaker endpoint name")
+def add_target_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """--url or --endpoint (one of them, or neither when not ``required``), --region, --max-attempts."""
+    target = parser.add_mutually_exclusive_group(required=required)
+    target.add_argument("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
+    target.add_argument("--endpoint", help="a SageMaker endpoint name")
     parser.add_argument("--region", help="AWS region of the endpoint (default: the AWS config's)")
     parser.add_argument("--max-attempts", type=int, default=5, help="app-level attempts before giving up (default 5)")
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     """--profile and sampling overrides, shared with `peagle bench`."""
-    parser.add_argument("--profile", help="catalog workload profile for sampling defaults (chatbot, codegen, batch)")
+    parser.add_argument(
+        "--profile",
+        choices=[profile.value for profile in ProfileName],
+        help="catalog workload profile for sampling defaults",
+    )
     parser.add_argument("--max-tokens", type=int, help="override the profile's max_tokens")
     parser.add_argument("--temperature", type=float, help="override the profile's temperature")
     parser.add_argument("--top-p", type=float, help="override the profile's top_p")
@@ -84,9 +91,6 @@ def _request_content(args: argparse.Namespace) -> dict:
 def run_invoke(args: argparse.Namespace) -> int:
     from peagle.client.errors import ClientConfigurationError, InvalidRequestError, PeagleClientError
 
-    if bool(args.url) == bool(args.endpoint):
-        print("error: give exactly one of --url or --endpoint", file=sys.stderr)
-        return EXIT_BAD_REQUEST
     try:
         request = build_request(args, **_request_content(args))
     except (ValueError, OSError) as error:

@@ -1,6 +1,9 @@
 """Which failures are retried, and how long to wait between attempts.
 
-The rules (facts.md §10, the issue's client contract):
+The rules (the errors are InvokeEndpoint's, SageMaker Runtime API Reference,
+https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html;
+what botocore retries by itself: Boto3 guide, "Retries",
+https://docs.aws.amazon.com/boto3/latest/guide/retries.html):
 - throttling (SageMaker ``ThrottlingException`` and friends, HTTP 429) is retried;
 - ``ModelNotReadyException`` (429) is retried: botocore's standard mode does not;
 - ``ModelError`` (424) is retried only when the container's original status is 5xx
@@ -50,7 +53,8 @@ SERVICE_FAILURE_CODES = frozenset(
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """App-level retries, on top of botocore's own (see ``sagemaker_transport``)."""
+    """The one retry layer: ``max_attempts`` bounds the sends of one call (botocore sends each
+    attempt once, see ``sagemaker_transport``; httpx does not retry)."""
 
     max_attempts: int = 5
     base_delay_s: float = 0.5

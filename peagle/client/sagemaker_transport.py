@@ -1,12 +1,16 @@
 """SageMaker transport: ``InvokeEndpointWithResponseStream`` on ``sagemaker-runtime``.
 
-botocore runs in retry mode ``standard`` (its ``legacy`` default retries less and
-without a retry quota) and retries transient HTTP-level failures and throttling
-itself; the client's own loop (``retry.py``) adds what botocore never retries
-(``ModelNotReadyException``, ``ModelError`` with a 5xx/0 original status). The
-read timeout is above SageMaker's 60 s invocation limit so SageMaker, not the
-socket, ends a slow request: a socket timeout would make botocore send the whole
-generation again.
+One layer decides retries, the client's loop (``client.py`` with ``retry.py``), so
+botocore sends each attempt once (``total_max_attempts: 1``: "a value of 1 indicates
+that no requests will be retried", ``botocore/config.py``). Only the client's loop
+knows what is safe to send again: it classifies ``ModelError`` by its
+``OriginalStatusCode``, retries ``ModelNotReadyException`` (botocore does not), and
+stops once the first streamed byte has arrived. botocore's ``standard`` mode stacked
+under it multiplied the sends (3 per attempt: up to 15 for one throttled call) and
+resent after a read timeout (``botocore/retries/standard.py`` retries every
+``HTTPClientError``, ``ReadTimeoutError`` included), paying again for a generation
+that may still be running. The read timeout is above SageMaker's 60 s invocation
+limit so SageMaker, not the socket, ends a slow request.
 """
 
 from __future__ import annotations
@@ -30,10 +34,10 @@ def make_runtime_client(
     *,
     read_timeout_s: float = 75.0,
     connect_timeout_s: float = 5.0,
-    botocore_max_attempts: int = 3,
     max_pool_connections: int = 64,
 ) -> Any:
-    """A ``sagemaker-runtime`` client configured as facts.md §10 asks."""
+    """A ``sagemaker-runtime`` client for the client's retry loop: one botocore attempt per call
+    (see the module docstring), a read timeout above the 60 s invocation limit."""
     import boto3
     from botocore.config import Config
 
@@ -43,7 +47,7 @@ def make_runtime_client(
             "invocation and a shorter socket timeout makes botocore resend a generation still running."
         )
     config = Config(
-        retries={"mode": "standard", "total_max_attempts": botocore_max_attempts},
+        retries={"mode": "standard", "total_max_attempts": 1},
         read_timeout=read_timeout_s,
         connect_timeout=connect_timeout_s,
         max_pool_connections=max_pool_connections,

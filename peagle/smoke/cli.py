@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Exit codes: 0 all steps passed or were skipped; 1 a step failed (named on stderr); 2 bad arguments or "
         "deployment file; 3 no AWS credentials or region; 130 interrupted (Ctrl-C).",
     )
-    add_target_arguments(parser)
+    add_target_arguments(parser, required=False)  # without either: the --deployment's endpoint
     parser.add_argument(
         "--deployment",
         help="deployment YAML: its name gives the endpoint (<name>-endpoint, when --endpoint is not given) and the "
@@ -111,8 +111,6 @@ def resolve_options(args: argparse.Namespace):
     from peagle.errors import PeagleError
     from peagle.smoke.runner import SmokeOptions
 
-    if args.url and args.endpoint:
-        raise PeagleError("give --url (a local server) or --endpoint (a SageMaker endpoint), not both")
     config = load_deployment_config(args.deployment) if args.deployment else None
     endpoint_name = args.endpoint or (config.endpoint_name if config is not None and not args.url else None)
     if not args.url and not endpoint_name:

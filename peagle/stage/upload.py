@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from peagle.aws import AwsCallError, S3Location, aws_call
+from peagle.progress import progress_bar, thread_safe_counter, write_line
 
 GIB = 1024**3
 MIB = 1024**2
@@ -86,40 +87,68 @@ def upload_files(
     kms_key_id: str | None = None,
     max_concurrency: int = 8,
     skip_existing: bool = True,
-    emit: Callable[[str], None] = print,
+    emit: Callable[[str], None] = write_line,
     clock: Callable[[], float] = time.monotonic,
+    progress: bool | None = None,
 ) -> UploadSummary:
-    from boto3.exceptions import S3UploadFailedError
-
+    """Upload what is missing; ``progress`` (default: when stderr is a terminal) shows bytes
+    sent, rate and ETA for the current file and for the whole run on stderr."""
     started = clock()
-    config = transfer_config(max_concurrency)
-    extra_args = upload_extra_args(kms_key_id)
-    uploaded = skipped = bytes_uploaded = bytes_skipped = 0
+    # Every HeadObject first, so the overall bar knows how many bytes will really be sent.
+    to_send: list[StagedFile] = []
+    skipped = bytes_skipped = 0
     for file in files:
-        destination = prefix.child(file.relative_key)
-        if skip_existing and not needs_upload(s3, destination, file.size):
+        if skip_existing and not needs_upload(s3, prefix.child(file.relative_key), file.size):
             skipped += 1
             bytes_skipped += file.size
             emit(f"  skip    {file.relative_key} ({_size(file.size)}, already there)")
-            continue
-        file_started = clock()
-        try:
-            with aws_call(
-                f"uploading to {destination.uri}", permission=f"s3:PutObject on arn:aws:s3:::{destination.bucket}/*"
-            ):
-                s3.upload_file(
-                    str(file.local_path),
-                    destination.bucket,
-                    destination.key,
-                    ExtraArgs=extra_args or None,
-                    Config=config,
+        else:
+            to_send.append(file)
+    show = progress if to_send else False
+    config = transfer_config(max_concurrency)
+    extra_args = upload_extra_args(kms_key_id)
+    bytes_to_send = sum(file.size for file in to_send)
+    with progress_bar(total=bytes_to_send, unit="B", desc=f"{len(to_send)} file(s)", enabled=show) as overall:
+        for file in to_send:
+            file_started = clock()
+            with progress_bar(
+                total=file.size, unit="B", desc=file.relative_key, enabled=show, position=1, leave=False
+            ) as current:
+                _upload_one(
+                    s3, prefix.child(file.relative_key), file, config, extra_args, kms_key_id, (overall, current)
                 )
-        except S3UploadFailedError as error:
-            raise AwsCallError(_explain_upload_failure(str(error), destination, kms_key_id)) from None
-        uploaded += 1
-        bytes_uploaded += file.size
-        emit(f"  upload  {file.relative_key} ({_size(file.size)}, {clock() - file_started:.1f} s)")
-    return UploadSummary(uploaded, skipped, bytes_uploaded, bytes_skipped, clock() - started)
+            emit(f"  upload  {file.relative_key} ({_size(file.size)}, {clock() - file_started:.1f} s)")
+    return UploadSummary(len(to_send), skipped, bytes_to_send, bytes_skipped, clock() - started)
+
+
+def _upload_one(
+    s3: Any,
+    destination: S3Location,
+    file: StagedFile,
+    config: Any,
+    extra_args: dict[str, str],
+    kms_key_id: str | None,
+    bars: tuple[Any, ...],
+) -> None:
+    from boto3.exceptions import S3UploadFailedError
+
+    # boto3 calls Callback from its transfer threads with the bytes just sent (negative when a
+    # part is sent again), so the bars are advanced under one lock.
+    advance = thread_safe_counter(*bars)
+    try:
+        with aws_call(
+            f"uploading to {destination.uri}", permission=f"s3:PutObject on arn:aws:s3:::{destination.bucket}/*"
+        ):
+            s3.upload_file(
+                str(file.local_path),
+                destination.bucket,
+                destination.key,
+                ExtraArgs=extra_args or None,
+                Config=config,
+                Callback=advance,
+            )
+    except S3UploadFailedError as error:
+        raise AwsCallError(_explain_upload_failure(str(error), destination, kms_key_id)) from None
 
 
 def _explain_upload_failure(message: str, destination: S3Location, kms_key_id: str | None) -> str:

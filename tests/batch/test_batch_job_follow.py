@@ -4,6 +4,8 @@ CloudFormation APIs, the code's own logic is the subject."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -33,14 +35,20 @@ def _description(status: str, **extra) -> dict:
     }
 
 
-def _follow(statuses: list[dict]):
+def _follow(statuses: list[dict], *, heartbeat: bool | None = None):
     client = _client("sagemaker")
     sleeps: list[float] = []
     lines: list[str] = []
+
+    def sleep(seconds: float) -> None:  # time passes only in sleeps
+        sleeps.append(seconds)
+
     with Stubber(client) as stubber:
         for description in statuses:
             stubber.add_response("describe_transform_job", description, {"TransformJobName": JOB})
-        outcome = follow_transform_job(client, JOB, emit=lines.append, sleep=sleeps.append, clock=lambda: 0.0)
+        outcome = follow_transform_job(
+            client, JOB, emit=lines.append, sleep=sleep, clock=lambda: sum(sleeps), heartbeat=heartbeat
+        )
         stubber.assert_no_pending_responses()
     return outcome, lines, sleeps
 
@@ -64,6 +72,29 @@ def test_failed_job_reports_the_failure_reason_and_where_the_logs_are():
 def test_stopped_job_is_not_a_success():
     outcome, _, _ = _follow([_description("Stopping"), _description("Stopped")])
     assert not outcome.succeeded and "stopped" in outcome.message
+
+
+def test_a_running_job_has_a_heartbeat_on_a_terminal(capsys):
+    on_instances = datetime(2026, 3, 1, 12, 4, 30, tzinfo=UTC)
+    statuses = [_description("InProgress"), _description("InProgress", TransformStartTime=on_instances)]
+
+    outcome, lines, sleeps = _follow([*statuses, _description("Completed")], heartbeat=True)
+
+    out, err = capsys.readouterr()
+    assert outcome.succeeded
+    assert sum(sleeps) == 15.0 and max(sleeps) <= 1.0  # the same polls, waited in ticks of a second
+    assert f"[0:00:00] {JOB}: InProgress, waiting for its instances" in err
+    assert f"[0:00:04] {JOB}: InProgress, waiting for its instances" in err  # elapsed time ticks
+    assert f"[0:00:14] {JOB}: InProgress, on its instances since 12:04:30 UTC" in err
+    assert [line.split(": ")[-1] for line in lines] == ["InProgress", "Completed"]  # status changes as before
+    assert out == ""
+
+
+def test_no_heartbeat_when_stderr_is_not_a_terminal(capsys):
+    outcome, _, sleeps = _follow([_description("InProgress"), _description("Completed")])
+
+    assert outcome.succeeded and sleeps == [5.0]  # one sleep per poll
+    assert capsys.readouterr() == ("", "")
 
 
 def test_model_name_comes_from_the_stack_output():
@@ -242,3 +273,29 @@ def test_a_model_serving_another_pair_is_refused_before_starting(tmp_path, monke
 
     assert exit_code == 2
     assert "serves pair 'qwen3-8b' but the plan is for 'gpt-oss-20b'; pass --model qwen3-8b" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_following_says_the_job_keeps_running(monkeypatch, capsys, cuda13_transform_host):
+    """Ctrl-C stops following, not the job: the command's own message (how to stop the job), not
+    the CLI's generic one, and exit 130."""
+    import peagle.batch.job_follow
+    from peagle.batch import cli as batch_cli
+    from peagle.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    aws = _StubbedAws()
+    monkeypatch.setattr(batch_cli, "_session", lambda region: object())
+    monkeypatch.setattr(batch_cli, "_client", aws.client)
+    monkeypatch.setattr(peagle.batch.job_follow, "follow_transform_job", interrupted)
+    aws.stubbers["sagemaker"].add_response("describe_model", _deployed_model({}), {"ModelName": "PeagleModel-abc123"})
+    aws.stubbers["sagemaker"].add_response("create_transform_job", {"TransformJobArn": "arn:aws:sagemaker:::x/night"})
+    with aws.stubbers["sagemaker"]:
+        argv = ["batch", "--input", "s3://my-batch-io/in/", "--output", "s3://my-batch-io/out/"]
+        exit_code = main([*argv, "--model-name", "PeagleModel-abc123", "--job-name", "night"])
+
+    assert exit_code == 130
+    err = capsys.readouterr().err
+    assert "stopped following; the job keeps running" in err and "stop-transform-job --transform-job-name night" in err
+    assert "interrupted: peagle batch" not in err

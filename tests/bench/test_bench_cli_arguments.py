@@ -16,7 +16,6 @@ from peagle.cli import main
         (["--url", "http://127.0.0.1:1", "--concurrency", "1,x"], "comma-separated integers"),
         (["--url", "http://127.0.0.1:1", "--buckets", "huge"], "valid: short, medium, long, xlong"),
         (["--url", "http://127.0.0.1:1", "--instance-type", "ml.nope"], "catalog has: .*ml.g6e.xlarge"),
-        (["--url", "http://127.0.0.1:1", "--profile", "chat"], "valid: batch, chatbot, codegen"),
         ([], "nothing to report"),
     ],
 )

@@ -53,7 +53,6 @@ def test_no_region_is_one_line_and_exit_3():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--url", "http://127.0.0.1:1", "--endpoint", "x"], "not both"),
         ([], "give --endpoint NAME"),
         (["--endpoint", "x", "--kpi-wait-seconds", "-1"], "--kpi-wait-seconds must be >= 0"),
         (["--deployment", "no/such/file.yaml"], "not found"),
