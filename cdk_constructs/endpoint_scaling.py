@@ -1,9 +1,15 @@
 """Autoscaling of a variant's instance count, shaped like @aws-cdk/aws-sagemaker-alpha:
 ``endpoint.auto_scale_instance_count(...)`` returns this, then ``scale_on_*`` adds policies.
 
-Facts behind the choices (facts.md §7): the concurrency metric has 10 s resolution and
-counts queued and streaming requests (faster scale-out than invocations per minute);
-GPUUtilization is 0-100 x the number of GPUs; ModelLatency is in microseconds.
+Facts behind the choices: the concurrency metric (ConcurrentRequestsPerModel) counts the
+requests queued inside the container too, and a streamed request until its last token,
+and is emitted every 10 seconds instead of every minute, so it scales out faster than
+invocations per minute (SageMaker Developer Guide, "Define a scaling policy", section
+"Specify a high-resolution predefined metric",
+https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-add-code-define.html).
+GPUUtilization is 0-100 and "is multiplied by the number of GPUs"; ModelLatency's unit is
+microseconds ("Amazon SageMaker AI metrics in Amazon CloudWatch",
+https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 """
 
 from __future__ import annotations

@@ -1,5 +1,13 @@
-"""The SageMaker execution role, least privilege (facts.md §9): no managed FullAccess
-policies, no Action '*'. Each wildcard resource left is acknowledged where it is granted."""
+"""The SageMaker execution role, least privilege: no managed FullAccess policies, no
+Action '*'. Each wildcard resource left is acknowledged where it is granted.
+
+SageMaker's own guide starts from AmazonSageMakerFullAccess and then says "If your use case
+requires more granular permissions, use other sections on this page to create an execution
+role that meets your business needs"; its section "CreateModel API: Execution Role
+Permissions" lists what hosting needs (ECR image pull, CloudWatch Logs, PutMetricData,
+S3 reads of the model data). SageMaker Developer Guide, "How to use SageMaker AI execution
+roles", https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html; IAM's rule:
+"Apply least-privilege permissions", https://docs.aws.amazon.com/IAM/latest/UserGuide/best-practices.html."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 endpoint's log group. Under network isolation the container cannot call
 PutMetricData; stdout (CloudWatch Logs) is its only way out.
 
-Each KPI line is one JSON object with "event": "peagle_kpi" (inference_image/README.md);
-a filter matches only numeric values, so a null (e.g. no drafts in the interval)
-publishes nothing rather than a zero that would trip alarms.
+Each KPI line is one JSON object with "event": KPI_EVENT (inference_image/README.md); its
+keys, the metric names and the dimensions are the container contract's
+(peagle_serve.contract). A filter matches only numeric values, so a null (e.g. no drafts
+in the interval) publishes nothing rather than a zero that would trip alarms.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cdk_constructs.endpoint_logs import EndpointLogGroup
-from peagle.kpi_names import (
+from peagle_serve.contract import (
     ENDPOINT_NAME_DIMENSION,
+    KPI_DIMENSION_KEYS,
+    KPI_EVENT,
     KPI_METRIC_NAMES,
     KPI_NAMESPACE,
     KPI_REPORTS_METRIC,
     VARIANT_NAME_DIMENSION,
 )
-
-KPI_EVENT = "peagle_kpi"
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class KpiField:
     unit: cloudwatch.Unit
 
 
-# The names are peagle/kpi_names.py's (the CLI's `peagle smoke` reads the same metrics); the
+# The names are the container contract's (the CLI's `peagle smoke` reads the same metrics); the
 # units are CloudWatch's, so they live here.
 _UNITS: dict[str, cloudwatch.Unit] = {
     "requests_per_second": cloudwatch.Unit.COUNT_PER_SECOND,
@@ -55,7 +56,7 @@ _UNITS: dict[str, cloudwatch.Unit] = {
     "requests_finished.length": cloudwatch.Unit.COUNT,
     "requests_finished.abort": cloudwatch.Unit.COUNT,
 }
-assert set(_UNITS) == set(KPI_METRIC_NAMES), "every KPI metric needs a unit (peagle/kpi_names.py)"
+assert set(_UNITS) == set(KPI_METRIC_NAMES), "every KPI metric needs a unit (peagle_serve.contract.KPI_METRIC_NAMES)"
 KPI_FIELDS: tuple[KpiField, ...] = tuple(
     KpiField(json_field, KPI_METRIC_NAMES[json_field], unit) for json_field, unit in _UNITS.items()
 )
@@ -74,7 +75,7 @@ class KpiMetrics(Construct):
         # Metric filters need the group to exist; it is created before the endpoint.
         self.node.add_dependency(log_group.resource)
         self.endpoint_name = endpoint_name
-        dimensions = {ENDPOINT_NAME_DIMENSION: "$.endpoint_name", VARIANT_NAME_DIMENSION: "$.variant_name"}
+        dimensions = {dimension: f"$.{key}" for dimension, key in KPI_DIMENSION_KEYS.items()}
         self.filters: dict[str, logs.MetricFilter] = {}
         for kpi in KPI_FIELDS:
             self.filters[kpi.metric_name] = logs.MetricFilter(
@@ -118,7 +119,7 @@ class KpiMetrics(Construct):
         return cloudwatch.Metric(
             namespace=KPI_NAMESPACE,
             metric_name=metric_name,
-            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name},
+            dimensions_map={ENDPOINT_NAME_DIMENSION: self.endpoint_name, VARIANT_NAME_DIMENSION: variant_name},
             statistic=statistic,
             period=period,
             label=label,

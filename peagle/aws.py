@@ -73,8 +73,10 @@ def aws_session(region: str | None = None) -> Any:
 
 
 def aws_client(session: Any, service: str, **config: Any) -> Any:
-    """A client in botocore's ``standard`` retry mode (facts.md §10), raising AwsCallError when
-    the region is missing."""
+    """A client in botocore's ``standard`` retry mode, raising AwsCallError when the region is
+    missing. Standard, because "Legacy mode is the default mode used by any Boto3 client you
+    create" and retries fewer errors (Boto3 guide, "Retries",
+    https://docs.aws.amazon.com/boto3/latest/guide/retries.html)."""
     from botocore.config import Config
 
     if session.region_name is None:

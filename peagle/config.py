@@ -144,7 +144,9 @@ class ScheduledScaling(StrictModel):
 
 
 class AutoscalingSettings(StrictModel):
-    """Scaling of the variant's DesiredInstanceCount (facts.md §7)."""
+    """Scaling of the variant's DesiredInstanceCount (Application Auto Scaling's
+    ``sagemaker:variant:DesiredInstanceCount``; SageMaker Developer Guide, "Automatic scaling of
+    Amazon SageMaker AI models", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
     enabled: bool = True
     min_instances: PositiveInt = 1

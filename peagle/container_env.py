@@ -1,12 +1,10 @@
-"""The container's environment, built from a plan: the contract with inference_image/.
+"""The container's environment, built from a plan.
 
-- ``SM_VLLM_<FLAG>``: vLLM flags in the form of vLLM's own SageMaker entrypoint
-  (name upper-cased, '-' -> '_'); the launcher maps them back. "true" means a bare
-  flag, "false" means ``--no-<flag>``.
-- ``PEAGLE_*``: the launcher's own settings (inference_image/README.md lists them).
-
-Target and drafter come from one S3 prefix mounted at /opt/ml/model (CloudFormation's
-Model has no AdditionalModelDataSources), as target/ and drafter/ side by side.
+The names and encodings are the container contract's (``peagle_serve.contract``, which
+the launcher reads with): ``SM_VLLM_<FLAG>`` variables carry vLLM flags, ``PEAGLE_*``
+variables the launcher's own settings (inference_image/README.md lists them). Target
+and drafter come from one S3 prefix mounted at /opt/ml/model, as target/ and drafter/
+side by side.
 """
 
 from __future__ import annotations
@@ -15,26 +13,13 @@ import json
 
 from peagle.config import DeploymentConfig
 from peagle.planner import Plan
+from peagle_serve import contract
+from peagle_serve.contract import DRAFTER_DIR, SHUTDOWN_DRAIN_SECONDS, TARGET_DIR
 
-MODEL_MOUNT = "/opt/ml/model"
-TARGET_DIR = f"{MODEL_MOUNT}/target"
-DRAFTER_DIR = f"{MODEL_MOUNT}/drafter"
 # The production variant's name; keep it stable (autoscaling and rollouts key on it).
 DEFAULT_VARIANT_NAME = "Primary"
 # The A/B test's second variant: same target, another K (0 = no speculation).
 BASELINE_VARIANT_NAME = "Baseline"
-# SageMaker sends SIGKILL 30 s after SIGTERM: drain in-flight requests for less.
-SHUTDOWN_DRAIN_SECONDS = 25
-
-
-def sm_vllm_name(flag: str) -> str:
-    return "SM_VLLM_" + flag.upper().replace("-", "_")
-
-
-def _render(value: bool | int | float | str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def model_locations(plan: Plan, config: DeploymentConfig) -> tuple[str, str]:
@@ -42,21 +27,6 @@ def model_locations(plan: Plan, config: DeploymentConfig) -> tuple[str, str]:
     if config.artifacts.source == "hub":
         return plan.pair.target.hf_id, plan.pair.drafter.hf_id
     return TARGET_DIR, DRAFTER_DIR
-
-
-def speculative_config(plan: Plan, drafter_path: str = DRAFTER_DIR) -> dict | None:
-    """vLLM's --speculative-config for P-EAGLE, or None when K=0.
-
-    parallel_drafting must be explicit: vLLM does not turn it on for eagle3 heads.
-    """
-    if not plan.speculation_enabled:
-        return None
-    return {
-        "method": "eagle3",
-        "model": drafter_path,
-        "num_speculative_tokens": plan.speculative_tokens,
-        "parallel_drafting": True,
-    }
 
 
 def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | float | str]:
@@ -79,7 +49,7 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
     }
     if plan.kv_cache_dtype != "auto":
         flags["kv-cache-dtype"] = plan.kv_cache_dtype
-    spec = speculative_config(plan, drafter)
+    spec = contract.speculative_config(drafter, plan.speculative_tokens)
     if spec is not None:
         flags["speculative-config"] = json.dumps(spec, separators=(",", ":"))
     flags.update(plan.pair.vllm_flags)
@@ -96,23 +66,23 @@ def container_environment(
     :param endpoint_name: the endpoint this Model serves (default: the real-time endpoint;
         the asynchronous endpoint passes its own, so its KPI lines carry its name).
     """
-    env = {sm_vllm_name(flag): _render(value) for flag, value in vllm_flags(plan, config).items()}
+    env = contract.encode_vllm_flags(vllm_flags(plan, config))
     env.update(
         {
-            "PEAGLE_MODEL_PAIR": plan.pair_id,
-            "PEAGLE_ENDPOINT_NAME": endpoint_name or config.endpoint_name,
-            "PEAGLE_VARIANT_NAME": variant_name,
-            "PEAGLE_DRAFTER_TRAINED_K": str(plan.pair.drafter.trained_k),
-            "PEAGLE_KPI_INTERVAL_SECONDS": str(config.observability.kpi_interval_seconds),
-            "PEAGLE_SHUTDOWN_DRAIN_SECONDS": str(SHUTDOWN_DRAIN_SECONDS),
+            contract.ENV_MODEL_PAIR: plan.pair_id,
+            contract.ENV_ENDPOINT_NAME: endpoint_name or config.endpoint_name,
+            contract.ENV_VARIANT_NAME: variant_name,
+            contract.ENV_DRAFTER_TRAINED_K: str(plan.pair.drafter.trained_k),
+            contract.ENV_KPI_INTERVAL_SECONDS: str(config.observability.kpi_interval_seconds),
+            contract.ENV_SHUTDOWN_DRAIN_SECONDS: str(SHUTDOWN_DRAIN_SECONDS),
             # The whole start-up budget: the variant's ContainerStartupHealthCheckTimeoutInSeconds,
             # "The timeout value, in seconds, for your inference container to pass health check by
             # SageMaker Hosting" (API_ProductionVariant). The launcher splits it between engine
             # start and self-check, keeping a margin, so its own error comes before SageMaker's kill.
-            "PEAGLE_STARTUP_TIMEOUT_SECONDS": str(plan.container_startup_timeout_seconds),
-            "PEAGLE_SPECULATION_SELF_CHECK": "true" if plan.speculation_enabled else "false",
+            contract.ENV_STARTUP_TIMEOUT_SECONDS: str(plan.container_startup_timeout_seconds),
+            contract.ENV_SPECULATION_SELF_CHECK: "true" if plan.speculation_enabled else "false",
         }
     )
     if config.artifacts.hf_token_secret_arn:
-        env["PEAGLE_HF_TOKEN_SECRET_ARN"] = config.artifacts.hf_token_secret_arn  # the ARN, never the token
+        env[contract.ENV_HF_TOKEN_SECRET_ARN] = config.artifacts.hf_token_secret_arn  # the ARN, never the token
     return dict(sorted(env.items()))

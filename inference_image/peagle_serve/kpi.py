@@ -2,25 +2,25 @@
 
 Under network isolation stdout (CloudWatch Logs) is the only way out of the
 container, so every ``PEAGLE_KPI_INTERVAL_SECONDS`` the launcher prints one JSON
-object per line; the CDK side's metric filters read its keys by name. Rates and
-means are over the interval: deltas of counters and of histogram sum/count.
-A value that is undefined in the interval (no requests, no drafts) is null.
+object per line; the CDK side's metric filters read its keys by name. The event
+name and the keys are the container contract's (``contract.KPI_LINE_KEYS``).
+Rates and means are over the interval: deltas of counters and of histogram
+sum/count. A value that is undefined in the interval (no requests, no drafts) is null.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
 import threading
 from datetime import UTC, datetime
 
-from . import metrics as m
+from .contract import VllmMetric, kpi_line
 from .metrics import MetricsSnapshot, fetch_metrics
 
 log = logging.getLogger("peagle_serve")
-
-KPI_EVENT = "peagle_kpi"
 
 
 def _delta(previous: MetricsSnapshot, current: MetricsSnapshot, name: str) -> float:
@@ -60,19 +60,19 @@ def compute_kpi(
     """
     seconds = max(current.taken_at - previous.taken_at, 1e-9)
 
-    finished_now = current.by_label(m.REQUEST_SUCCESS, "finished_reason")
-    finished_before = previous.by_label(m.REQUEST_SUCCESS, "finished_reason")
+    finished_now = current.by_label(VllmMetric.REQUEST_SUCCESS, "finished_reason")
+    finished_before = previous.by_label(VllmMetric.REQUEST_SUCCESS, "finished_reason")
     finished = {
         reason: int(round(max(0.0, count - finished_before.get(reason, 0.0))))
         for reason, count in sorted(finished_now.items())
     }
     finished_total = sum(finished.values())
 
-    drafts = _delta(previous, current, m.SPEC_DRAFTS)
-    draft_tokens = _delta(previous, current, m.SPEC_DRAFT_TOKENS)
-    accepted = _delta(previous, current, m.SPEC_ACCEPTED)
-    per_position_now = current.by_label(m.SPEC_ACCEPTED_PER_POS, "position")
-    per_position_before = previous.by_label(m.SPEC_ACCEPTED_PER_POS, "position")
+    drafts = _delta(previous, current, VllmMetric.SPEC_DRAFTS)
+    draft_tokens = _delta(previous, current, VllmMetric.SPEC_DRAFT_TOKENS)
+    accepted = _delta(previous, current, VllmMetric.SPEC_ACCEPTED)
+    per_position_now = current.by_label(VllmMetric.SPEC_ACCEPTED_PER_POS, "position")
+    per_position_before = previous.by_label(VllmMetric.SPEC_ACCEPTED_PER_POS, "position")
     per_position = None
     if drafts > 0 and per_position_now:
         per_position = [
@@ -81,31 +81,34 @@ def compute_kpi(
         ]
     mean_acceptance_length = _ratio(accepted, drafts)
 
-    return {
-        "event": KPI_EVENT,
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model_pair": model_pair,
-        "endpoint_name": endpoint_name,
-        "variant_name": variant_name,
-        "interval_seconds": round(seconds, 3),
-        "speculative_tokens": speculative_tokens,
-        "requests_per_second": _round(finished_total / seconds),
-        "generation_tokens_per_second": _round(_delta(previous, current, m.GENERATION_TOKENS) / seconds),
-        "prompt_tokens_per_second": _round(_delta(previous, current, m.PROMPT_TOKENS) / seconds),
-        "ttft_mean_seconds": _round(_histogram_mean(previous, current, m.TTFT)),
-        "tpot_mean_seconds": _round(_histogram_mean(previous, current, m.TPOT)),
-        "e2e_latency_mean_seconds": _round(_histogram_mean(previous, current, m.E2E_LATENCY)),
-        "queue_time_mean_seconds": _round(_histogram_mean(previous, current, m.QUEUE_TIME)),
-        "spec_acceptance_rate": _round(_ratio(accepted, draft_tokens)),
-        "spec_mean_acceptance_length": _round(None if mean_acceptance_length is None else 1.0 + mean_acceptance_length),
-        "spec_acceptance_per_position": per_position,
-        "spec_drafts_per_second": _round(drafts / seconds) if speculative_tokens else None,
-        "requests_running": _gauge(current, m.REQUESTS_RUNNING),
-        "requests_waiting": _gauge(current, m.REQUESTS_WAITING),
-        "kv_cache_usage_ratio": _round(_gauge(current, m.KV_CACHE_USAGE)),
-        "requests_finished": finished,
-        "requests_finished_total_in_interval": finished_total,
-    }
+    return kpi_line(
+        {
+            "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+            "model_pair": model_pair,
+            "endpoint_name": endpoint_name,
+            "variant_name": variant_name,
+            "interval_seconds": round(seconds, 3),
+            "speculative_tokens": speculative_tokens,
+            "requests_per_second": _round(finished_total / seconds),
+            "generation_tokens_per_second": _round(_delta(previous, current, VllmMetric.GENERATION_TOKENS) / seconds),
+            "prompt_tokens_per_second": _round(_delta(previous, current, VllmMetric.PROMPT_TOKENS) / seconds),
+            "ttft_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.TTFT)),
+            "tpot_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.TPOT)),
+            "e2e_latency_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.E2E_LATENCY)),
+            "queue_time_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.QUEUE_TIME)),
+            "spec_acceptance_rate": _round(_ratio(accepted, draft_tokens)),
+            "spec_mean_acceptance_length": _round(
+                None if mean_acceptance_length is None else 1.0 + mean_acceptance_length
+            ),
+            "spec_acceptance_per_position": per_position,
+            "spec_drafts_per_second": _round(drafts / seconds) if speculative_tokens else None,
+            "requests_running": _gauge(current, VllmMetric.REQUESTS_RUNNING),
+            "requests_waiting": _gauge(current, VllmMetric.REQUESTS_WAITING),
+            "kv_cache_usage_ratio": _round(_gauge(current, VllmMetric.KV_CACHE_USAGE)),
+            "requests_finished": finished,
+            "requests_finished_total_in_interval": finished_total,
+        }
+    )
 
 
 def write_stdout_line(record: dict) -> None:
@@ -161,6 +164,8 @@ class KpiReporter(threading.Thread):
     def _snapshot(self) -> MetricsSnapshot | None:
         try:
             return fetch_metrics(self._base_url, timeout=max(2.0, min(10.0, self._interval)))
-        except OSError as error:
-            log.warning("KPI: could not read /metrics (%s)", error)
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            # No connection, a response cut short, or text prometheus_client cannot parse
+            # (ValueError): skip this read, never end the thread that prints the line.
+            log.warning("KPI: could not read /metrics (%s: %s)", type(error).__name__, error)
             return None

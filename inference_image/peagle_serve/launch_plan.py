@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import vllm_args
+from .contract import ENV_HOST, ENV_PORT, ENV_SHUTDOWN_DRAIN_SECONDS, decode_vllm_env, sm_vllm_name
 from .errors import ConfigError
 from .model_layout import Speculation, drafter_context_warning, parse_speculative_config, resolve_target
 from .settings import LauncherSettings
@@ -34,9 +35,9 @@ READINESS_MIDDLEWARE = "peagle_serve.readiness.ContainerContractMiddleware"
 
 # Options the launcher owns: set through PEAGLE_* so it knows them too.
 _LAUNCHER_OWNED = {
-    "--port": "PEAGLE_PORT",
-    "--host": "PEAGLE_HOST",
-    "--shutdown-timeout": "PEAGLE_SHUTDOWN_DRAIN_SECONDS",
+    "--port": ENV_PORT,
+    "--host": ENV_HOST,
+    "--shutdown-timeout": ENV_SHUTDOWN_DRAIN_SECONDS,
 }
 # Options that would blind the KPI line and the self-check.
 _BLINDING = ("--disable-log-stats",)
@@ -71,18 +72,18 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
     if passthrough and not passthrough[0].startswith("-"):
         positional_model = passthrough.pop(0)
 
-    args = vllm_args.args_from_sm_env(environ) + passthrough
+    args = decode_vllm_env(environ) + passthrough
     for option, setting in _LAUNCHER_OWNED.items():
         if vllm_args.has_option(args, option):
             problems.append(
                 f"{option} is set by the launcher: use {setting} instead "
-                f"(SM_VLLM_{option[2:].upper().replace('-', '_')} / a pass-through {option} is not allowed)"
+                f"({sm_vllm_name(option)} / a pass-through {option} is not allowed)"
             )
     for option in _BLINDING:
         if vllm_args.has_option(args, option):
             problems.append(
                 f"{option} switches off the metrics the KPI line and the "
-                "speculation self-check read: remove SM_VLLM_DISABLE_LOG_STATS"
+                f"speculation self-check read: remove {sm_vllm_name(option)}"
             )
 
     models, args = vllm_args.pop_option(args, "--model")

@@ -13,6 +13,7 @@ gives up on /ping. SIGTERM/SIGINT go to vLLM, which drains in-flight requests fo
 from __future__ import annotations
 
 import contextlib
+import http.client
 import logging
 import os
 import shutil
@@ -98,13 +99,15 @@ class _Supervisor:
             if status is not None:
                 return status
             if self.settings.speculation_self_check:
+                # Besides SelfCheckError: the engine unreachable (OSError), a response cut
+                # short (HTTPException) or /metrics that is not Prometheus text (ValueError).
                 try:
                     run_self_check(
                         self.plan,
                         self.settings,
                         deadline=self.deadlines.self_check_deadline(time.monotonic(), self.settings),
                     )
-                except (SelfCheckError, OSError) as error:
+                except (SelfCheckError, OSError, http.client.HTTPException, ValueError) as error:
                     if self.shutdown_requested:
                         return self._finish_shutdown()
                     log.error("PEAGLE SELF-CHECK FAILED, stopping: %s", error)
@@ -159,6 +162,10 @@ class _Supervisor:
         # Own session: a terminal's Ctrl-C reaches only the launcher, which forwards
         # one SIGTERM, so vLLM drains instead of being hit twice.
         self.process = subprocess.Popen(self.plan.argv, env=env, start_new_session=True)
+        if self.shutdown_requested:
+            # SIGTERM came before there was an engine to forward it to: forward it now, or the
+            # engine would serve on until SageMaker's SIGKILL.
+            self.process.send_signal(signal.SIGTERM)
 
     def _wait_until_healthy(self) -> int | None:
         """None once /health is 200; otherwise the exit code to return."""

@@ -10,22 +10,6 @@ from prometheus_client.parser import text_string_to_metric_families  # a vLLM de
 
 from .local_http import get_text
 
-# Names as vLLM 0.32 exports them (design/facts.md §4).
-SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
-SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
-SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-SPEC_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-PROMPT_TOKENS = "vllm:prompt_tokens_total"
-GENERATION_TOKENS = "vllm:generation_tokens_total"
-REQUEST_SUCCESS = "vllm:request_success_total"
-TTFT = "vllm:time_to_first_token_seconds"
-TPOT = "vllm:request_time_per_output_token_seconds"
-E2E_LATENCY = "vllm:e2e_request_latency_seconds"
-QUEUE_TIME = "vllm:request_queue_time_seconds"
-REQUESTS_RUNNING = "vllm:num_requests_running"
-REQUESTS_WAITING = "vllm:num_requests_waiting"
-KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
-
 
 @dataclass
 class MetricsSnapshot:

@@ -12,18 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .contract import DRAFTER_DIR, TARGET_SUBDIR, mask_token_problem, speculative_config
 from .errors import ConfigError
 from .settings import LauncherSettings
 
 log = logging.getLogger("peagle_serve")
 
-# Where vLLM looks for the parallel-drafting mask token, in its order
-# (vllm/v1/spec_decode/llm_base_proposer.py, _init_parallel_drafting_params).
-MASK_TOKEN_KEYS = ("mask_token_id", "dspark_noise_token_id", "pard_token", "ptd_token_id")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -40,7 +37,7 @@ def resolve_target(model: str | None, settings: LauncherSettings) -> str:
     """The value for ``--model``: a checked local directory or a hub id."""
     root = settings.model_root_path
     if model is None:
-        for candidate in (root / "target", root):
+        for candidate in (root / TARGET_SUBDIR, root):
             if (candidate / "config.json").is_file():
                 return str(candidate)
         raise ConfigError(
@@ -84,8 +81,7 @@ def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculatio
     except json.JSONDecodeError as error:
         raise ConfigError(
             f"SM_VLLM_SPECULATIVE_CONFIG is not valid JSON ({error}); expected e.g. "
-            '{"method":"eagle3","model":"/opt/ml/model/drafter",'
-            '"num_speculative_tokens":4,"parallel_drafting":true}'
+            + json.dumps(speculative_config(DRAFTER_DIR, 4), separators=(",", ":"))
         ) from None
     if not isinstance(config, dict):
         raise ConfigError("SM_VLLM_SPECULATIVE_CONFIG must be a JSON object")
@@ -142,24 +138,6 @@ def _mask_token_problem(drafter_dir: Path) -> str | None:
         return f"drafter config {config_path} is unreadable: {error}"
     problem = mask_token_problem(drafter_config)
     return f"drafter config {config_path} {problem}" if problem else None
-
-
-def mask_token_problem(drafter_config: Mapping) -> str | None:
-    """None when a parsed drafter config names a parallel-drafting mask token, else what to fix.
-
-    The one statement of vLLM's rule (its lookup order, llm_base_proposer.py); `peagle stage`
-    checks drafters with it before uploading them.
-    """
-    dflash = drafter_config.get("dflash_config") or {}
-    if any(drafter_config.get(key) is not None for key in MASK_TOKEN_KEYS) or (
-        isinstance(dflash, Mapping) and dflash.get("mask_token_id") is not None
-    ):
-        return None
-    return (
-        f"names no mask token, which parallel drafting needs: add one of dflash_config.mask_token_id, "
-        f"{', '.join(MASK_TOKEN_KEYS)} (P-EAGLE drafters use ptd_token_id, the id the drafter was "
-        "trained with), or use a P-EAGLE drafter"
-    )
 
 
 def drafter_context_warning(speculation: Speculation, served_max_model_len: int | None) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
-from . import metrics as m
+from .contract import VllmMetric
 from .errors import SelfCheckError
 from .launch_plan import LaunchPlan
 from .local_http import get_text, post_json
@@ -34,10 +34,10 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings, *, deadline: fl
     """
     base = plan.local_url
     before = fetch_metrics(base, timeout=_time_left(deadline, 5.0))
-    if plan.speculation is not None and not before.has(m.SPEC_DRAFTS):
+    if plan.speculation is not None and not before.has(VllmMetric.SPEC_DRAFTS):
         raise SelfCheckError(
             f"speculation is configured (K={plan.speculative_tokens}) but vLLM exports no "
-            f"{m.SPEC_DRAFTS}: the engine runs without a drafter"
+            f"{VllmMetric.SPEC_DRAFTS}: the engine runs without a drafter"
         )
 
     model_name = _served_model_name(base, plan, timeout=_time_left(deadline, 10.0))
@@ -70,16 +70,16 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings, *, deadline: fl
     settle_until = time.monotonic() + _COUNTER_SETTLE_SECONDS
     while True:
         after = fetch_metrics(base, timeout=_time_left(deadline, 5.0))
-        drafts = after.total(m.SPEC_DRAFTS) - before.total(m.SPEC_DRAFTS)
+        drafts = after.total(VllmMetric.SPEC_DRAFTS) - before.total(VllmMetric.SPEC_DRAFTS)
         if drafts > 0 or time.monotonic() > min(settle_until, deadline):
             break
         time.sleep(0.25)
-    accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
+    accepted = after.total(VllmMetric.SPEC_ACCEPTED) - before.total(VllmMetric.SPEC_ACCEPTED)
     drafter = plan.speculation.config.get("model")
     if drafts <= 0:
         raise SelfCheckError(
             f"speculation is configured (K={plan.speculative_tokens}, drafter {drafter}) but the "
-            f"warm-up request made no drafts ({m.SPEC_DRAFTS} did not move): the drafter is not "
+            f"warm-up request made no drafts ({VllmMetric.SPEC_DRAFTS} did not move): the drafter is not "
             "in use. Check vLLM's log above for why"
         )
     if accepted <= 0:

@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from . import contract
+from .contract import MODEL_MOUNT, SAGEMAKER_SIGKILL_AFTER_SECONDS, SHUTDOWN_DRAIN_SECONDS
 from .errors import ConfigError
-
-# SageMaker sends SIGKILL 30 s after SIGTERM; the drain must end before that.
-SAGEMAKER_SIGKILL_AFTER_SECONDS = 30
 
 # The start-up budget (PEAGLE_STARTUP_TIMEOUT_SECONDS) is SageMaker's, not ours:
 # ProductionVariant.ContainerStartupHealthCheckTimeoutInSeconds, "The timeout value, in
@@ -107,14 +106,14 @@ def _trained_k(value: object) -> str | None:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "PEAGLE_MODEL_PAIR",
+        contract.ENV_MODEL_PAIR,
         "model_pair",
         _parse_str,
         "",
         "Model pair id, written into logs and every KPI line. Empty: the served model name.",
     ),
     Setting(
-        "PEAGLE_ENDPOINT_NAME",
+        contract.ENV_ENDPOINT_NAME,
         "endpoint_name",
         _parse_str,
         "local",
@@ -122,22 +121,24 @@ SETTINGS: tuple[Setting, ...] = (
         "use it as the `EndpointName` dimension. Set by the CDK app.",
     ),
     Setting(
-        "PEAGLE_VARIANT_NAME",
+        contract.ENV_VARIANT_NAME,
         "variant_name",
         _parse_str,
         "local",
         "Production variant name, written into every KPI line (the `VariantName` dimension). Set by the CDK app.",
     ),
     Setting(
-        "PEAGLE_HF_TOKEN_SECRET_ARN",
+        contract.ENV_HF_TOKEN_SECRET_ARN,
         "hf_token_secret_arn",
         _parse_str,
         "",
         "Secrets Manager ARN of a Hugging Face token, for hub downloads when network "
-        "isolation is off; read at start-up and given to vLLM only as `HF_TOKEN`. Empty: none.",
+        "isolation is off; read at start-up and given to vLLM only as `HF_TOKEN`. The secret "
+        "holds the bare token, or JSON with it under `HF_TOKEN`, `hf_token`, `token` or "
+        "`HUGGING_FACE_HUB_TOKEN` (as `peagle stage` reads it). Empty: none.",
     ),
     Setting(
-        "PEAGLE_DRAFTER_TRAINED_K",
+        contract.ENV_DRAFTER_TRAINED_K,
         "drafter_trained_k",
         _parse_optional_int,
         None,
@@ -146,23 +147,23 @@ SETTINGS: tuple[Setting, ...] = (
         _trained_k,
     ),
     Setting(
-        "PEAGLE_MODEL_ROOT",
+        contract.ENV_MODEL_ROOT,
         "model_root",
         _parse_str,
-        "/opt/ml/model",
+        MODEL_MOUNT,
         "Where SageMaker mounts the model data. With no `SM_VLLM_MODEL` the target is "
         "`<root>/target` (or `<root>` itself); a relative drafter path in the "
         "speculative config is looked up under it.",
     ),
     Setting(
-        "PEAGLE_HOST",
+        contract.ENV_HOST,
         "host",
         _parse_str,
         "0.0.0.0",
         "Interface vLLM listens on (`--host`).",
     ),
     Setting(
-        "PEAGLE_PORT",
+        contract.ENV_PORT,
         "port",
         _parse_int,
         8080,
@@ -170,16 +171,16 @@ SETTINGS: tuple[Setting, ...] = (
         _port,
     ),
     Setting(
-        "PEAGLE_SHUTDOWN_DRAIN_SECONDS",
+        contract.ENV_SHUTDOWN_DRAIN_SECONDS,
         "shutdown_drain_seconds",
         _parse_int,
-        25,
+        SHUTDOWN_DRAIN_SECONDS,
         "On SIGTERM, how long in-flight requests may finish (vLLM `--shutdown-timeout`). "
-        "Below SageMaker's 30 s SIGKILL.",
+        f"Below SageMaker's {SAGEMAKER_SIGKILL_AFTER_SECONDS} s SIGKILL.",
         _drain,
     ),
     Setting(
-        "PEAGLE_STARTUP_TIMEOUT_SECONDS",
+        contract.ENV_STARTUP_TIMEOUT_SECONDS,
         "startup_timeout_seconds",
         _parse_float,
         3600.0,
@@ -192,7 +193,7 @@ SETTINGS: tuple[Setting, ...] = (
         _at_least(1),
     ),
     Setting(
-        "PEAGLE_SPECULATION_SELF_CHECK",
+        contract.ENV_SPECULATION_SELF_CHECK,
         "speculation_self_check",
         _parse_bool,
         True,
@@ -202,14 +203,14 @@ SETTINGS: tuple[Setting, ...] = (
         "`/ping` answers 200 only after this passed.",
     ),
     Setting(
-        "PEAGLE_SELF_CHECK_PROMPT",
+        contract.ENV_SELF_CHECK_PROMPT,
         "self_check_prompt",
         _parse_str,
         "Speculative decoding drafts several tokens and the target verifies them at once.",
         "Prompt of the warm-up request (greedy, `PEAGLE_SELF_CHECK_MAX_TOKENS` tokens).",
     ),
     Setting(
-        "PEAGLE_SELF_CHECK_MAX_TOKENS",
+        contract.ENV_SELF_CHECK_MAX_TOKENS,
         "self_check_max_tokens",
         _parse_int,
         16,
@@ -217,7 +218,7 @@ SETTINGS: tuple[Setting, ...] = (
         _at_least(2),
     ),
     Setting(
-        "PEAGLE_SELF_CHECK_TIMEOUT_SECONDS",
+        contract.ENV_SELF_CHECK_TIMEOUT_SECONDS,
         "self_check_timeout_seconds",
         _parse_float,
         300.0,
@@ -227,7 +228,7 @@ SETTINGS: tuple[Setting, ...] = (
         _at_least(1),
     ),
     Setting(
-        "PEAGLE_KPI_INTERVAL_SECONDS",
+        contract.ENV_KPI_INTERVAL_SECONDS,
         "kpi_interval_seconds",
         _parse_float,
         60.0,
@@ -281,7 +282,11 @@ def load_settings(environ: Mapping[str, str]) -> LauncherSettings:
     problems: list[str] = []
     known = {setting.env for setting in SETTINGS}
     for name in sorted(environ):
-        if name.startswith("PEAGLE_") and name not in known and not name.startswith("PEAGLE_INTERNAL_"):
+        if (
+            name.startswith(contract.PEAGLE_PREFIX)
+            and name not in known
+            and not name.startswith(contract.PEAGLE_INTERNAL_PREFIX)
+        ):
             problems.append(f"{name} is not a launcher setting (known: {', '.join(sorted(known))})")
     for setting in SETTINGS:
         raw = environ.get(setting.env)

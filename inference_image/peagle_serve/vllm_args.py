@@ -1,48 +1,14 @@
-"""``SM_VLLM_*`` environment -> vLLM command-line options, and option-list helpers.
+"""Helpers for vLLM option lists: find, pop and redact options.
 
-The convention is vLLM's own SageMaker entrypoint's (sagemaker-entrypoint.sh):
-``SM_VLLM_FOO_BAR=v`` becomes ``--foo-bar v``. Two refinements, because the
-entrypoint turns ``SM_VLLM_ENFORCE_EAGER=true`` into ``--enforce-eager true``,
-which argparse reads as a stray positional (the model tag!):
-
-- ``""`` or ``true`` -> the bare flag ``--foo-bar``;
-- ``false`` -> ``--no-foo-bar`` (vLLM's boolean-optional flags only).
-
-Everything vLLM does not know fails in vLLM's own argument parser, which names the
-option; the launcher then exits with vLLM's status.
+The ``SM_VLLM_*`` variables become options in ``contract.decode_vllm_env``, the one
+place that maps them. Everything vLLM does not know fails in vLLM's own argument
+parser, which names the option; the launcher then exits with vLLM's status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-SM_VLLM_PREFIX = "SM_VLLM_"
-
 # Option values never written to logs.
 _SECRET_OPTIONS = frozenset({"--api-key", "--hf-token"})
-
-
-def option_name_for_env(env_name: str) -> str:
-    """``SM_VLLM_MAX_MODEL_LEN`` -> ``--max-model-len``."""
-    return "--" + env_name[len(SM_VLLM_PREFIX) :].lower().replace("_", "-")
-
-
-def args_from_sm_env(environ: Mapping[str, str]) -> list[str]:
-    """All ``SM_VLLM_*`` variables as vLLM options, in a stable (sorted) order."""
-    args: list[str] = []
-    for name in sorted(environ):
-        if not name.startswith(SM_VLLM_PREFIX) or name == SM_VLLM_PREFIX:
-            continue
-        option = option_name_for_env(name)
-        value = environ[name]
-        lowered = value.strip().lower()
-        if lowered in ("", "true"):
-            args.append(option)
-        elif lowered == "false":
-            args.append("--no-" + option[2:])
-        else:
-            args += [option, value]
-    return args
 
 
 def _normalise(token: str) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCURRENCY_MB
+from peagle_serve import contract
 
 if TYPE_CHECKING:
     from peagle.batch.job_request import EnvironmentChoice, TransformJobSpec
@@ -333,7 +334,7 @@ def _resolve_model(args: argparse.Namespace, plan: _JobPlan, session, sagemaker)
 
     model_name = args.model_name or model_name_from_stack(_client(session, "cloudformation"), stack)
     environment = model_environment(sagemaker, model_name)
-    served = environment.get("PEAGLE_MODEL_PAIR")
+    served = environment.get(contract.ENV_MODEL_PAIR)
     if served and served != config.model:
         raise PeagleError(
             f"Model {model_name} serves pair {served!r} but the plan is for {config.model!r}; pass --model {served} "
@@ -357,7 +358,7 @@ def _build_spec(
     from peagle.deployment_rules import transform_ami_version
 
     batch_environment = container_environment(plan.batch_plan, plan.batch_config, variant_name=DEFAULT_VARIANT_NAME)
-    batch_environment["PEAGLE_ENDPOINT_NAME"] = plan.job_name
+    batch_environment[contract.ENV_ENDPOINT_NAME] = plan.job_name
     choice = choose_batch_environment(model.environment, batch_environment, extra=_parse_env(args.env))
     config = plan.config
     spec = TransformJobSpec(

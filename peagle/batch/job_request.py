@@ -21,6 +21,7 @@ from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCU
 from peagle.deployment_rules import TRANSFORM_ENVIRONMENT
 from peagle.deployment_rules import environment_problems as _environment_problems
 from peagle.errors import PeagleError
+from peagle_serve.contract import ENV_ENDPOINT_NAME, ENV_KPI_INTERVAL_SECONDS, sm_vllm_name
 
 TRANSFORM_ENVIRONMENT_LIMIT = TRANSFORM_ENVIRONMENT.max_entries
 JOB_NAME_MAX_CHARS = 63
@@ -30,19 +31,19 @@ _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 # most important first. Everything else (served name, pair, drafter limits, drain,
 # self-check, the pair's own vLLM flags) is the same for endpoint and job.
 BATCH_ENVIRONMENT_KEYS: tuple[str, ...] = (
-    "SM_VLLM_TENSOR_PARALLEL_SIZE",  # must equal the transform instance's GPU count
-    "SM_VLLM_MAX_MODEL_LEN",  # batch: long inputs (summarisation)
-    "SM_VLLM_MAX_NUM_SEQS",  # batch: many sequences per step, the throughput lever
-    "SM_VLLM_SPECULATIVE_CONFIG",  # batch K: drafting gains shrink as the batch grows
-    "SM_VLLM_KV_CACHE_DTYPE",  # fp8 only where the transform GPU has it
-    "SM_VLLM_GPU_MEMORY_UTILIZATION",
-    "SM_VLLM_OVERRIDE_GENERATION_CONFIG",  # the batch profile's sampling for records that omit it
-    "PEAGLE_KPI_INTERVAL_SECONDS",  # KPI lines (tokens/s, acceptance) in the job's log
-    "PEAGLE_ENDPOINT_NAME",  # KPI lines name the job, not the endpoint
+    sm_vllm_name("tensor-parallel-size"),  # must equal the transform instance's GPU count
+    sm_vllm_name("max-model-len"),  # batch: long inputs (summarisation)
+    sm_vllm_name("max-num-seqs"),  # batch: many sequences per step, the throughput lever
+    sm_vllm_name("speculative-config"),  # batch K: drafting gains shrink as the batch grows
+    sm_vllm_name("kv-cache-dtype"),  # fp8 only where the transform GPU has it
+    sm_vllm_name("gpu-memory-utilization"),
+    sm_vllm_name("override-generation-config"),  # the batch profile's sampling for records that omit it
+    ENV_KPI_INTERVAL_SECONDS,  # KPI lines (tokens/s, acceptance) in the job's log
+    ENV_ENDPOINT_NAME,  # KPI lines name the job, not the endpoint
 )
 # A Model variable the batch plan leaves unset cannot be removed by the job, only
 # overridden: with these values vLLM behaves as if it were unset.
-UNSET_EQUIVALENTS = {"SM_VLLM_KV_CACHE_DTYPE": "auto"}
+UNSET_EQUIVALENTS = {sm_vllm_name("kv-cache-dtype"): "auto"}
 
 
 class TransformJobError(PeagleError):

@@ -1,27 +1,31 @@
 """What vLLM's own ``/metrics`` counters say about a benchmark level.
 
 Acceptance is a property of the server, not of one response, so it comes from
-the change of the spec-decode counters over a level (facts.md §4). The server's
+the change of the spec-decode counters over a level, as vLLM defines it
+(vllm/v1/spec_decode/metrics.py, ``SpecDecodingProm``: acceptance rate = Δaccepted
+tokens / Δdraft tokens, mean acceptance length = 1 + Δaccepted tokens / Δdrafts). The server's
 latency histograms give a second view of TTFT/TPOT, measured inside the server:
 on a CPU-starved machine the API server can deliver a whole stream in one burst,
 which the client then sees as TTFT ~ e2e and TPOT ~ 0.
 
-The parsing and the arithmetic are the container launcher's (``peagle_serve.metrics``
-and ``peagle_serve.kpi.compute_kpi``), so the numbers in a benchmark report are
-defined exactly like the ``peagle_kpi`` log line's on a real endpoint.
+The counter names are the container contract's (``peagle_serve.contract.VllmMetric``).
+The parsing and the arithmetic are the launcher's own code (``peagle_serve.metrics``
+and ``peagle_serve.kpi.compute_kpi``), imported on purpose, not copied: the numbers
+in a benchmark report are then defined exactly like the ``peagle_kpi`` log line's
+on a real endpoint.
 """
 
 from __future__ import annotations
 
 from peagle.bench.results import ServerLatency, Speculation
-from peagle_serve import metrics as vllm_metrics
+from peagle_serve.contract import VllmMetric
 from peagle_serve.kpi import compute_kpi
 from peagle_serve.metrics import MetricsSnapshot
 
 
 def has_speculation(snapshot: MetricsSnapshot) -> bool:
     """vLLM registers the spec-decode counters only when speculation is configured."""
-    return snapshot.has(vllm_metrics.SPEC_DRAFTS)
+    return snapshot.has(VllmMetric.SPEC_DRAFTS)
 
 
 def speculation_between(before: MetricsSnapshot, after: MetricsSnapshot) -> Speculation | None:
@@ -36,9 +40,9 @@ def speculation_between(before: MetricsSnapshot, after: MetricsSnapshot) -> Spec
         acceptance_rate=kpi["spec_acceptance_rate"],
         mean_acceptance_length=kpi["spec_mean_acceptance_length"],
         per_position_acceptance=kpi["spec_acceptance_per_position"] or [],
-        drafts=delta(vllm_metrics.SPEC_DRAFTS),
-        draft_tokens=delta(vllm_metrics.SPEC_DRAFT_TOKENS),
-        accepted_tokens=delta(vllm_metrics.SPEC_ACCEPTED),
+        drafts=delta(VllmMetric.SPEC_DRAFTS),
+        draft_tokens=delta(VllmMetric.SPEC_DRAFT_TOKENS),
+        accepted_tokens=delta(VllmMetric.SPEC_ACCEPTED),
     )
 
 

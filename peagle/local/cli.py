@@ -83,38 +83,41 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     """The container environment for the tiny pair, as the CDK model would set it."""
     import json
 
+    from peagle_serve import contract
+
     env = dict(base)
     env.update(
+        contract.encode_vllm_flags(
+            {
+                "model": str(pair.target_dir),
+                "served-model-name": LOCAL_PAIR_ID,
+                "max-model-len": args.max_model_len,
+                "max-num-seqs": 16,
+                # CPU: float32 kernels, no graph capture; the KV cache is sized from one
+                # NUMA node's host memory, of which the tiny pair needs very little.
+                "dtype": "float32",
+                "enforce-eager": True,
+                "gpu-memory-utilization": 0.1,
+            }
+        )
+    )
+    env.update(
         {
-            "SM_VLLM_MODEL": str(pair.target_dir),
-            "SM_VLLM_SERVED_MODEL_NAME": LOCAL_PAIR_ID,
-            "SM_VLLM_MAX_MODEL_LEN": str(args.max_model_len),
-            "SM_VLLM_MAX_NUM_SEQS": "16",
-            # CPU: float32 kernels, no graph capture; the KV cache is sized from one
-            # NUMA node's host memory, of which the tiny pair needs very little.
-            "SM_VLLM_DTYPE": "float32",
-            "SM_VLLM_ENFORCE_EAGER": "true",
-            "SM_VLLM_GPU_MEMORY_UTILIZATION": "0.1",
-            "PEAGLE_MODEL_PAIR": LOCAL_PAIR_ID,
-            "PEAGLE_DRAFTER_TRAINED_K": str(pair.trained_speculative_tokens),
-            "PEAGLE_MODEL_ROOT": str(pair.root),
-            "PEAGLE_HOST": args.host,
-            "PEAGLE_PORT": str(args.port),
+            contract.ENV_MODEL_PAIR: LOCAL_PAIR_ID,
+            contract.ENV_DRAFTER_TRAINED_K: str(pair.trained_speculative_tokens),
+            contract.ENV_MODEL_ROOT: str(pair.root),
+            contract.ENV_HOST: args.host,
+            contract.ENV_PORT: str(args.port),
         }
     )
     if args.kpi_interval_seconds is not None:
-        env["PEAGLE_KPI_INTERVAL_SECONDS"] = str(args.kpi_interval_seconds)
-    if args.speculative_tokens > 0:
-        env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(
-            {
-                "method": "eagle3",
-                "model": str(pair.drafter_dir),
-                "num_speculative_tokens": args.speculative_tokens,
-                "parallel_drafting": True,
-            }
-        )
+        env[contract.ENV_KPI_INTERVAL_SECONDS] = str(args.kpi_interval_seconds)
+    speculative = contract.speculative_config(str(pair.drafter_dir), args.speculative_tokens)
+    speculative_name = contract.sm_vllm_name("speculative-config")
+    if speculative is not None:
+        env[speculative_name] = json.dumps(speculative)
     else:
-        env.pop("SM_VLLM_SPECULATIVE_CONFIG", None)
+        env.pop(speculative_name, None)
     return env
 
 

@@ -15,14 +15,6 @@ from typing import Any
 
 from peagle.aws import BAD_CREDENTIAL_CODES, AwsCallError, aws_call, describe_client_error
 from peagle.errors import PeagleError
-from peagle.kpi_names import (
-    ENDPOINT_NAME_DIMENSION,
-    KPI_NAMESPACE,
-    KPI_REPORTS_METRIC,
-    SPEC_ACCEPTANCE_RATE_METRIC,
-    SPEC_MEAN_ACCEPTANCE_LENGTH_METRIC,
-    VARIANT_NAME_DIMENSION,
-)
 from peagle.smoke.step import (
     ALARMS_OK,
     ENDPOINT_IN_SERVICE,
@@ -34,6 +26,14 @@ from peagle.smoke.step import (
     ok,
     poll_until,
     skip,
+)
+from peagle_serve.contract import (
+    ENDPOINT_NAME_DIMENSION,
+    KPI_NAMESPACE,
+    KPI_REPORTS_METRIC,
+    SPEC_ACCEPTANCE_RATE_METRIC,
+    SPEC_MEAN_ACCEPTANCE_LENGTH_METRIC,
+    VARIANT_NAME_DIMENSION,
 )
 
 NO_CREDENTIALS_MESSAGE = (

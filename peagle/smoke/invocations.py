@@ -131,7 +131,7 @@ def check_speculation_from_counters(before: Any, after: Any, base_url: str) -> S
     """vLLM's spec-decode counters (``MetricsSnapshot`` before and after the invocations, or None
     when /metrics was unreachable) must show drafts and accepted tokens."""
     from peagle.bench.vllm_counters import speculation_between
-    from peagle_serve import metrics as vllm_metrics
+    from peagle_serve.contract import VllmMetric
 
     if before is None or after is None:
         return fail(
@@ -141,17 +141,17 @@ def check_speculation_from_counters(before: Any, after: Any, base_url: str) -> S
     if speculation is None:
         return fail(
             SPECULATION_ON,
-            f"the server exports no {vllm_metrics.SPEC_DRAFTS}: speculation is off (vLLM registers the spec-decode "
+            f"the server exports no {VllmMetric.SPEC_DRAFTS}: speculation is off (vLLM registers the spec-decode "
             "counters only with a speculative config). If K=0 is intended pass --expect-speculation off",
         )
     if speculation.drafts == 0:
         return fail(
-            SPECULATION_ON, f"{vllm_metrics.SPEC_DRAFTS} did not grow during the smoke requests: no drafts were made"
+            SPECULATION_ON, f"{VllmMetric.SPEC_DRAFTS} did not grow during the smoke requests: no drafts were made"
         )
     if speculation.accepted_tokens == 0:
         return fail(
             SPECULATION_ON,
-            f"{speculation.drafts} drafts, 0 accepted tokens ({vllm_metrics.SPEC_ACCEPTED}): the drafter's guesses "
+            f"{speculation.drafts} drafts, 0 accepted tokens ({VllmMetric.SPEC_ACCEPTED}): the drafter's guesses "
             "never match the target; is it the drafter trained for this target?",
         )
     return ok(

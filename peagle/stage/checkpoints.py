@@ -1,14 +1,15 @@
 """What a staged pair must contain, checked before a byte is uploaded.
 
 The endpoint mounts one S3 prefix at /opt/ml/model and vLLM reads
-``target/`` and ``drafter/`` under it (peagle.container_env). A checkpoint that
+``target/`` and ``drafter/`` under it (peagle_serve.contract). A checkpoint that
 vLLM would reject is cheaper to catch here than after a GPU instance has spent
 minutes downloading it, so:
 
 - the target needs ``config.json`` and ``*.safetensors`` weights (every shard a
   ``*.safetensors.index.json`` names);
-- the drafter needs ``config.json`` naming the parallel-drafting mask token
-  (facts.md §1; the check is the launcher's own, ``peagle_serve.model_layout``)
+- the drafter needs ``config.json`` naming the parallel-drafting mask token (vLLM's
+  rule, vllm/v1/spec_decode/llm_base_proposer.py; the check is the container
+  contract's, ``peagle_serve.contract.mask_token_problem``, which the launcher runs too)
   unless it is a speculators-format checkpoint, which vLLM maps itself, and weights.
 
 The checks work on a file listing (relative path -> bytes) plus the parsed
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from peagle.errors import PeagleError
-from peagle_serve.model_layout import mask_token_problem
+from peagle_serve.contract import mask_token_problem
 
 # Sub-folders some repositories carry that vLLM never reads: gpt-oss ships its
 # weights a second and third time under original/ and metal/ (~13 GB each for 20b).
@@ -137,7 +138,7 @@ def drafter_problems(drafter: CheckpointFiles, config: dict | None, *, drafter_f
     elif config is None:
         problems.append(f"drafter: {where}/config.json is not valid JSON")
     elif drafter_format != "speculators" and not is_speculators_config(config):
-        problem = mask_token_problem(config)  # the launcher's own rule, so stage and serve agree
+        problem = mask_token_problem(config)  # the container contract's rule, so stage and serve agree
         if problem:
             problems.append(f"drafter: {where}/config.json {problem}")
     if not any(name.endswith(DRAFTER_WEIGHT_SUFFIXES) for name in drafter.files if "/" not in name):

@@ -19,12 +19,11 @@ from typing import Any
 from peagle.aws import aws_call, aws_client
 from peagle.errors import PeagleError
 from peagle.stage.checkpoints import SKIPPED_FOLDERS, CheckpointFiles, is_staged_path
+from peagle_serve.contract import hub_token_from_secret
 
 # Not downloaded at all (see checkpoints.SKIPPED_FOLDERS); the rest is filtered by is_staged_path.
 HUB_IGNORE_PATTERNS = [f"{folder}/*" for folder in SKIPPED_FOLDERS] + [".gitattributes", "*.gguf"]
 TOKEN_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-# Keys tried, in order, when the secret is a JSON object rather than the bare token.
-SECRET_JSON_KEYS = ("HF_TOKEN", "hf_token", "token", "HUGGING_FACE_HUB_TOKEN")
 
 
 class HubError(PeagleError):
@@ -61,25 +60,10 @@ def resolve_hub_token(
 
 
 def _token_from_secret(secret_string: str | None, secret_arn: str) -> str:
-    if not secret_string:
-        raise HubError(
-            f'secret {secret_arn} has no SecretString; store the token as text or as JSON {{"HF_TOKEN": ...}}'
-        )
-    text = secret_string.strip()
-    if text.startswith("{"):
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError:
-            payload = None
-        if isinstance(payload, dict):
-            for key in SECRET_JSON_KEYS:
-                if isinstance(payload.get(key), str) and payload[key].strip():
-                    return payload[key].strip()
-            raise HubError(
-                f"secret {secret_arn} is a JSON object without a token key; use one of {', '.join(SECRET_JSON_KEYS)} "
-                f"(keys present: {', '.join(sorted(payload)) or 'none'})"
-            )
-    return text
+    try:
+        return hub_token_from_secret(secret_string)  # the container's own parser: stage and serve agree
+    except ValueError as problem:
+        raise HubError(f"secret {secret_arn} {problem}") from None
 
 
 def _explain_hub_failure(error: Exception, repo_id: str, token: HubToken | None) -> HubError:

@@ -14,8 +14,9 @@ import pytest
 from local_engine import REPO_ROOT
 
 from peagle.config import load_deployment_config
-from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, MODEL_MOUNT, container_environment
+from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.planner import plan_ab_baseline, plan_deployment
+from peagle_serve.contract import MODEL_MOUNT
 from peagle_serve.launch_plan import build_launch_plan
 from peagle_serve.settings import load_settings
 

@@ -1,7 +1,8 @@
-"""The launcher's pure logic: env -> vLLM options, settings, plan, KPI arithmetic.
+"""The launcher's pure logic: settings, plan, KPI arithmetic.
 
 No engine here; these run in milliseconds. The same behaviour is exercised
-end-to-end against real vLLM in the engine tests.
+end-to-end against real vLLM in the engine tests. The SM_VLLM_* mapping is the
+container contract's, tested in tests/infra/test_container_contract.py.
 """
 
 from __future__ import annotations
@@ -19,28 +20,6 @@ from peagle_serve.launch_plan import READINESS_MIDDLEWARE, build_launch_plan
 from peagle_serve.metrics import MetricsSnapshot
 from peagle_serve.readiness import _with_json_content_type
 from peagle_serve.settings import load_settings
-
-
-def test_sm_vllm_env_maps_like_vllms_sagemaker_entrypoint_with_boolean_flags():
-    args = vllm_args.args_from_sm_env(
-        {
-            "SM_VLLM_MAX_MODEL_LEN": "4096",
-            "SM_VLLM_ENFORCE_EAGER": "true",
-            "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
-            "SM_VLLM_TRUST_REMOTE_CODE": "",
-            "SM_VLLM_KV_CACHE_DTYPE": "fp8",
-            "UNRELATED": "x",
-        }
-    )
-    assert args == [
-        "--no-enable-prefix-caching",
-        "--enforce-eager",
-        "--kv-cache-dtype",
-        "fp8",
-        "--max-model-len",
-        "4096",
-        "--trust-remote-code",
-    ]
 
 
 def test_pop_option_handles_equals_and_underscore_spellings():

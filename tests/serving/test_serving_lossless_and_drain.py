@@ -13,7 +13,7 @@ import time
 import pytest
 from serving_requests import greedy_completion, metrics, post_json
 
-from peagle_serve import metrics as m
+from peagle_serve.contract import VllmMetric
 
 pytestmark = pytest.mark.engine
 
@@ -35,10 +35,10 @@ def test_greedy_output_is_identical_with_p_eagle_on_and_off(local_server, specul
         assert with_speculation["text"] == without["text"]
     after = metrics(local_server.url)
     # Lossless only means something if drafts were actually accepted.
-    accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
+    accepted = after.total(VllmMetric.SPEC_ACCEPTED) - before.total(VllmMetric.SPEC_ACCEPTED)
     assert accepted >= len(PROMPTS) * 10, accepted
     # And the K=0 server really ran without a drafter.
-    assert not metrics(speculation_off_server.url).has(m.SPEC_DRAFTS)
+    assert not metrics(speculation_off_server.url).has(VllmMetric.SPEC_DRAFTS)
     assert speculation_off_server.kpi_records() == [] or all(
         r["speculative_tokens"] == 0 and r["spec_drafts_per_second"] is None
         for r in speculation_off_server.kpi_records()
@@ -57,7 +57,7 @@ def test_sigterm_during_an_in_flight_request_lets_it_finish(speculation_off_serv
     request = threading.Thread(target=long_request)
     request.start()
     deadline = time.monotonic() + 10
-    while metrics(server.url).total(m.REQUESTS_RUNNING) < 1 and time.monotonic() < deadline:
+    while metrics(server.url).total(VllmMetric.REQUESTS_RUNNING) < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     started = time.monotonic()
     server.process.send_signal(signal.SIGTERM)  # what SageMaker sends on scale-in

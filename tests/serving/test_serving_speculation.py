@@ -8,7 +8,7 @@ import pytest
 from local_engine import TEST_KPI_INTERVAL_SECONDS
 from serving_requests import greedy_completion, metrics
 
-from peagle_serve import metrics as m
+from peagle_serve.contract import VllmMetric
 
 pytestmark = pytest.mark.engine
 
@@ -44,9 +44,9 @@ def test_spec_decode_counters_move_and_acceptance_length_is_above_one(local_serv
     before = metrics(local_server.url)
     greedy_completion(local_server.url, "Parallel drafting", max_tokens=64)
     after = metrics(local_server.url)
-    drafts = after.total(m.SPEC_DRAFTS) - before.total(m.SPEC_DRAFTS)
-    accepted = after.total(m.SPEC_ACCEPTED) - before.total(m.SPEC_ACCEPTED)
-    draft_tokens = after.total(m.SPEC_DRAFT_TOKENS) - before.total(m.SPEC_DRAFT_TOKENS)
+    drafts = after.total(VllmMetric.SPEC_DRAFTS) - before.total(VllmMetric.SPEC_DRAFTS)
+    accepted = after.total(VllmMetric.SPEC_ACCEPTED) - before.total(VllmMetric.SPEC_ACCEPTED)
+    draft_tokens = after.total(VllmMetric.SPEC_DRAFT_TOKENS) - before.total(VllmMetric.SPEC_DRAFT_TOKENS)
     assert drafts > 0 and draft_tokens == 4 * drafts
     mean_acceptance_length = 1 + accepted / drafts
     # The tiny drafter predicts draft position 0 exactly: ~2.0 at K=4.

@@ -12,9 +12,9 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from client.sagemaker_wire import StubbedEndpoint, payload_part, vllm_sse_stream
 
-from peagle.kpi_names import KPI_NAMESPACE
 from peagle.smoke.runner import AwsClients
 from peagle.smoke.step import Timing
+from peagle_serve.contract import KPI_NAMESPACE
 
 ENDPOINT = "demo-endpoint"
 VARIANT = "Primary"
