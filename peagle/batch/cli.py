@@ -117,16 +117,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_batch(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
+    from peagle.cli_errors import run_reporting_errors
     from peagle.errors import PeagleError
 
-    try:
-        return _run_local(args) if (args.url or args.endpoint) else _run_job(args)
-    except AwsCallError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    except PeagleError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    run = _run_local if (args.url or args.endpoint) else _run_job
+    return run_reporting_errors(run, args, [(AwsCallError, EXIT_FAILED), (PeagleError, EXIT_BAD_INPUT)])
 
 
 def _run_local(args: argparse.Namespace) -> int:

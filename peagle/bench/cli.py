@@ -91,15 +91,9 @@ class BadArguments(ValueError):
 
 def run_bench(args: argparse.Namespace) -> int:
     from peagle.bench.runner import WarmupFailedError
+    from peagle.cli_errors import run_reporting_errors
 
-    try:
-        return _run(args)
-    except BadArguments as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_ARGUMENTS
-    except WarmupFailedError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_FAILED
+    return run_reporting_errors(_run, args, [(BadArguments, EXIT_BAD_ARGUMENTS), (WarmupFailedError, EXIT_FAILED)])
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from peagle.config import DEFAULT_DEPLOYMENT_FILE
@@ -73,16 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_preflight(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
+    from peagle.cli_errors import run_reporting_errors
     from peagle.errors import PeagleError
 
-    try:
-        return _preflight(args)
-    except AwsCallError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_AWS
-    except PeagleError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return run_reporting_errors(_preflight, args, [(AwsCallError, EXIT_AWS), (PeagleError, EXIT_BAD_INPUT)])
 
 
 def _preflight(args: argparse.Namespace) -> int:

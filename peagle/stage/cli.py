@@ -62,17 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_stage(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
+    from peagle.cli_errors import run_reporting_errors
     from peagle.errors import PeagleError
     from peagle.stage.hub import HubError
 
-    try:
-        return _stage(args)
-    except (AwsCallError, HubError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    except PeagleError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return run_reporting_errors(_stage, args, [((AwsCallError, HubError), EXIT_FAILED), (PeagleError, EXIT_BAD_INPUT)])
 
 
 class _LazySession:

@@ -284,39 +284,41 @@ def test_invocations_bodies_are_treated_as_json_whatever_the_content_type():
     assert _with_json_content_type(json_headers) == json_headers
 
 
-METRICS_BEFORE = """
-vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10.0
-vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 40.0
-vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 10.0
-vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 10.0
-vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 0.0
-vllm:generation_tokens_total{engine="0",model_name="m"} 100.0
-vllm:prompt_tokens_total{engine="0",model_name="m"} 50.0
-vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 2.0
-vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 0.0
-vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 1.0
-vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 2.0
-vllm:num_requests_running{engine="0",model_name="m"} 0.0
-vllm:num_requests_waiting{engine="0",model_name="m"} 0.0
-vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.0
-"""
+def _metrics_text(**values: float) -> str:
+    """vLLM's /metrics text for one engine and model, from counter/gauge values by name."""
+    labels = 'engine="0",model_name="m"'
+    lines = []
+    for name, value in values.items():
+        metric, _, extra = name.partition("__")  # "x__position_0" -> x{...,position="0"}
+        key, _, label_value = extra.rpartition("_")
+        extra_labels = f',{key}="{label_value}"' if extra else ""
+        lines.append(f"vllm:{metric}{{{labels}{extra_labels}}} {float(value)}")
+    return "\n".join(lines) + "\n"
 
-METRICS_AFTER = """
-vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 30.0
-vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 120.0
-vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 40.0
-vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 28.0
-vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 12.0
-vllm:generation_tokens_total{engine="0",model_name="m"} 200.0
-vllm:prompt_tokens_total{engine="0",model_name="m"} 70.0
-vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 5.0
-vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1.0
-vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 3.0
-vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 6.0
-vllm:num_requests_running{engine="0",model_name="m"} 2.0
-vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
-vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
-"""
+
+def _spec_metrics(
+    drafts, draft_tokens, accepted, pos0, pos1, generated, prompt, length, stop, ttft, requests, running, waiting, kv
+):
+    return _metrics_text(
+        spec_decode_num_drafts_total=drafts,
+        spec_decode_num_draft_tokens_total=draft_tokens,
+        spec_decode_num_accepted_tokens_total=accepted,
+        spec_decode_num_accepted_tokens_per_pos_total__position_0=pos0,
+        spec_decode_num_accepted_tokens_per_pos_total__position_1=pos1,
+        generation_tokens_total=generated,
+        prompt_tokens_total=prompt,
+        request_success_total__finished_reason_length=length,
+        request_success_total__finished_reason_stop=stop,
+        time_to_first_token_seconds_sum=ttft,
+        time_to_first_token_seconds_count=requests,
+        num_requests_running=running,
+        num_requests_waiting=waiting,
+        kv_cache_usage_perc=kv,
+    )
+
+
+METRICS_BEFORE = _spec_metrics(10, 40, 10, 10, 0, 100, 50, 2, 0, 1.0, 2, 0, 0, 0.0)
+METRICS_AFTER = _spec_metrics(30, 120, 40, 28, 12, 200, 70, 5, 1, 3.0, 6, 2, 1, 0.25)
 
 
 def test_kpi_record_is_computed_from_counter_deltas_over_the_interval():

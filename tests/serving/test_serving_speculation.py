@@ -8,36 +8,13 @@ import pytest
 from local_engine import TEST_KPI_INTERVAL_SECONDS
 from serving_requests import greedy_completion, metrics
 
-from peagle_serve.contract import VllmMetric
+from peagle_serve.contract import KPI_LINE_KEYS, VllmMetric
 
 pytestmark = pytest.mark.engine
 
-# The keys the CDK side's CloudWatch metric filters read, by name.
-KPI_KEYS = {
-    "event",
-    "timestamp",
-    "model_pair",
-    "endpoint_name",
-    "variant_name",
-    "interval_seconds",
-    "speculative_tokens",
-    "requests_per_second",
-    "generation_tokens_per_second",
-    "prompt_tokens_per_second",
-    "ttft_mean_seconds",
-    "tpot_mean_seconds",
-    "e2e_latency_mean_seconds",
-    "queue_time_mean_seconds",
-    "spec_acceptance_rate",
-    "spec_mean_acceptance_length",
-    "spec_acceptance_per_position",
-    "spec_drafts_per_second",
-    "requests_running",
-    "requests_waiting",
-    "kv_cache_usage_ratio",
-    "requests_finished",
-    "requests_finished_total_in_interval",
-}
+# The real engine's KPI line has every key of the contract, which a pure test
+# (tests/infra/test_container_contract.py) matches against the CDK side's metric filters.
+KPI_KEYS = set(KPI_LINE_KEYS)
 
 
 def test_spec_decode_counters_move_and_acceptance_length_is_above_one(local_server):
