@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "peagle.stage.cli",  # stage
     "peagle.preflight.cli",  # preflight
     "peagle.smoke.cli",  # smoke
+    "peagle.tune.cli",  # tune
 )
 
 

@@ -1,0 +1,1 @@
+"""`peagle tune`: speculation settings chosen by measurement."""

@@ -1,0 +1,109 @@
+"""Choosing K from measurements: which speculation setting delivered the most output tokens/s
+at each concurrency level, and which one to deploy for a band of concurrency.
+
+The inputs are `peagle bench` runs, one per candidate setting (K = 0, static K values, and
+optionally a dynamic per-batch-size schedule), measured the same way. Published P-EAGLE
+results shrink as concurrency grows and can turn into a slow-down, so the answer is per
+level first; the deployable answer for a band is the static setting that loses least
+against the best at every level of the band. A dynamic schedule is recommended only when it
+delivered at least as much as every static candidate at every measured level of the band:
+vLLM's dynamic speculation has a cost of its own and must be earned by measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One measured speculation setting."""
+
+    label: str  # "K=4", "off", "schedule 1-2:4,3-16:0"
+    speculative_tokens: int  # K, or the largest K of a schedule; 0 = off
+    schedule: tuple[tuple[int, int, int], ...] | None  # (lo, hi, K) bands, or None for a static K
+    tokens_per_s: dict[int, float]  # concurrency -> output tokens/s
+    tpot_p50_s: dict[int, float | None]  # concurrency -> median time per output token
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.schedule is not None
+
+
+@dataclass(frozen=True)
+class LevelChoice:
+    concurrency: int
+    best: str  # label of the candidate with the most tokens/s
+    tokens_per_s: float
+    speedup_vs_off: float | None  # best / K=0 at this level
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    levels: tuple[LevelChoice, ...]
+    static: Candidate  # the static setting that loses least over the band
+    worst_shortfall: float  # of the static choice against the best at any level (0.05 = 5 % less)
+    dynamic: Candidate | None  # recommended instead of `static` only when it won everywhere
+    dynamic_verdict: str  # why a measured schedule was or was not recommended
+
+    @property
+    def chosen(self) -> Candidate:
+        return self.dynamic or self.static
+
+    def deployment_snippet(self) -> str:
+        """The deployment-file lines that apply the choice."""
+        chosen = self.chosen
+        if chosen.schedule:
+            bands = "\n".join(
+                f"    - {{min_batch: {lo}, max_batch: {hi}, speculative_tokens: {k}}}" for lo, hi, k in chosen.schedule
+            )
+            return f"speculation:\n  schedule:\n{bands}\n"
+        return f"speculation:\n  speculative_tokens: {chosen.speculative_tokens}\n"
+
+
+def _common_levels(candidates: Sequence[Candidate]) -> list[int]:
+    levels = set(candidates[0].tokens_per_s)
+    for candidate in candidates[1:]:
+        levels &= set(candidate.tokens_per_s)
+    return sorted(levels)
+
+
+def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = None) -> Recommendation:
+    """Per-level winners over ``band`` (inclusive concurrency range; default all levels measured by
+    every candidate), the static setting with the smallest worst-case shortfall against the per-level
+    best (ties: the smaller K, which drafts less), and a dynamic schedule only if it never lost."""
+    if not candidates:
+        raise ValueError("nothing was measured")
+    levels = [c for c in _common_levels(candidates) if band is None or band[0] <= c <= band[1]]
+    if not levels:
+        raise ValueError("no concurrency level was measured by every candidate within the band")
+    off = next((c for c in candidates if c.speculative_tokens == 0 and not c.is_dynamic), None)
+    choices = []
+    best_at: dict[int, float] = {}
+    for level in levels:
+        winner = max(candidates, key=lambda c: (c.tokens_per_s[level], -c.speculative_tokens))
+        best_at[level] = winner.tokens_per_s[level]
+        speedup = winner.tokens_per_s[level] / off.tokens_per_s[level] if off and off.tokens_per_s[level] else None
+        choices.append(LevelChoice(level, winner.label, winner.tokens_per_s[level], speedup))
+
+    def shortfall(candidate: Candidate) -> float:
+        return max(1.0 - candidate.tokens_per_s[level] / best_at[level] for level in levels if best_at[level])
+
+    statics = [c for c in candidates if not c.is_dynamic]
+    static = min(statics, key=lambda c: (round(shortfall(c), 6), c.speculative_tokens))
+    dynamic, verdict = None, "no dynamic schedule was measured"
+    schedules = [c for c in candidates if c.is_dynamic]
+    if schedules:
+        best_schedule = min(schedules, key=shortfall)
+        lost = [
+            level for level in levels if any(best_schedule.tokens_per_s[level] < s.tokens_per_s[level] for s in statics)
+        ]
+        if lost:
+            verdict = (
+                f"{best_schedule.label} lost to a static K at concurrency {', '.join(map(str, lost))}: not recommended"
+            )
+        else:
+            dynamic = best_schedule
+            verdict = f"{best_schedule.label} delivered at least as much as every static K at every level"
+    return Recommendation(tuple(choices), static, shortfall(static), dynamic, verdict)

@@ -1,0 +1,273 @@
+"""`peagle tune`: choose K by measurement.
+
+For the local pair it serves each candidate setting in turn (`peagle local`, one at a time:
+candidates must not compete for the same cores), measures it with `peagle bench` at every
+concurrency level, and recommends a setting from those measurements (peagle/tune/choose.py).
+Against a running server or a deployed endpoint (--url / --endpoint) it measures what that
+setting delivers without redeploying. --from-results re-decides from stored bench runs.
+
+Writes to --out: one bench folder per candidate, ``comparison/`` (bench's side-by-side
+report and plots), ``recommendation.md`` (the table, the choice and why) and
+``deployment-snippet.yaml``. Exit 0 with a recommendation, 1 when a candidate could not be
+served or measured, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
+READY_TIMEOUT_SECONDS = 300.0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "tune",
+        help="measure K = 0 and other speculation settings, recommend one with the evidence",
+        description="Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
+        "measure it with `peagle bench` at every --concurrency level, and recommend the setting with the evidence: "
+        "recommendation.md (table, per-level winners, the choice and why), deployment-snippet.yaml, comparison/ "
+        "(bench's side-by-side report and plots). --url/--endpoint measure a running server or a deployed endpoint "
+        "as it is; --from-results decides from stored runs. Exit 0 ok, 1 a candidate failed, 2 bad arguments.",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--pair", default=None, help="local pair to serve for each candidate (`peagle local --pair`)")
+    where.add_argument("--url", help="measure the server already running here (its current setting only)")
+    where.add_argument("--endpoint", help="measure this SageMaker endpoint as deployed (its current setting only)")
+    where.add_argument(
+        "--from-results", action="append", type=Path, metavar="RESULTS_JSON", help="decide from stored bench runs"
+    )
+    parser.add_argument(
+        "--k", default="0,1,2,4", help="static K candidates for the local pair (default 0,1,2,4; 0 = off)"
+    )
+    parser.add_argument(
+        "--schedule",
+        action="append",
+        default=[],
+        metavar="LO-HI:K,...",
+        help="also measure this dynamic schedule (repeatable), e.g. 1-2:4,3-16:0",
+    )
+    parser.add_argument("--concurrency", default="1,4,8", help="concurrency levels (default 1,4,8)")
+    parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
+    parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
+    parser.add_argument(
+        "--buckets", default="short,long", help="prompt length buckets, as for bench (default short,long)"
+    )
+    parser.add_argument("--band", help="concurrency band LO-HI the recommendation is for (default: all levels)")
+    parser.add_argument("--region", help="with --endpoint: its AWS region")
+    parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.set_defaults(handler=run_tune)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from peagle.cli_errors import run_reporting_errors
+    from peagle.errors import PeagleError
+
+    return run_reporting_errors(
+        _tune, args, [(TuneFailed, EXIT_FAILED), ((PeagleError, ValueError), EXIT_BAD_ARGUMENTS)]
+    )
+
+
+class TuneFailed(RuntimeError):
+    """A candidate could not be served or measured."""
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from peagle.bench.results import load_results
+
+    band = _band(args.band)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.from_results:
+        result_files = list(args.from_results)
+    elif args.url or args.endpoint:
+        result_files = [_bench(args, label="deployed", url=args.url, endpoint=args.endpoint)]
+    else:
+        result_files = [_bench_local_candidate(args, label, options) for label, options in _local_candidates(args)]
+    runs = [run for path in result_files for run in load_results(path).runs]
+    _compare(args, result_files)
+    return _write_recommendation(args, runs, band)
+
+
+def _band(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    low, _, high = text.partition("-")
+    if not (low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
+        raise ValueError(f"--band takes LO-HI concurrency, e.g. 1-8; got {text!r}")
+    return int(low), int(high)
+
+
+def _local_candidates(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    try:
+        ks = sorted({int(part) for part in args.k.split(",") if part.strip()})
+    except ValueError as error:
+        raise ValueError(f"--k takes comma-separated integers, got {args.k!r}") from error
+    if not ks or min(ks) < 0:
+        raise ValueError(f"--k takes K values >= 0, got {args.k!r}")
+    candidates = [("off" if k == 0 else f"K={k}", ["--speculative-tokens", str(k)]) for k in ks]
+    candidates += [(f"schedule {schedule}", ["--speculative-schedule", schedule]) for schedule in args.schedule]
+    return candidates
+
+
+def _bench(args: argparse.Namespace, *, label: str, url: str | None = None, endpoint: str | None = None) -> Path:
+    from peagle.cli import main
+
+    out = args.out / label.replace(" ", "_").replace("=", "").replace(":", "").replace(",", "_")
+    argv = ["bench", "--label", label, "--concurrency", args.concurrency, "--requests", str(args.requests)]
+    argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
+    argv += ["--url", url] if url else ["--endpoint", endpoint] + (["--region", args.region] if args.region else [])
+    if main(argv) not in (0, 3):  # 3: a regression against a baseline, which tune does not pass
+        raise TuneFailed(f"`peagle {' '.join(argv)}` failed; its message is above")
+    return out / "results.json"
+
+
+def _bench_local_candidate(args: argparse.Namespace, label: str, options: list[str]) -> Path:
+    from peagle.client.http_transport import HttpTransport  # noqa: F401 (httpx present: fail early)
+
+    port = _free_port()
+    command = [sys.executable, "-m", "peagle", "local", "--port", str(port), *options]
+    if args.pair:
+        command += ["--pair", args.pair]
+    print(f"tune: serving {label}: {' '.join(command[2:])}", file=sys.stderr)
+    log = (args.out / f"server-{label.replace(' ', '_').replace('=', '')}.log").open("w")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_ready(server, f"http://127.0.0.1:{port}", label, log.name)
+        return _bench(args, label=label, url=f"http://127.0.0.1:{port}")
+    finally:
+        _stop(server)
+        log.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_ready(server: subprocess.Popen, url: str, label: str, log_path: str) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise TuneFailed(f"{label}: the server exited with status {server.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(url + "/ping", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(1.0)
+    raise TuneFailed(f"{label}: not ready after {READY_TIMEOUT_SECONDS:.0f} s; see {log_path}")
+
+
+def _stop(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)  # the launcher drains, then exits
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _compare(args: argparse.Namespace, result_files: list[Path]) -> None:
+    from peagle.cli import main
+
+    argv = ["bench", "--out", str(args.out / "comparison")]
+    for path in result_files:
+        argv += ["--from-results", str(path)]
+    main(argv)
+
+
+def candidates_from_runs(runs) -> list:
+    """One Candidate per bench run, its K from the run's label ("off", "K=4", "schedule ...")."""
+    from peagle.tune.choose import Candidate
+
+    candidates = []
+    for run in runs:
+        schedule = _schedule_from_label(run.label)
+        if schedule:
+            k = max(band[2] for band in schedule)
+        elif run.label == "off":
+            k = 0
+        elif run.label.startswith("K="):
+            k = int(run.label[2:])
+        else:  # a deployed endpoint: what its counters or responses saw
+            k = round(run.speculative_tokens or 0)
+        candidates.append(
+            Candidate(
+                label=run.label,
+                speculative_tokens=k,
+                schedule=schedule,
+                tokens_per_s={level.concurrency: level.output_tokens_per_s for level in run.levels},
+                tpot_p50_s={level.concurrency: level.tpot_s.p50 if level.tpot_s else None for level in run.levels},
+            )
+        )
+    return candidates
+
+
+def _schedule_from_label(label: str) -> tuple[tuple[int, int, int], ...] | None:
+    if not label.startswith("schedule "):
+        return None
+    bands = []
+    for part in label.removeprefix("schedule ").split(","):
+        span, _, k = part.partition(":")
+        low, _, high = span.partition("-")
+        bands.append((int(low), int(high), int(k)))
+    return tuple(bands)
+
+
+def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] | None) -> int:
+    from peagle.tune.choose import recommend
+
+    candidates = candidates_from_runs(runs)
+    recommendation = recommend(candidates, band)
+    lines = ["# Speculation settings measured, and the one to deploy", ""]
+    levels = [choice.concurrency for choice in recommendation.levels]
+    lines.append("| setting | " + " | ".join(f"c={c} tok/s (TPOT p50 ms)" for c in levels) + " |")
+    lines.append("|---|" + "---|" * len(levels))
+    for candidate in candidates:
+        cells = []
+        for c in levels:
+            tpot = candidate.tpot_p50_s.get(c)
+            cells.append(
+                f"{candidate.tokens_per_s[c]:.1f} ({tpot * 1000:.1f})" if tpot else f"{candidate.tokens_per_s[c]:.1f}"
+            )
+        lines.append(f"| {candidate.label} | " + " | ".join(cells) + " |")
+    lines += ["", "Best at each level:", ""]
+    for choice in recommendation.levels:
+        speedup = f", {choice.speedup_vs_off:.2f}x speculation off" if choice.speedup_vs_off else ""
+        lines.append(f"- concurrency {choice.concurrency}: {choice.best} ({choice.tokens_per_s:.1f} tok/s{speedup})")
+    lines += [
+        "",
+        f"Recommended: **{recommendation.chosen.label}**"
+        + (f" for concurrency {band[0]}-{band[1]}" if band else " over the measured levels")
+        + f" (static choice gives up at most {recommendation.worst_shortfall:.0%} against the best at any level).",
+        f"Dynamic schedules: {recommendation.dynamic_verdict}.",
+        "",
+        "Apply it in the deployment file:",
+        "",
+        "```yaml",
+        recommendation.deployment_snippet().rstrip(),
+        "```",
+        "",
+        "Plots and per-run reports: `comparison/`. Measurements on one machine at one time: re-run when the "
+        "instance type, the pair or the traffic (prompt lengths, concurrency) change.",
+    ]
+    (args.out / "recommendation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (args.out / "deployment-snippet.yaml").write_text(recommendation.deployment_snippet(), encoding="utf-8")
+    print("\n".join(lines[lines.index("Best at each level:") :]))
+    print(
+        f"\nwritten: {args.out / 'recommendation.md'}, {args.out / 'deployment-snippet.yaml'}, {args.out / 'comparison'}"
+    )
+    return EXIT_OK

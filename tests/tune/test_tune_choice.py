@@ -1,0 +1,108 @@
+"""`peagle tune`'s choice, fed recorded measurements: per-level winners, the static K that loses
+least over the band, and a dynamic schedule only when it never lost."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from peagle.bench.results import BenchResults, LevelResult, RunResult, results_to_json
+from peagle.cli import main
+from peagle.tune.choose import Candidate, recommend
+
+# Output tokens/s by concurrency, shaped like the published P-EAGLE results: K=4 wins alone,
+# the gain shrinks with load and K=4 turns into a slow-down at 8, where K=2 still pays.
+MEASURED = {
+    "off": {1: 10.0, 4: 40.0, 8: 70.0},
+    "K=2": {1: 20.0, 4: 60.0, 8: 80.0},
+    "K=4": {1: 30.0, 4: 65.0, 8: 60.0},
+}
+SCHEDULE_THAT_LOSES = {1: 29.0, 4: 62.0, 8: 66.0}  # below K=4 at 1, below K=2 at 8
+SCHEDULE_THAT_WINS = {1: 31.0, 4: 66.0, 8: 81.0}
+
+
+def _candidate(label: str, tokens: dict[int, float], schedule=None) -> Candidate:
+    k = 0 if label == "off" else int(label[2:]) if label.startswith("K=") else max(b[2] for b in schedule)
+    return Candidate(label, k, schedule, tokens, {c: 1 / t for c, t in tokens.items()})
+
+
+def _statics() -> list[Candidate]:
+    return [_candidate(label, tokens) for label, tokens in MEASURED.items()]
+
+
+def test_each_level_names_its_winner_and_the_speedup_over_speculation_off():
+    recommendation = recommend(_statics())
+    assert [(c.concurrency, c.best) for c in recommendation.levels] == [(1, "K=4"), (4, "K=4"), (8, "K=2")]
+    assert recommendation.levels[0].speedup_vs_off == pytest.approx(3.0)
+    assert recommendation.levels[2].speedup_vs_off == pytest.approx(80 / 70)
+
+
+def test_the_static_choice_is_the_one_that_loses_least_over_the_band():
+    # K=4 loses 25 % at c=8; K=2 loses 33 % at c=1: over 1-8 the answer is K=4 ...
+    overall = recommend(_statics())
+    assert overall.static.label == "K=4" and overall.worst_shortfall == pytest.approx(0.25)
+    # ... but for a high-concurrency band it is K=2, and for c=1 alone K=4.
+    assert recommend(_statics(), band=(4, 8)).static.label == "K=2"
+    assert recommend(_statics(), band=(1, 1)).static.label == "K=4"
+
+
+def test_a_dynamic_schedule_that_loses_anywhere_is_not_recommended():
+    schedule = ((1, 2, 4), (3, 16, 2))
+    recommendation = recommend([*_statics(), _candidate("schedule 1-2:4,3-16:2", SCHEDULE_THAT_LOSES, schedule)])
+    assert recommendation.dynamic is None and recommendation.chosen.label == "K=4"
+    assert "lost to a static K at concurrency 1, 4, 8" in recommendation.dynamic_verdict
+    assert recommendation.deployment_snippet() == "speculation:\n  speculative_tokens: 4\n"
+
+
+def test_a_dynamic_schedule_that_wins_everywhere_is_recommended_with_its_snippet():
+    schedule = ((1, 2, 4), (3, 16, 2))
+    recommendation = recommend([*_statics(), _candidate("schedule 1-2:4,3-16:2", SCHEDULE_THAT_WINS, schedule)])
+    assert recommendation.chosen.label == "schedule 1-2:4,3-16:2"
+    assert "{min_batch: 1, max_batch: 2, speculative_tokens: 4}" in recommendation.deployment_snippet()
+
+
+def _run(label: str, tokens: dict[int, float]) -> RunResult:
+    levels = [
+        LevelResult(
+            concurrency=c,
+            requests=16,
+            failed=0,
+            errors_by_type={},
+            duration_s=10.0,
+            prompt_tokens=160,
+            output_tokens=int(t * 10),
+            output_tokens_per_s=t,
+            requests_per_s=1.6,
+            ttft_s=None,
+            tpot_s=None,
+            itl_s=None,
+            e2e_s=None,
+            speculation=None,
+            cost_per_million_output_tokens_usd=None,
+        )
+        for c, t in tokens.items()
+    ]
+    return RunResult(label, "http://127.0.0.1:8080", "tiny-pair", "0.32.0", 1024, "on", None, None, None, [], levels)
+
+
+def test_tune_from_recorded_results_writes_the_recommendation_and_the_snippet(tmp_path, capsys):
+    files = []
+    runs = {**MEASURED, "schedule 1-2:4,3-16:2": SCHEDULE_THAT_LOSES}
+    for index, (label, tokens) in enumerate(runs.items()):
+        results = BenchResults(datetime.now(UTC).isoformat(), {}, {}, [_run(label, tokens)])
+        path = tmp_path / f"run{index}.json"
+        path.write_text(results_to_json(results), encoding="utf-8")
+        files += ["--from-results", str(path)]
+    out = tmp_path / "tune"
+    assert main(["tune", *files, "--out", str(out), "--band", "1-8"]) == 0
+    report = (out / "recommendation.md").read_text()
+    assert "Recommended: **K=4** for concurrency 1-8" in report
+    assert "schedule 1-2:4,3-16:2 lost to a static K" in report
+    assert (out / "deployment-snippet.yaml").read_text() == "speculation:\n  speculative_tokens: 4\n"
+    assert (out / "comparison" / "report.md").is_file()
+
+
+def test_a_bad_band_is_refused(tmp_path, capsys):
+    assert main(["tune", "--from-results", str(tmp_path / "x.json"), "--out", str(tmp_path), "--band", "8-1"]) == 2
+    assert "--band takes LO-HI" in capsys.readouterr().err
