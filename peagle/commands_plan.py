@@ -94,6 +94,7 @@ def run_plan(args: argparse.Namespace) -> int:
             "instance_count": plan.instance_count,
             "profile": plan.profile_name.value,
             "speculative_tokens": plan.speculative_tokens,
+            "speculative_schedule": [list(band) for band in plan.speculative_schedule] or None,
             "tensor_parallel_size": plan.tensor_parallel_size,
             "max_model_len": plan.max_model_len,
             "max_num_seqs": plan.max_num_seqs,

@@ -16,6 +16,7 @@ from pydantic import Field, PositiveInt, ValidationError, field_validator, model
 
 from peagle.catalog import ModelPair, ProfileName, StrictModel, load_catalog
 from peagle.errors import ConfigError
+from peagle_serve.contract import ScheduleBand, schedule_problems
 
 DEFAULT_DEPLOYMENT_FILE = "deployments/default.yaml"
 
@@ -40,13 +41,32 @@ class InstanceSettings(StrictModel):
     )
 
 
+class SpeculationBand(StrictModel):
+    """K for a range of batch sizes: how many requests the engine runs in one step (at most the
+    plan's max_num_seqs), both ends inclusive."""
+
+    min_batch: PositiveInt
+    max_batch: PositiveInt
+    speculative_tokens: int = Field(ge=0, le=64, description="K at these batch sizes; 0: no drafts")
+
+    def as_tuple(self) -> ScheduleBand:
+        return (self.min_batch, self.max_batch, self.speculative_tokens)
+
+
 class SpeculationSettings(StrictModel):
     speculative_tokens: int | None = Field(
         None,
         ge=0,
         le=64,
         description="K, draft tokens per step; 0 turns speculation off; "
-        "unset = the pair's recommended K for the profile",
+        "unset = the pair's recommended K for the profile (or, with a schedule, its largest K)",
+    )
+    schedule: list[SpeculationBand] | None = Field(
+        None,
+        description="K by batch size (vLLM's num_speculative_tokens_per_batch_size): bands covering "
+        "1..max_num_seqs without gaps or overlap, K > 0 at batch size 1 (the start-up self-check). "
+        "speculative_tokens is then the largest K (leave it unset or set it to that). "
+        "Earn it by measurement: it can be slower than a static K",
     )
 
 
@@ -356,6 +376,8 @@ class DeploymentConfig(StrictModel):
         for name in self.vllm_args:
             if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
                 problems.append(f"vllm_args key {name!r} must be a vLLM flag name like 'max-num-batched-tokens'")
+        if self.model in pairs:
+            problems += self._speculation_problems()
         problems += self._scaling_problems()
         if self.ab_test.enabled and self.rollout.strategy == "rolling":
             problems.append(
@@ -385,6 +407,27 @@ class DeploymentConfig(StrictModel):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _speculation_problems(self) -> list[str]:
+        # The shape and trained-K rules are the container contract's, quoted there with vLLM's source;
+        # coverage of max_num_seqs needs the plan (peagle/deployment_rules.py, rule speculation-schedule).
+        schedule = self.speculation.schedule
+        if schedule is None:
+            return []
+        bands = [band.as_tuple() for band in schedule]
+        problems = [
+            f"speculation.schedule: {problem}"
+            for problem in schedule_problems(bands, trained_k=self.pair().drafter.trained_k)
+        ]
+        k, largest = self.speculation.speculative_tokens, max((band[2] for band in bands), default=0)
+        if k is not None and k != largest:
+            problems.append(
+                f"speculation.speculative_tokens {k} conflicts with speculation.schedule, whose largest K is "
+                f"{largest}: with a schedule, speculative_tokens is that largest K (vLLM's num_speculative_tokens, "
+                f"the most any band may draft); remove speculative_tokens or set it to {largest}"
+                + (", or remove the schedule to turn speculation off" if k == 0 else "")
+            )
+        return problems
 
     def _scaling_problems(self) -> list[str]:
         scaling, count = self.autoscaling, self.instance.count

@@ -49,7 +49,7 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
     }
     if plan.kv_cache_dtype != "auto":
         flags["kv-cache-dtype"] = plan.kv_cache_dtype
-    spec = contract.speculative_config(drafter, plan.speculative_tokens)
+    spec = contract.speculative_config(drafter, plan.speculative_tokens, plan.speculative_schedule)
     if spec is not None:
         flags["speculative-config"] = json.dumps(spec, separators=(",", ":"))
     flags.update(plan.pair.vllm_flags)

@@ -23,6 +23,7 @@ from peagle.config import DeploymentConfig
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.errors import PlanError
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
+from peagle_serve.contract import schedule_coverage_problems
 
 
 class DeploymentRuleError(PlanError):
@@ -236,6 +237,33 @@ def _launcher_settings(plans: DeploymentPlans) -> list[Violation]:
     return violations
 
 
+# --- Speculation schedule -------------------------------------------------------------------
+
+
+def _speculation_schedule(plans: DeploymentPlans) -> list[Violation]:
+    # vLLM runs a K-by-batch-size schedule up to --max-num-seqs and quietly completes it: "Fill the
+    # tail after the final configured range by carrying forward the last K through
+    # vllm_max_batch_size", while bands past max_num_seqs are never looked up
+    # (vllm/v1/spec_decode/dynamic/utils.py, build_dynamic_sd_schedule_lookup; the rest of vLLM's
+    # rules are quoted in peagle_serve/contract.py and checked with the deployment file). The bands
+    # must say what runs, against the plan's max_num_seqs, which the planner may lower to what the KV
+    # cache holds. Only the primary plan has a schedule (the A/B baseline is static, the asynchronous
+    # endpoint serves the same Model), so it is checked once.
+    plan = plans.plan
+    if not plan.speculative_schedule:
+        return []
+    lowered = plan.max_num_seqs < plan.profile.max_num_seqs
+    where = (
+        f"{plans.config.endpoint_name}/{DEFAULT_VARIANT_NAME}: speculation.schedule against the plan's "
+        f"max_num_seqs {plan.max_num_seqs}"
+        + (" (lowered to what the KV cache holds; see `peagle plan`)" if lowered else "")
+    )
+    return [
+        Violation("speculation-schedule", f"{where}: {problem}")
+        for problem in schedule_coverage_problems(plan.speculative_schedule, plan.max_num_seqs)
+    ]
+
+
 # --- Batch Transform ------------------------------------------------------------------------
 
 
@@ -305,6 +333,7 @@ RULES: tuple[Callable[[DeploymentPlans], list[Violation]], ...] = (
     _timeouts,
     _container_environment,
     _launcher_settings,
+    _speculation_schedule,
     _batch_transform,
 )
 

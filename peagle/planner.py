@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, load_catalog
 from peagle.config import DeploymentConfig
 from peagle.errors import InstanceFitError, PlanError
+from peagle_serve.contract import ScheduleBand, describe_schedule
 from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
 
 GIB = 1024**3
@@ -64,7 +65,7 @@ class Plan:
     profile_name: ProfileName
     profile: Profile
     tensor_parallel_size: int
-    speculative_tokens: int
+    speculative_tokens: int  # with a schedule: its largest K, which memory and the K reserve are sized for
     max_model_len: int
     max_num_seqs: int
     gpu_memory_utilization: float
@@ -73,6 +74,9 @@ class Plan:
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
     inference_ami_version: str  # the GPU host image; peagle/deployment_rules.py checks its driver
+    # K by batch size, (min_batch, max_batch, K) bands; empty: K at every batch size. Coverage of
+    # max_num_seqs is peagle/deployment_rules.py's rule speculation-schedule.
+    speculative_schedule: tuple[ScheduleBand, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -86,12 +90,18 @@ class Plan:
     def summary_lines(self) -> list[str]:
         catalog = load_catalog()
         mem = self.memory
-        spec = (
-            f"P-EAGLE parallel drafting, K={self.speculative_tokens} "
-            f"(drafter trained for {self.pair.drafter.trained_k})"
-            if self.speculation_enabled
-            else "off (K=0)"
-        )
+        if not self.speculation_enabled:
+            spec = "off (K=0)"
+        elif self.speculative_schedule:
+            spec = (
+                f"P-EAGLE parallel drafting, K by batch size {describe_schedule(self.speculative_schedule)} "
+                f"(largest K={self.speculative_tokens} sizes memory; drafter trained for {self.pair.drafter.trained_k})"
+            )
+        else:
+            spec = (
+                f"P-EAGLE parallel drafting, K={self.speculative_tokens} "
+                f"(drafter trained for {self.pair.drafter.trained_k})"
+            )
         lines = [
             f"model pair      {self.pair_id}: {self.pair.target.hf_id} + {self.pair.drafter.hf_id}",
             f"instance        {self.instance_count} x {self.instance_type} ({self.instance.describe()}, CC {self.instance.cc})",
@@ -159,6 +169,9 @@ def _resolve_profile(config: DeploymentConfig) -> Profile:
 
 
 def _resolve_speculative_tokens(config: DeploymentConfig, pair: ModelPair) -> int:
+    if config.speculation.schedule:
+        # The config checked every band against the trained K and speculative_tokens against the largest.
+        return max(band.speculative_tokens for band in config.speculation.schedule)
     k = config.speculation.speculative_tokens
     recommended = pair.recommended_k.get(config.profile, min(pair.drafter.trained_k, 3))
     if k is None:
@@ -288,6 +301,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         container_startup_timeout_seconds=startup,
         model_download_timeout_seconds=download,
         inference_ami_version=config.instance.ami_version or catalog.runtime.serving_image.inference_ami_version,
+        speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
         notes=tuple(notes),
     )
 
@@ -326,11 +340,12 @@ def plan_deployment(config: DeploymentConfig) -> Plan:
 
 
 def plan_ab_baseline(config: DeploymentConfig) -> Plan | None:
-    """The A/B baseline variant's plan: same pair, instance and profile, the baseline K."""
+    """The A/B baseline variant's plan: same pair, instance and profile, the baseline K (static: the
+    schedule, if any, is the primary variant's)."""
     if not config.ab_test.enabled:
         return None
     speculation = config.speculation.model_copy(
-        update={"speculative_tokens": config.ab_test.baseline_speculative_tokens}
+        update={"speculative_tokens": config.ab_test.baseline_speculative_tokens, "schedule": None}
     )
     instance = config.instance.model_copy(update={"count": config.ab_test.baseline_instance_count})
     return plan_deployment(config.model_copy(update={"speculation": speculation, "instance": instance}))

@@ -15,7 +15,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract import DRAFTER_DIR, TARGET_SUBDIR, mask_token_problem, speculative_config
+from .contract import (
+    DRAFTER_DIR,
+    SCHEDULE_KEY,
+    TARGET_SUBDIR,
+    ScheduleBand,
+    describe_schedule,
+    mask_token_problem,
+    schedule_coverage_problems,
+    schedule_problems,
+    speculative_config,
+)
 from .errors import ConfigError
 from .settings import LauncherSettings
 
@@ -29,8 +39,9 @@ class Speculation:
     """The speculative decoding the engine is asked to run."""
 
     config: dict  # the JSON handed to --speculative-config, drafter path resolved
-    num_speculative_tokens: int
+    num_speculative_tokens: int  # with a schedule: its largest K
     parallel_drafting: bool
+    schedule: tuple[ScheduleBand, ...] = ()  # K by batch size (contract.SCHEDULE_KEY); empty: always K
 
 
 def resolve_target(model: str | None, settings: LauncherSettings) -> str:
@@ -74,8 +85,12 @@ def _resolve_checkpoint(value: str, root: Path, *, what: str) -> str:
     )
 
 
-def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculation:
-    """Validate ``--speculative-config`` JSON and resolve its drafter path."""
+def parse_speculative_config(raw: str, settings: LauncherSettings, *, max_num_seqs: int | None = None) -> Speculation:
+    """Validate ``--speculative-config`` JSON and resolve its drafter path.
+
+    :param max_num_seqs: the server's --max-num-seqs, which a K-by-batch-size schedule must
+        cover (contract.schedule_coverage_problems); None: not checked.
+    """
     try:
         config = json.loads(raw)
     except json.JSONDecodeError as error:
@@ -99,6 +114,26 @@ def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculatio
             f"drafter was trained for (PEAGLE_DRAFTER_TRAINED_K); positions past that are "
             f"never accepted and only cost compute. Use K <= {settings.drafter_trained_k}."
         )
+    schedule: tuple[ScheduleBand, ...] = ()
+    if config.get(SCHEDULE_KEY) is not None:  # null: no schedule, as in vLLM
+        found = schedule_problems(
+            config[SCHEDULE_KEY],
+            trained_k=settings.drafter_trained_k,
+            drafts_at_batch_size_1=settings.speculation_self_check,
+        )
+        if not found:
+            schedule = tuple(tuple(band) for band in config[SCHEDULE_KEY])
+            largest = max(band[2] for band in schedule)
+            if isinstance(k, int) and k != largest:
+                # vLLM cuts a larger band K to num_speculative_tokens and sizes its buffers by it (contract.py).
+                found.append(
+                    f"its largest K is {largest}, but num_speculative_tokens={k}; set num_speculative_tokens={largest}"
+                )
+            if max_num_seqs is not None:
+                found += schedule_coverage_problems(schedule, max_num_seqs)
+        problems += [f"speculative config {SCHEDULE_KEY}: {problem}" for problem in found]
+        if not found:
+            log.info("dynamic speculation: K by batch size %s", describe_schedule(schedule))
     parallel = config.get("parallel_drafting") is True
     if not parallel:
         # vLLM does not switch parallel drafting on by itself for eagle3 heads: a
@@ -127,7 +162,7 @@ def parse_speculative_config(raw: str, settings: LauncherSettings) -> Speculatio
         )
     if problems:
         raise ConfigError(problems)
-    return Speculation(config=config, num_speculative_tokens=k, parallel_drafting=parallel)
+    return Speculation(config=config, num_speculative_tokens=k, parallel_drafting=parallel, schedule=schedule)
 
 
 def _mask_token_problem(drafter_dir: Path) -> str | None:

@@ -32,7 +32,12 @@ def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_pat
 
     port = free_port()
     options = argparse.Namespace(
-        max_model_len=1024, host="127.0.0.1", port=port, kpi_interval_seconds=None, speculative_tokens=4
+        max_model_len=1024,
+        host="127.0.0.1",
+        port=port,
+        kpi_interval_seconds=None,
+        speculative_tokens=4,
+        speculative_schedule=None,
     )
     env = local_environment(options, tiny_pair, {})
     env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(
