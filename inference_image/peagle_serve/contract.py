@@ -13,7 +13,7 @@ launcher's registry (``settings.py``); only the names are here.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 # --- Environment: the launcher's settings ------------------------------------------
 # Every variable with this prefix must be a known setting (settings.py refuses others),
@@ -107,19 +107,180 @@ def decode_vllm_env(environ: Mapping[str, str]) -> list[str]:
 
 
 # --- P-EAGLE speculation -------------------------------------------------------------
-def speculative_config(drafter_path: str, k: int) -> dict | None:
+def speculative_config(drafter_path: str, k: int, schedule: Sequence[ScheduleBand] | None = None) -> dict | None:
     """vLLM's ``--speculative-config`` for a P-EAGLE drafter drafting ``k`` tokens, or None for k=0.
 
     ``parallel_drafting`` must be explicit: vLLM defaults it to False (vllm/config/speculative.py,
     ``SpeculativeConfig.parallel_drafting: bool = False``) and switches it on by itself only for
     the dflash and dspark methods, so a P-EAGLE drafter would otherwise run as plain EAGLE-3.
     Parallel drafting arrived in vLLM 0.16.0 (vllm-project/vllm PR #32887, "Unified Parallel Drafting").
+
+    :param schedule: K by batch size, ``(min_batch, max_batch, K)`` bands (see SCHEDULE_KEY);
+        ``k`` must then be the schedule's largest K, which vLLM needs next to it: an EAGLE
+        drafter without ``num_speculative_tokens`` is refused ("A speculative model was provided,
+        but `num_speculative_tokens` was not provided", vllm/config/speculative.py), and "Every
+        `optimal_K` must be less than or equal to `num_speculative_tokens`, which defines the
+        maximum draft window" (docs/features/speculative_decoding/dynamic_speculative_decoding.md);
+        a larger band K is silently cut to it (vllm/v1/spec_decode/dynamic/utils.py,
+        ``build_dynamic_sd_schedule_lookup``: ``min(vllm_num_speculative_tokens, num_speculative_tokens)``).
     """
     if k < 0:
         raise ValueError(f"k={k}: the number of speculative tokens is >= 0 (0 turns speculation off)")
+    if schedule:
+        largest = max(band[2] for band in schedule)
+        if largest == 0:
+            raise ValueError("a schedule needs a band with K > 0; without a schedule, k=0 turns speculation off")
+        if k != largest:
+            raise ValueError(f"k={k}: with a schedule, k is the schedule's largest K ({largest})")
     if k == 0:
         return None
-    return {"method": "eagle3", "model": drafter_path, "num_speculative_tokens": k, "parallel_drafting": True}
+    config: dict = {"method": "eagle3", "model": drafter_path, "num_speculative_tokens": k, "parallel_drafting": True}
+    if schedule:
+        config[SCHEDULE_KEY] = [list(band) for band in schedule]
+    return config
+
+
+# --- Dynamic speculation: K by batch size ----------------------------------------------
+# vLLM 0.32 takes "num_speculative_tokens_per_batch_size" in the speculative config: "an entry
+# is `[start_bs, end_bs, optimal_K]` which means when the concurrency is within range
+# `[start_bs, end_bs]` then `optimal_K` number of draft tokens are used" (vLLM docs,
+# features/speculative_decoding/dynamic_speculative_decoding.md; vllm-project/vllm PR 32374).
+# The batch size is the number of requests the scheduler runs in one step
+# (vllm/v1/core/sched/scheduler.py: ``self.dynamic_sd_lookup[len(num_scheduled_tokens)]``),
+# at most --max-num-seqs. vLLM checks a schedule only when the engine starts
+# (vllm/v1/spec_decode/dynamic/utils.py, validate_and_normalize_dynamic_sd_schedule):
+#   "Batch-size range ({range_start}, {range_end}) must be positive."
+#   "Batch-size range start must be <= end"
+#   "num_speculative_tokens_per_batch_size values must be >= 0."
+#   "Batch-size ranges must be non-overlapping and sorted." (after sorting by start)
+#   "The first batch-size range must start at 1 so every runtime batch size has a defined schedule."
+# It does not refuse gaps or a short last band; build_dynamic_sd_schedule_lookup fills them:
+#   "Fill any gap before the next configured range by carrying forward the previous K."
+#   "Fill the tail after the final configured range by carrying forward the last K through
+#   vllm_max_batch_size."
+# and ignores bands past max_num_seqs. A reader of the schedule would not expect either, so
+# schedule_problems refuses gaps and schedule_coverage_problems a schedule that does not end
+# at or past max_num_seqs, or has a band that starts past it. Two rules are this project's own:
+# at least one band drafts (else speculation is off but the drafter still costs: at K=0 vLLM
+# still runs its forward pass, "The prefill forward pass above already ran to keep the drafter
+# KV cache in sync", vllm/v1/spec_decode/llm_base_proposer.py, propose), and, when the start-up
+# self-check runs, batch size 1 drafts: the warm-up request is sent alone (self_check.py), so
+# with K=0 there it would see no drafts and fail the start. A cost to know: with a schedule,
+# vLLM's V1 model runner (the one parallel drafting uses) gives up full CUDA graphs, "Overriding
+# cudagraph_mode from %s to PIECEWISE for reliability" (vllm/config/vllm.py,
+# _maybe_override_dynamic_sd_cudagraph_mode).
+SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
+ScheduleBand = tuple[int, int, int]  # (min_batch, max_batch, K), both ends inclusive
+
+
+def describe_band(band: ScheduleBand) -> str:
+    """``(3, 16, 0)`` -> ``"3-16: K=0"``."""
+    low, high, k = band
+    return f"{low}-{high}: K={k}"
+
+
+def _batch_sizes(low: int, high: int) -> str:
+    return f"batch size {low}" if low == high else f"batch sizes {low}-{high}"
+
+
+def describe_schedule(schedule: Sequence[ScheduleBand]) -> str:
+    """``[(1, 2, 4), (3, 16, 0)]`` -> ``"1-2: K=4, 3-16: K=0"``."""
+    return ", ".join(describe_band(band) for band in schedule)
+
+
+def schedule_problems(
+    schedule: object, *, trained_k: int | None = None, drafts_at_batch_size_1: bool = True
+) -> list[str]:
+    """Why ``schedule`` (parsed JSON or ``(min_batch, max_batch, K)`` tuples) is not a schedule
+    to run, each problem with what to do; empty when it is. Bands are numbered from 1, in the
+    order given.
+
+    :param trained_k: the drafter's trained K; a larger band K is refused. None: not checked.
+    :param drafts_at_batch_size_1: refuse K=0 at batch size 1 (the self-check's warm-up).
+    """
+    if not isinstance(schedule, list | tuple) or not schedule:
+        return [f"must be a non-empty list of [min_batch, max_batch, K] bands; got {schedule!r}"]
+    bands: list[tuple[int, ScheduleBand]] = []
+    problems: list[str] = []
+    for number, entry in enumerate(schedule, start=1):
+        if (
+            not isinstance(entry, list | tuple)
+            or len(entry) != 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in entry)
+        ):
+            problems.append(f"band {number} {entry!r} is not [min_batch, max_batch, K] (three integers)")
+        else:
+            bands.append((number, (entry[0], entry[1], entry[2])))
+    if problems:
+        return problems
+    for number, band in bands:
+        low, high, k = band
+        where = f"band {number} ({describe_band(band)})"
+        if low < 1:
+            problems.append(f"{where}: batch sizes start at 1; make min_batch >= 1")
+        if low > high:
+            problems.append(f"{where}: min_batch {low} is above max_batch {high}; swap them")
+        if k < 0:
+            problems.append(f"{where}: K is negative; use K=0 for no drafts at these batch sizes")
+        if trained_k is not None and k > trained_k:
+            problems.append(
+                f"{where}: K={k} is above the {trained_k} tokens the drafter was trained for; drafts past that "
+                f"position are rarely accepted and only cost compute. Use K <= {trained_k}"
+            )
+    ordered = sorted(bands, key=lambda item: item[1][0])
+    first_number, first = ordered[0]
+    if first[0] != 1:
+        problems.append(
+            f"the first band ({describe_band(first)}) starts at batch size {first[0]}; start it at 1, so every "
+            "batch size has a K (vLLM refuses the schedule otherwise)"
+        )
+    for (a_number, a), (b_number, b) in zip(ordered, ordered[1:], strict=False):
+        if b[0] <= a[1]:
+            problems.append(
+                f"bands {a_number} ({describe_band(a)}) and {b_number} ({describe_band(b)}) overlap at "
+                f"{_batch_sizes(b[0], min(a[1], b[1]))}; start band {b_number} at {a[1] + 1}"
+            )
+        elif b[0] > a[1] + 1:
+            problems.append(
+                f"no band covers {_batch_sizes(a[1] + 1, b[0] - 1)}, between band {a_number} ({describe_band(a)}) "
+                f"and band {b_number} ({describe_band(b)}); vLLM would silently use K={a[2]} there. Start band "
+                f"{b_number} at {a[1] + 1} or add a band for them"
+            )
+    if all(band[2] <= 0 for _, band in bands):
+        problems.append(
+            "every band has K=0: nothing is drafted at any batch size, yet the drafter is loaded and run; "
+            "turn speculation off instead (speculative_tokens: 0 in a deployment file; no speculative config "
+            "in the container)"
+        )
+    elif drafts_at_batch_size_1 and first[0] == 1 and first[2] == 0:
+        problems.append(
+            f"band {first_number} ({describe_band(first)}) drafts nothing at batch size 1, but the start-up "
+            "self-check sends its warm-up request alone (batch size 1) and would see no drafts and fail the "
+            "start; give batch size 1 a K > 0 (speculation pays most at small batches)"
+        )
+    return problems
+
+
+def schedule_coverage_problems(schedule: Sequence[ScheduleBand], max_num_seqs: int) -> list[str]:
+    """Why a valid schedule (no schedule_problems) does not match a server running up to
+    ``max_num_seqs`` requests at once; empty when its bands cover exactly 1..max_num_seqs
+    (the last one may end past it)."""
+    problems = []
+    numbered = list(enumerate(schedule, start=1))
+    for number, band in numbered:
+        if band[0] > max_num_seqs:
+            problems.append(
+                f"band {number} ({describe_band(band)}) starts above max_num_seqs={max_num_seqs}, so it never "
+                "applies; remove it"
+            )
+    number, last = max(((n, b) for n, b in numbered if b[0] <= max_num_seqs), key=lambda item: item[1][1])
+    if last[1] < max_num_seqs:
+        problems.append(
+            f"the bands end at batch size {last[1]}, but the server runs up to max_num_seqs={max_num_seqs} requests "
+            f"at once (vLLM would silently use K={last[2]} for {last[1] + 1}-{max_num_seqs}); end band {number} "
+            f"({describe_band(last)}) at {max_num_seqs}"
+        )
+    return problems
 
 
 # Where vLLM looks for the parallel-drafting mask token, after dflash_config.mask_token_id
@@ -204,6 +365,27 @@ class VllmMetric:
     REQUESTS_RUNNING = "vllm:num_requests_running"
     REQUESTS_WAITING = "vllm:num_requests_waiting"
     KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+
+
+# --- Acceptance in every response ---------------------------------------------------------
+# With speculation on, the launcher starts vLLM with --per-request-spec-decode-metrics summary
+# (launch_plan.py): "Include per-request speculative-decoding acceptance metrics in the response
+# under `metrics.speculative_decoding`. [...] `summary` adds mean acceptance length, draft
+# acceptance rate, and the step-by-draft-length histogram [...] Only reported for single-sequence
+# requests (`n == 1`) [...] No effect unless speculative decoding is enabled."
+# (vllm/config/observability.py, ObservabilityConfig.per_request_spec_decode_metrics, vLLM 0.32;
+# vllm-project/vllm PR 48915). Without speculation vLLM refuses the option: "--per-request-spec-
+# decode-metrics requires speculative decoding to be enabled (via --speculative-config)."
+# (vllm/config/vllm.py). SageMaker does not pass /metrics through InvokeEndpoint, so this is how
+# a client of an endpoint sees acceptance.
+PER_REQUEST_SPEC_DECODE_METRICS_OPTION = "--per-request-spec-decode-metrics"
+PER_REQUEST_SPEC_DECODE_METRICS_LEVEL = "summary"
+# Where the answer carries it: the response object's (non-streamed), or the final usage chunk's
+# (streamed; that chunk is sent only with stream_options.include_usage) ``metrics`` object, key
+# ``speculative_decoding`` (vllm/entrypoints/openai/completion/serving.py and
+# chat_completion/serving.py: "In streaming, metrics ride on this final usage chunk").
+RESPONSE_METRICS_KEY = "metrics"
+RESPONSE_SPEC_DECODE_KEY = "speculative_decoding"
 
 
 # --- The KPI line ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from .contract import VllmMetric, kpi_line
@@ -42,6 +43,32 @@ def _gauge(current: MetricsSnapshot, name: str) -> float | None:
 
 def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def acceptance_kpis(
+    *, drafts: float, draft_tokens: float, accepted: float, accepted_per_position: Sequence[float]
+) -> dict[str, float | list[float] | None]:
+    """Acceptance over a window from its spec-decode totals, as vLLM defines it
+    (vllm/v1/spec_decode/metrics.py, ``SpecDecodingLogging.log``: "draft_acceptance_rate =
+    num_accepted_tokens / num_draft_tokens", "mean_acceptance_length = 1 + (num_accepted_tokens /
+    num_drafts)", per position "np.sum(pos_matrix, axis=0) / num_drafts").
+
+    ``drafts`` are verify steps that had drafts, ``accepted_per_position[i]`` the steps that
+    accepted draft position i. The one arithmetic for the KPI line (deltas of /metrics
+    counters) and `peagle bench` (those deltas, or sums of the responses' per-request
+    metrics), so every report means the same by each number.
+    """
+    mean_accepted_per_draft = _ratio(accepted, drafts)
+    per_position = None
+    if drafts > 0 and accepted_per_position:
+        per_position = [_round(count / drafts) for count in accepted_per_position]
+    return {
+        "spec_acceptance_rate": _round(_ratio(accepted, draft_tokens)),
+        "spec_mean_acceptance_length": _round(
+            None if mean_accepted_per_draft is None else 1.0 + mean_accepted_per_draft
+        ),
+        "spec_acceptance_per_position": per_position,
+    }
 
 
 def compute_kpi(
@@ -73,13 +100,14 @@ def compute_kpi(
     accepted = _delta(previous, current, VllmMetric.SPEC_ACCEPTED)
     per_position_now = current.by_label(VllmMetric.SPEC_ACCEPTED_PER_POS, "position")
     per_position_before = previous.by_label(VllmMetric.SPEC_ACCEPTED_PER_POS, "position")
-    per_position = None
-    if drafts > 0 and per_position_now:
-        per_position = [
-            _round((per_position_now[pos] - per_position_before.get(pos, 0.0)) / drafts)
-            for pos in sorted(per_position_now, key=int)
-        ]
-    mean_acceptance_length = _ratio(accepted, drafts)
+    acceptance = acceptance_kpis(
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted=accepted,
+        accepted_per_position=[
+            per_position_now[pos] - per_position_before.get(pos, 0.0) for pos in sorted(per_position_now, key=int)
+        ],
+    )
 
     return kpi_line(
         {
@@ -96,11 +124,7 @@ def compute_kpi(
             "tpot_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.TPOT)),
             "e2e_latency_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.E2E_LATENCY)),
             "queue_time_mean_seconds": _round(_histogram_mean(previous, current, VllmMetric.QUEUE_TIME)),
-            "spec_acceptance_rate": _round(_ratio(accepted, draft_tokens)),
-            "spec_mean_acceptance_length": _round(
-                None if mean_acceptance_length is None else 1.0 + mean_acceptance_length
-            ),
-            "spec_acceptance_per_position": per_position,
+            **acceptance,
             "spec_drafts_per_second": _round(drafts / seconds) if speculative_tokens else None,
             "requests_running": _gauge(current, VllmMetric.REQUESTS_RUNNING),
             "requests_waiting": _gauge(current, VllmMetric.REQUESTS_WAITING),

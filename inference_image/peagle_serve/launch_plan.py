@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import vllm_args
-from .contract import ENV_HOST, ENV_PORT, ENV_SHUTDOWN_DRAIN_SECONDS, decode_vllm_env, sm_vllm_name
+from .contract import (
+    ENV_HOST,
+    ENV_PORT,
+    ENV_SHUTDOWN_DRAIN_SECONDS,
+    PER_REQUEST_SPEC_DECODE_METRICS_LEVEL,
+    PER_REQUEST_SPEC_DECODE_METRICS_OPTION,
+    decode_vllm_env,
+    sm_vllm_name,
+)
 from .errors import ConfigError
 from .model_layout import Speculation, drafter_context_warning, parse_speculative_config, resolve_target
 from .settings import LauncherSettings
@@ -97,8 +105,13 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
     speculation = None
     spec_values, args = vllm_args.pop_option(args, "--speculative-config")
     if spec_values and spec_values[-1] is not None:
+        max_num_seqs = vllm_args.option_value(args, "--max-num-seqs")
         try:
-            speculation = parse_speculative_config(spec_values[-1], settings)
+            speculation = parse_speculative_config(
+                spec_values[-1],
+                settings,
+                max_num_seqs=int(max_num_seqs) if max_num_seqs and max_num_seqs.isdigit() else None,
+            )
         except ConfigError as error:
             problems += error.problems
     if problems:
@@ -120,6 +133,12 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
     argv += args
     if speculation is not None:
         argv += ["--speculative-config", json.dumps(speculation.config, separators=(",", ":"))]
+        # Acceptance in every response (contract.py has vLLM's rule), switched on here and only here:
+        # the launcher alone knows, after parsing SM_VLLM_*, pass-through and local mode alike, whether
+        # speculation is on, and vLLM refuses the option without it. An operator's own
+        # SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS (`detailed`, `none`) is kept as given.
+        if not vllm_args.has_option(args, PER_REQUEST_SPEC_DECODE_METRICS_OPTION):
+            argv += [PER_REQUEST_SPEC_DECODE_METRICS_OPTION, PER_REQUEST_SPEC_DECODE_METRICS_LEVEL]
     argv += [
         "--host",
         settings.host,

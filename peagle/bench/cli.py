@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from peagle.bench.prompts import BUCKET_WORDS, DEFAULT_BUCKETS
-from peagle.client.cli import add_sampling_arguments
+from peagle.client.cli import add_sampling_arguments, add_target_variant_argument
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
 DEFAULT_MAX_TOKENS = 128
@@ -37,6 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         help="a name per target: the --url targets in order, then the --endpoint ones (default: the target)",
+    )
+    add_target_variant_argument(
+        parser,
+        repeatable=True,
+        help_text="production variant for the --endpoint targets (InvokeEndpoint TargetVariant): once for all of "
+        "them, or once per --endpoint in order, e.g. --endpoint E --endpoint E --target-variant Primary "
+        "--target-variant Baseline to measure each A/B variant on its own; not for --url targets",
     )
     parser.add_argument(
         "--from-results",
@@ -158,20 +166,42 @@ def _targets(args: argparse.Namespace):
     from peagle.bench.runner import BenchTarget
 
     targets = [BenchTarget(label=url, url=url) for url in args.url]
-    targets += [BenchTarget(label=name, endpoint=name, region=args.region) for name in args.endpoint]
+    targets += [
+        BenchTarget(
+            label=f"{name}/{variant}" if variant else name, endpoint=name, region=args.region, target_variant=variant
+        )
+        for name, variant in zip(args.endpoint, _target_variants(args), strict=True)
+    ]
     if args.label:
         if len(args.label) != len(targets):
             raise BadArguments(
                 f"{len(args.label)} --label for {len(targets)} targets: give one per --url/--endpoint, in order"
             )
-        targets = [
-            BenchTarget(label=label, url=t.url, endpoint=t.endpoint, region=t.region)
-            for label, t in zip(args.label, targets, strict=False)
-        ]
+        targets = [replace(target, label=label) for label, target in zip(args.label, targets, strict=False)]
     labels = [target.label for target in targets]
     if len(set(labels)) != len(labels):
         raise BadArguments(f"labels must be unique, got {labels}")
     return targets
+
+
+def _target_variants(args: argparse.Namespace) -> list[str | None]:
+    """One TargetVariant (or None) per --endpoint."""
+    variants, endpoints = args.target_variant, args.endpoint
+    if not variants:
+        return [None] * len(endpoints)
+    if not endpoints:
+        raise BadArguments(
+            "--target-variant picks a production variant of an --endpoint (InvokeEndpoint TargetVariant); "
+            "a --url server has none: give --endpoint targets or drop --target-variant"
+        )
+    if len(variants) == 1:
+        return variants * len(endpoints)
+    if len(variants) != len(endpoints):
+        raise BadArguments(
+            f"{len(variants)} --target-variant for {len(endpoints)} --endpoint targets: give one for all of them, "
+            "or one per --endpoint, in order"
+        )
+    return list(variants)
 
 
 def _settings(args: argparse.Namespace):
@@ -263,7 +293,7 @@ def _run_targets(targets, settings, args: argparse.Namespace):
                 progress.set_postfix_str(f"{label} c={concurrency}", refresh=False)
                 progress.update(1)
 
-            with build_client(target.url, target.endpoint, args) as client:
+            with build_client(target.url, target.endpoint, args, target_variant=target.target_variant) as client:
                 runs.append(run_target(target, settings, client, on_request_done=on_done))
     return runs
 
@@ -286,9 +316,11 @@ def _print_summary(results, out_dir: Path) -> None:
     for run in results.runs:
         for level in run.levels:
             tpot = f"{level.tpot_s.p50 * 1000:.1f} ms" if level.tpot_s else "n/a"
-            spec = level.speculation
+            spec = level.acceptance
             accept = (
-                f", acceptance length {spec.mean_acceptance_length:.2f}" if spec and spec.mean_acceptance_length else ""
+                f", acceptance length {spec.mean_acceptance_length:.2f} (from {spec.source})"
+                if spec and spec.mean_acceptance_length
+                else ""
             )
             print(
                 f"  {run.label} c={level.concurrency}: {level.output_tokens_per_s:.1f} output tok/s, "

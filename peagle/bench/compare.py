@@ -27,7 +27,7 @@ def _p(attribute: str, percentile: str) -> Callable[[LevelResult], float | None]
 
 
 def _acceptance(attribute: str) -> Callable[[LevelResult], float | None]:
-    return lambda level: getattr(level.speculation, attribute) if level.speculation else None
+    return lambda level: getattr(level.acceptance, attribute) if level.acceptance else None
 
 
 def _server(attribute: str) -> Callable[[LevelResult], float | None]:

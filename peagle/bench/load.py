@@ -40,6 +40,7 @@ def send_one(client: PeagleClient, request: GenerationRequest) -> RequestRecord:
         # Without usage (a server ignoring include_usage) count chunks: a lower bound.
         output_tokens=usage.completion_tokens if usage else len(result.timings.chunk_times_s),
         attempts=result.attempts,
+        spec_decode_metrics=result.spec_decode_metrics,
     )
 
 

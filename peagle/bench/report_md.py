@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from peagle.bench.compare import METRICS, SIDE_BY_SIDE_METRICS, concurrency_levels, ratio, reference_run
-from peagle.bench.results import BenchResults, Distribution, LevelResult, RunResult
+from peagle.bench.results import BenchResults, Distribution, LevelResult, RunResult, Speculation
 
 
 def write_report(results: BenchResults, path: Path, plot_names: Sequence[str]) -> Path:
@@ -34,7 +34,7 @@ def _environment(results: BenchResults) -> list[str]:
 
 
 def _run_section(run: RunResult) -> list[str]:
-    k = f", K={run.speculative_tokens:g} (from the server's counters)" if run.speculative_tokens else ""
+    k = f", K={run.speculative_tokens:g} (draft tokens per verify step, measured)" if run.speculative_tokens else ""
     price = f"${run.price_per_hour_usd:g}/h ({run.price_source})" if run.price_per_hour_usd is not None else "not given"
     lines = [
         f"## Run `{run.label}`",
@@ -48,18 +48,32 @@ def _run_section(run: RunResult) -> list[str]:
         "",
         "### Throughput, acceptance and cost",
         "",
-        "| concurrency | requests | error rate | req/s | output tok/s | acceptance rate | acceptance length | per-position acceptance | $ / 1M output tok |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "| concurrency | requests | error rate | req/s | output tok/s | acceptance rate | acceptance length | per-position acceptance | acceptance from | $ / 1M output tok |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
     ]
     for level in run.levels:
-        spec = level.speculation
+        spec = level.acceptance
         lines.append(
             f"| {level.concurrency} | {level.requests} | {_errors(level)} | {level.requests_per_s:.2f} | "
-            f"{level.output_tokens_per_s:.1f} | {_num(spec.acceptance_rate if spec else None, '.3f')} | "
-            f"{_num(spec.mean_acceptance_length if spec else None, '.2f')} | "
-            f"{', '.join(f'{p:.2f}' for p in spec.per_position_acceptance) if spec else 'n/a'} | "
+            f"{level.output_tokens_per_s:.1f} | {_acceptance_cells(spec)} | {spec.source if spec else 'n/a'} | "
             f"{_num(level.cost_per_million_output_tokens_usd, '.2f')} |"
         )
+    if any(level.speculation and level.speculation_from_responses for level in run.levels):
+        lines += [
+            "",
+            "Acceptance from both sources (the responses' metrics.speculative_decoding summed, and the change of "
+            "the server's /metrics counters over the level):",
+            "",
+            "| concurrency | from | verify steps | draft tokens | accepted | acceptance rate | acceptance length | per-position acceptance |",
+            "|---:|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for level in run.levels:
+            for spec in (level.speculation_from_responses, level.speculation):
+                if spec is not None:
+                    lines.append(
+                        f"| {level.concurrency} | {spec.source} | {spec.drafts} | {spec.draft_tokens} | "
+                        f"{spec.accepted_tokens} | {_acceptance_cells(spec)} |"
+                    )
     lines += [
         "",
         "### Latency",
@@ -161,14 +175,24 @@ def _definitions() -> list[str]:
         "- output tok/s, req/s: successful requests' output tokens (server-reported usage) and count over the "
         "level's wall time, with `concurrency` requests in flight (closed loop).",
         "- acceptance rate = accepted / draft tokens; acceptance length = 1 + accepted / drafts (tokens per target "
-        "step); per-position = accepted at draft position i / drafts. From the server's /metrics counters, "
-        "change over the level.",
+        "step); per-position = accepted at draft position i / drafts, drafts being verify steps. Token-weighted "
+        "over the level, from `responses` (the successful answers' metrics.speculative_decoding, summed) or from "
+        "`/metrics` (the change of the server's counters over the level; URL targets only, as SageMaker does not "
+        "pass /metrics through InvokeEndpoint). The same arithmetic as the launcher's peagle_kpi line.",
         "- Server-side means: vLLM's own histograms over the level (URL targets). When the client sees TTFT close "
         "to e2e and TPOT near 0, the server delivered the stream in one burst (a CPU-starved API server): "
         "trust these instead.",
         "- $ / 1M output tok = price per hour / (output tok/s x 3600) x 1e6: one instance kept busy at that concurrency.",
         "",
     ]
+
+
+def _acceptance_cells(spec: Speculation | None) -> str:
+    """acceptance rate | acceptance length | per-position acceptance."""
+    if spec is None:
+        return "n/a | n/a | n/a"
+    per_position = ", ".join(f"{p:.2f}" for p in spec.per_position_acceptance) or "n/a"
+    return f"{_num(spec.acceptance_rate, '.3f')} | {_num(spec.mean_acceptance_length, '.2f')} | {per_position}"
 
 
 def _errors(level: LevelResult) -> str:

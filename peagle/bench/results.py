@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "peagle-bench/1"
+# Where acceptance figures come from: the change of the server's /metrics counters over a
+# level (URL targets), or the sum of the responses' per-request metrics.speculative_decoding
+# (any target whose server sends them, SageMaker endpoints included).
+SOURCE_METRICS = "/metrics"
+SOURCE_RESPONSES = "responses"
 
 
 @dataclass(frozen=True)
@@ -27,12 +32,30 @@ class Distribution:
 
 @dataclass(frozen=True)
 class Speculation:
+    """Acceptance over one level; ``drafts`` are verify steps that had drafts."""
+
     acceptance_rate: float | None
     mean_acceptance_length: float | None
     per_position_acceptance: list[float]
     drafts: int
     draft_tokens: int
     accepted_tokens: int
+    source: str = SOURCE_METRICS  # SOURCE_METRICS or SOURCE_RESPONSES (files before it: /metrics)
+
+    @classmethod
+    def from_kpi(
+        cls, kpi: dict[str, Any], *, drafts: int, draft_tokens: int, accepted_tokens: int, source: str
+    ) -> Speculation:
+        """From the acceptance keys of ``peagle_serve.kpi`` (``acceptance_kpis``) and the counts behind them."""
+        return cls(
+            acceptance_rate=kpi["spec_acceptance_rate"],
+            mean_acceptance_length=kpi["spec_mean_acceptance_length"],
+            per_position_acceptance=kpi["spec_acceptance_per_position"] or [],
+            drafts=drafts,
+            draft_tokens=draft_tokens,
+            accepted_tokens=accepted_tokens,
+            source=source,
+        )
 
 
 @dataclass(frozen=True)
@@ -62,13 +85,22 @@ class LevelResult:
     tpot_s: Distribution | None
     itl_s: Distribution | None
     e2e_s: Distribution | None
-    speculation: Speculation | None
+    speculation: Speculation | None  # from the server's /metrics counters (URL targets)
     cost_per_million_output_tokens_usd: float | None
     server_latency: ServerLatency | None = None
+    # From the successful responses' metrics.speculative_decoding, when the server sent it.
+    speculation_from_responses: Speculation | None = None
 
     @property
     def error_rate(self) -> float:
         return self.failed / self.requests if self.requests else 0.0
+
+    @property
+    def acceptance(self) -> Speculation | None:
+        """The level's acceptance as reports and comparisons show it: from the responses when
+        they carried it (exactly this level's requests, and the only source an endpoint has),
+        else from /metrics."""
+        return self.speculation_from_responses or self.speculation
 
 
 @dataclass(frozen=True)
@@ -81,7 +113,7 @@ class RunResult:
     server_version: str | None
     max_model_len: int | None
     speculation: str  # "on", "off" or "unknown"
-    speculative_tokens: float | None  # K as seen in the server's counters
+    speculative_tokens: float | None  # K as measured: draft tokens per verify step (answers or counters)
     price_per_hour_usd: float | None
     price_source: str | None
     notes: list[str]
@@ -139,7 +171,8 @@ def _level_from_dict(raw: dict[str, Any]) -> LevelResult:
     values = _known(LevelResult, raw)
     for name in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
         values[name] = Distribution(**values[name]) if values.get(name) else None
-    values["speculation"] = Speculation(**values["speculation"]) if values.get("speculation") else None
+    for name in ("speculation", "speculation_from_responses"):
+        values[name] = Speculation(**values[name]) if values.get(name) else None
     values["server_latency"] = ServerLatency(**values["server_latency"]) if values.get("server_latency") else None
     return LevelResult(**values)
 

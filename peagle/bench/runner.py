@@ -10,7 +10,13 @@ from typing import Any
 from peagle.bench.load import run_closed_loop, send_one
 from peagle.bench.prompts import PromptCase
 from peagle.bench.results import LevelResult, RunResult
-from peagle.bench.server_probe import ENDPOINT_METRICS_NOTE, ServerInfo, probe_url, scrape_metrics
+from peagle.bench.server_probe import (
+    ENDPOINT_METRICS_NOTE,
+    ENDPOINT_RESPONSES_NOTE,
+    ServerInfo,
+    probe_url,
+    scrape_metrics,
+)
 from peagle.bench.stats import RequestRecord, summarise_level
 from peagle.bench.vllm_counters import server_latency_between, speculation_between
 from peagle.client import GenerationRequest, PeagleClient
@@ -26,10 +32,13 @@ class BenchTarget:
     url: str | None = None
     endpoint: str | None = None
     region: str | None = None
+    target_variant: str | None = None  # InvokeEndpoint TargetVariant: one A/B variant on its own
 
     @property
     def description(self) -> str:
-        return self.url or f"sagemaker:{self.endpoint}"
+        if self.url:
+            return self.url
+        return f"sagemaker:{self.endpoint}" + (f" variant {self.target_variant}" if self.target_variant else "")
 
 
 @dataclass(frozen=True)
@@ -69,10 +78,11 @@ def run_target(
 ) -> RunResult:
     """Warm up, then send ``requests_per_level`` requests at each concurrency level.
 
-    For a URL target the spec-decode counters are scraped before and after each
-    level, so acceptance covers exactly that level's requests (warm-up excluded).
+    Acceptance comes from the answers (their per-request metrics, summed over each
+    level) and, for a URL target, also from the spec-decode counters scraped before
+    and after each level; either covers that level's requests only (warm-up excluded).
     """
-    info = probe_url(target.url) if target.url else ServerInfo(note=ENDPOINT_METRICS_NOTE)
+    info = probe_url(target.url) if target.url else ServerInfo()
     notes = [info.note] if info.note else []
     # Warm-up requests are not measured; a failing one stops the run before a sweep
     # of identical failures (wrong endpoint name, server down, request too long).
@@ -105,13 +115,17 @@ def run_target(
         )
         notes.extend(_first_error_notes(concurrency, records))
 
+    answered_acceptance = any(level.speculation_from_responses for level in levels)
+    if target.endpoint:
+        notes.insert(0, ENDPOINT_RESPONSES_NOTE if answered_acceptance else ENDPOINT_METRICS_NOTE)
     return RunResult(
         label=target.label,
         target=target.description,
         model=info.model,
         server_version=info.server_version,
         max_model_len=info.max_model_len,
-        speculation=info.speculation,
+        # vLLM sends per-request acceptance only when it speculates (contract.py quotes the rule).
+        speculation="on" if answered_acceptance else info.speculation,
         speculative_tokens=_observed_k(levels),
         price_per_hour_usd=settings.price_per_hour_usd,
         price_source=settings.price_source,
@@ -122,8 +136,8 @@ def run_target(
 
 def _observed_k(levels: Sequence[LevelResult]) -> float | None:
     for level in levels:
-        if level.speculation and level.speculation.drafts:
-            return round(level.speculation.draft_tokens / level.speculation.drafts, 2)
+        if level.acceptance and level.acceptance.drafts:
+            return round(level.acceptance.draft_tokens / level.acceptance.drafts, 2)
     return None
 
 

@@ -2,7 +2,8 @@
 
 A local server (``--url``) exposes vLLM's ``/v1/models``, ``/version`` and
 ``/metrics``. A SageMaker endpoint exposes only ``/invocations`` through
-InvokeEndpoint, so for endpoints these stay unknown and the report says why.
+InvokeEndpoint, so for endpoints these stay unknown, acceptance is read from
+the answers alone, and the report says so.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ import httpx
 from peagle.bench.vllm_counters import has_speculation
 from peagle_serve.metrics import MetricsSnapshot
 
+ENDPOINT_RESPONSES_NOTE = (
+    "Acceptance from the responses (their metrics.speculative_decoding, summed per level): a SageMaker "
+    "endpoint's /metrics is not reachable through InvokeEndpoint."
+)
 ENDPOINT_METRICS_NOTE = (
-    "Acceptance not measured: a SageMaker endpoint's /metrics is not reachable through "
-    "InvokeEndpoint. Read it from the container's peagle_kpi log line or CloudWatch "
+    "Acceptance not measured: the responses carried no metrics.speculative_decoding (speculation off, or "
+    "an image whose launcher predates per-request spec-decode metrics), and a SageMaker endpoint's /metrics "
+    "is not reachable through InvokeEndpoint. Read it from the container's peagle_kpi log line or CloudWatch "
     "(EndpointConfig MetricsConfig EnableDetailedObservability)."
 )
 _TIMEOUT = httpx.Timeout(10.0)

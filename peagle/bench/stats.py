@@ -9,7 +9,9 @@ Definitions (docs/client-and-bench.md has the long form):
 - output tokens/s and requests/s: totals over the level's wall time (first send
   to last answer), successful requests only;
 - cost per 1M output tokens: instance price per hour / (output tokens/s x 3600) x 1e6,
-  i.e. one instance kept busy at this concurrency.
+  i.e. one instance kept busy at this concurrency;
+- acceptance: from the successful answers' per-request metrics (response_acceptance.py)
+  and, for URL targets, from the server's /metrics counters (vllm_counters.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from peagle.bench.response_acceptance import speculation_from_responses
 from peagle.bench.results import Distribution, LevelResult, ServerLatency, Speculation
+from peagle.client import SpecDecodeMetrics
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class RequestRecord:
     error_type: str | None = None
     error_message: str | None = None
     attempts: int = 1
+    spec_decode_metrics: SpecDecodeMetrics | None = None  # the answer's acceptance, if it carried it
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -95,4 +100,7 @@ def summarise_level(
         speculation=speculation,
         cost_per_million_output_tokens_usd=cost_per_million_output_tokens(price_per_hour_usd, output_tokens_per_s),
         server_latency=server_latency,
+        speculation_from_responses=speculation_from_responses(
+            [r.spec_decode_metrics for r in succeeded if r.spec_decode_metrics is not None]
+        ),
     )

@@ -17,7 +17,7 @@ on a real endpoint.
 
 from __future__ import annotations
 
-from peagle.bench.results import ServerLatency, Speculation
+from peagle.bench.results import SOURCE_METRICS, ServerLatency, Speculation
 from peagle_serve.contract import VllmMetric
 from peagle_serve.kpi import compute_kpi
 from peagle_serve.metrics import MetricsSnapshot
@@ -36,13 +36,12 @@ def speculation_between(before: MetricsSnapshot, after: MetricsSnapshot) -> Spec
     def delta(name: str) -> int:
         return int(round(after.total(name) - before.total(name)))
 
-    return Speculation(
-        acceptance_rate=kpi["spec_acceptance_rate"],
-        mean_acceptance_length=kpi["spec_mean_acceptance_length"],
-        per_position_acceptance=kpi["spec_acceptance_per_position"] or [],
+    return Speculation.from_kpi(
+        kpi,
         drafts=delta(VllmMetric.SPEC_DRAFTS),
         draft_tokens=delta(VllmMetric.SPEC_DRAFT_TOKENS),
         accepted_tokens=delta(VllmMetric.SPEC_ACCEPTED),
+        source=SOURCE_METRICS,
     )
 
 

@@ -23,7 +23,7 @@ from peagle.client.errors import (
 )
 from peagle.client.request import GenerationRequest, GenerationResult, Timings
 from peagle.client.retry import RetryPolicy
-from peagle.client.stream_chunks import Usage
+from peagle.client.stream_chunks import SpecDecodeMetrics, Usage
 
 __all__ = [
     "ClientConfigurationError",
@@ -38,6 +38,7 @@ __all__ = [
     "ResponseTimeoutError",
     "RetryPolicy",
     "ServiceError",
+    "SpecDecodeMetrics",
     "StreamInterruptedError",
     "ThrottledError",
     "Timings",

@@ -24,6 +24,16 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, required: bool = Tr
     parser.add_argument("--max-attempts", type=int, default=5, help="app-level attempts before giving up (default 5)")
 
 
+def add_target_variant_argument(parser: argparse.ArgumentParser, *, repeatable: bool, help_text: str) -> None:
+    """--target-variant: InvokeEndpoint's TargetVariant, so one A/B variant is measured on its own.
+    "Specify the production variant to send the inference request to when invoking an endpoint that
+    is running two or more variants" (SageMaker API Reference, runtime InvokeEndpoint / InvokeEndpointWithResponseStream)."""
+    if repeatable:
+        parser.add_argument("--target-variant", action="append", default=[], metavar="VARIANT", help=help_text)
+    else:
+        parser.add_argument("--target-variant", metavar="VARIANT", help=help_text)
+
+
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     """--profile and sampling overrides, shared with `peagle bench`."""
     parser.add_argument(
@@ -49,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--prompt", help="completion prompt ('-' reads stdin)")
     what.add_argument("--message", help="one chat user message ('-' reads stdin)")
     what.add_argument("--messages-file", type=Path, help="JSON file with an OpenAI messages list")
+    add_target_variant_argument(
+        parser,
+        repeatable=False,
+        help_text="with --endpoint: send to this production variant (InvokeEndpoint TargetVariant), e.g. the A/B "
+        "test's Baseline; default: SageMaker splits by the variants' weights",
+    )
     add_sampling_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of streaming text")
     parser.set_defaults(handler=run_invoke)
@@ -69,14 +85,14 @@ def build_request(args: argparse.Namespace, *, defaults: dict | None = None, **f
     return GenerationRequest(**fields, **chosen)
 
 
-def build_client(url: str | None, endpoint: str | None, args: argparse.Namespace):
+def build_client(url: str | None, endpoint: str | None, args: argparse.Namespace, *, target_variant: str | None = None):
     from peagle.client.client import PeagleClient
     from peagle.client.retry import RetryPolicy
 
     policy = RetryPolicy(max_attempts=args.max_attempts)
     if url:
         return PeagleClient.for_url(url, retry_policy=policy)
-    return PeagleClient.for_endpoint(endpoint, region=args.region, retry_policy=policy)
+    return PeagleClient.for_endpoint(endpoint, region=args.region, retry_policy=policy, target_variant=target_variant)
 
 
 def _request_content(args: argparse.Namespace) -> dict:
@@ -91,6 +107,13 @@ def _request_content(args: argparse.Namespace) -> dict:
 def run_invoke(args: argparse.Namespace) -> int:
     from peagle.client.errors import ClientConfigurationError, InvalidRequestError, PeagleClientError
 
+    if args.target_variant and args.url:
+        print(
+            "error: --target-variant picks a production variant of an --endpoint (InvokeEndpoint TargetVariant); "
+            "a --url server has none",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_REQUEST
     try:
         request = build_request(args, **_request_content(args))
     except (ValueError, OSError) as error:
@@ -102,7 +125,7 @@ def run_invoke(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     try:
-        with build_client(args.url, args.endpoint, args) as client:
+        with build_client(args.url, args.endpoint, args, target_variant=args.target_variant) as client:
             result = client.generate(request, on_text=None if args.json else print_delta)
     except (InvalidRequestError, ClientConfigurationError) as error:
         print(f"\nerror: {error}", file=sys.stderr)
@@ -130,6 +153,12 @@ def _timing_summary(result) -> str:
     if result.time_per_output_token_s is not None:
         parts.append(f"TPOT {result.time_per_output_token_s * 1000:.1f} ms")
     parts.append(f"e2e {result.timings.e2e_s:.2f} s")
+    spec = result.spec_decode_metrics
+    if spec is not None:
+        parts.append(
+            f"acceptance length {spec.mean_acceptance_length:.2f}, rate {spec.draft_acceptance_rate:.2f} "
+            f"(K={spec.num_spec_tokens})"
+        )
     parts.append(f"finish {result.finish_reason}")
     if result.attempts > 1:
         parts.append(f"{result.attempts} attempts")

@@ -19,7 +19,7 @@ from peagle.client.errors import ModelServerError, PeagleClientError, StreamInte
 from peagle.client.request import GenerationRequest, GenerationResult, Timings
 from peagle.client.retry import RetryPolicy
 from peagle.client.sse import DONE_SENTINEL, SSEDecoder
-from peagle.client.stream_chunks import Usage, parse_stream_chunk
+from peagle.client.stream_chunks import SpecDecodeMetrics, Usage, parse_stream_chunk
 
 
 class Transport(Protocol):
@@ -137,6 +137,7 @@ class _StreamAccumulator:
         self._chunk_times: list[float] = []
         self._finish_reason: str | None = None
         self._usage: Usage | None = None
+        self._spec_decode_metrics: SpecDecodeMetrics | None = None
         self._done = False
         self._ended_at = started
 
@@ -173,6 +174,7 @@ class _StreamAccumulator:
                     self._on_text(chunk.text)
             self._finish_reason = chunk.finish_reason or self._finish_reason
             self._usage = chunk.usage or self._usage
+            self._spec_decode_metrics = chunk.spec_decode_metrics or self._spec_decode_metrics
 
     def result(self, request_id: str, attempts: int) -> GenerationResult:
         chunk_times = tuple(self._chunk_times)
@@ -189,4 +191,5 @@ class _StreamAccumulator:
             timings=timings,
             request_id=request_id,
             attempts=attempts,
+            spec_decode_metrics=self._spec_decode_metrics,
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from peagle.client.stream_chunks import Usage
+from peagle.client.stream_chunks import SpecDecodeMetrics, Usage
 
 _DEFAULT_MAX_TOKENS = 256
 
@@ -107,6 +107,9 @@ class GenerationResult:
     timings: Timings
     request_id: str
     attempts: int = 1
+    # The server's acceptance for this request (``metrics.speculative_decoding`` of the final
+    # usage chunk); None when the server sent none (speculation off, an older image).
+    spec_decode_metrics: SpecDecodeMetrics | None = None
 
     @property
     def time_per_output_token_s(self) -> float | None:

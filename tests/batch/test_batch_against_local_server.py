@@ -1,8 +1,9 @@
 """The batch record protocol for real: `peagle batch --url` against the shared P-EAGLE server.
 
 A handful of records with small max_tokens (the CPU is shared): completion and chat
-records succeed, a record the model rejects (max_tokens past max_model_len) gets an
-error record with vLLM's 400, and the output keeps input order, one line per record.
+records succeed, each answer with its acceptance (metrics.speculative_decoding), a record
+the model rejects (max_tokens past max_model_len) gets an error record with vLLM's 400,
+and the output keeps input order, one line per record.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ def test_each_line_is_one_invocation_joined_in_order_and_a_rejected_line_gets_an
     assert chat["SageMakerOutput"]["object"] == "chat.completion"
     assert chat["SageMakerOutput"]["usage"]["completion_tokens"] == 5
     assert last["SageMakerOutput"]["usage"]["completion_tokens"] == 7
+    # Each answer keeps its own acceptance (the launcher turns on vLLM's per-request spec-decode metrics).
+    for answered in (completion, chat, last):
+        spec = answered["SageMakerOutput"]["metrics"]["speculative_decoding"]
+        assert spec["num_spec_tokens"] == 4 and spec["num_spec_steps"] == sum(spec["acceptance_histogram"]) > 0
 
     assert "SageMakerOutput" not in rejected
     assert rejected["error"]["status"] == 400 and "max_model_len" in rejected["error"]["message"]

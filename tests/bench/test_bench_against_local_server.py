@@ -61,6 +61,25 @@ def test_bench_writes_report_results_and_plots(first_run):
         assert heading in report
 
 
+def test_acceptance_from_the_answers_agrees_with_the_servers_counters(first_run):
+    """The same levels measured twice: summed from the answers' metrics.speculative_decoding, and
+    from the change of /metrics over the level. Same verify steps, so the same numbers."""
+    _, out = first_run
+    results = json.loads((out / "results.json").read_text())
+    for level in results["runs"][0]["levels"]:
+        from_answers, from_counters = level["speculation_from_responses"], level["speculation"]
+        assert (from_answers["source"], from_counters["source"]) == ("responses", "/metrics")
+        counts = ("drafts", "draft_tokens", "accepted_tokens")
+        assert [from_answers[name] for name in counts] == [from_counters[name] for name in counts]
+        assert from_answers["drafts"] > 0
+        for name in ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance"):
+            assert from_answers[name] == pytest.approx(from_counters[name], abs=1e-6), name
+
+    report = (out / "report.md").read_text()
+    assert "Acceptance from both sources" in report
+    assert "| responses |" in report and "| /metrics |" in report
+
+
 def test_compare_to_a_better_baseline_exits_3_and_reports_side_by_side(first_run, local_server, tmp_path):
     _, first = first_run
     # A baseline that was 100x faster: the new run must be flagged, whatever the CPU's noise.

@@ -16,8 +16,11 @@ from peagle.client import PeagleClient, RetryPolicy
 from peagle.client.sagemaker_transport import SageMakerTransport, make_runtime_client
 
 
-def vllm_sse_stream(pieces: list[str], *, completion_tokens: int | None = None, chat: bool = False) -> bytes:
-    """The bytes vLLM streams for a generation whose text deltas are ``pieces``."""
+def vllm_sse_stream(
+    pieces: list[str], *, completion_tokens: int | None = None, chat: bool = False, spec_decode: dict | None = None
+) -> bytes:
+    """The bytes vLLM streams for a generation whose text deltas are ``pieces``; ``spec_decode`` goes
+    where vLLM 0.32 puts per-request acceptance, ``metrics.speculative_decoding`` of the usage chunk."""
     events = []
     for index, piece in enumerate(pieces):
         last = index == len(pieces) - 1
@@ -27,16 +30,45 @@ def vllm_sse_stream(pieces: list[str], *, completion_tokens: int | None = None, 
         else:
             choice["text"] = piece
         events.append({"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": None})
-    events.append(
-        {
-            "id": "cmpl-1",
-            "choices": [],
-            "usage": {"prompt_tokens": 3, "completion_tokens": completion_tokens or len(pieces), "total_tokens": 0},
-        }
-    )
+    usage_chunk = {
+        "id": "cmpl-1",
+        "choices": [],
+        "usage": {"prompt_tokens": 3, "completion_tokens": completion_tokens or len(pieces), "total_tokens": 0},
+    }
+    if spec_decode is not None:
+        usage_chunk["metrics"] = {"speculative_decoding": spec_decode}
+    events.append(usage_chunk)
     lines = [f"data: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events]
     lines.append("data: [DONE]\n\n")
     return "".join(lines).encode("utf-8")
+
+
+# One streamed answer exactly as vLLM 0.32.0 (CPU build) sent it through the launcher with
+# speculation on: `peagle local`, the tiny pair, K=4; POST /invocations {"prompt": "Hello, world",
+# "max_tokens": 12, "temperature": 0, "ignore_eos": true, "stream": true, "stream_options":
+# {"include_usage": true}}. Acceptance rides on the last chunk before [DONE], the usage chunk.
+RECORDED_VLLM_STREAM = (
+    'data: {"id":"cmpl-8a03091013371f51","object":"text_completion","created":1796081251,"model":"tiny-pair","choices":[{"index":0,"text":"¢","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}\n\n'
+    'data: {"id":"cmpl-8a03091013371f51","object":"text_completion","created":1796081251,"model":"tiny-pair","choices":[{"index":0,"text":"К¸vÌN","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}\n\n'
+    'data: {"id":"cmpl-8a03091013371f51","object":"text_completion","created":1796081251,"model":"tiny-pair","choices":[{"index":0,"text":"eзеØл","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}\n\n'
+    'data: {"id":"cmpl-8a03091013371f51","object":"text_completion","created":1796081251,"model":"tiny-pair","choices":[{"index":0,"text":"4","logprobs":null,"finish_reason":"length","stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}\n\n'
+    'data: {"id":"cmpl-8a03091013371f51","object":"text_completion","created":1796081251,"model":"tiny-pair","choices":[],"usage":{"prompt_tokens":12,"total_tokens":24,"completion_tokens":12},"system_fingerprint":"vllm-0.32.0-4e0ddd8e","metrics":{"speculative_decoding":{"mean_acceptance_length":5.0,"draft_acceptance_rate":1.0,"acceptance_histogram":[0,0,0,0,3],"num_spec_steps":3,"num_accepted_draft_tokens":12,"num_draft_tokens":12,"num_spec_tokens":4}}}\n\n'
+    "data: [DONE]\n\n"
+).encode()
+RECORDED_SPEC_DECODE = json.loads(RECORDED_VLLM_STREAM.split(b"\n\n")[-3][len(b"data: ") :])["metrics"][
+    "speculative_decoding"
+]
+
+
+def recorded_vllm_stream(*, with_metrics: bool = True) -> bytes:
+    """RECORDED_VLLM_STREAM, or the same answer from a server that sends no per-request metrics."""
+    if with_metrics:
+        return RECORDED_VLLM_STREAM
+    events = RECORDED_VLLM_STREAM.decode("utf-8").split("\n\n")
+    usage_chunk = json.loads(events[-3][len("data: ") :])
+    del usage_chunk["metrics"]
+    events[-3] = "data: " + json.dumps(usage_chunk, ensure_ascii=False)
+    return "\n\n".join(events).encode("utf-8")
 
 
 def split_at(data: bytes, *positions: int) -> list[bytes]:
@@ -108,10 +140,13 @@ class StubbedEndpoint:
                 raw, self._body_shape, EventStreamJSONParser(), "InvokeEndpointWithResponseStream"
             )
 
-    def add_stream(self, wire_chunks: list[bytes]) -> None:
+    def add_stream(self, wire_chunks: list[bytes], *, expected_params: dict | None = None) -> None:
+        """Queue one answer; with ``expected_params`` the Stubber also checks the call's parameters."""
         self._bodies.append(wire_chunks)
         self.stubber.add_response(
-            "invoke_endpoint_with_response_stream", {"Body": {}, "ContentType": "text/event-stream"}
+            "invoke_endpoint_with_response_stream",
+            {"Body": {}, "ContentType": "text/event-stream"},
+            expected_params=expected_params,
         )
 
     def add_error(self, code: str, http_status: int, message: str = "stubbed", **modeled_fields) -> None:

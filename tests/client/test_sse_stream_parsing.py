@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
-from sagemaker_wire import vllm_sse_stream
+from sagemaker_wire import RECORDED_SPEC_DECODE, recorded_vllm_stream, vllm_sse_stream
 
 from peagle.client.sse import DONE_SENTINEL, SSEDecoder
-from peagle.client.stream_chunks import parse_stream_chunk
+from peagle.client.stream_chunks import SpecDecodeMetrics, parse_stream_chunk
 
 TEXT_PIECES = ["Grüße", " aus", " 日本", " 🚀!"]
 
@@ -70,3 +71,33 @@ def test_mid_stream_error_chunks_are_recognised(data):
 
 def test_garbage_is_an_error_not_a_crash():
     assert "unparseable" in parse_stream_chunk("{not json").error
+
+
+def test_the_usage_chunk_carries_the_answers_acceptance():
+    events = decode_all([recorded_vllm_stream()])
+    chunks = [parse_stream_chunk(event) for event in events if event != DONE_SENTINEL]
+
+    assert [chunk.spec_decode_metrics is not None for chunk in chunks] == [False] * (len(chunks) - 1) + [True]
+    spec = chunks[-1].spec_decode_metrics
+    assert spec == SpecDecodeMetrics(
+        mean_acceptance_length=RECORDED_SPEC_DECODE["mean_acceptance_length"],
+        draft_acceptance_rate=RECORDED_SPEC_DECODE["draft_acceptance_rate"],
+        acceptance_histogram=tuple(RECORDED_SPEC_DECODE["acceptance_histogram"]),
+        num_spec_steps=RECORDED_SPEC_DECODE["num_spec_steps"],
+        num_accepted_draft_tokens=RECORDED_SPEC_DECODE["num_accepted_draft_tokens"],
+        num_draft_tokens=RECORDED_SPEC_DECODE["num_draft_tokens"],
+        num_spec_tokens=RECORDED_SPEC_DECODE["num_spec_tokens"],
+    )
+    # Steps that accepted draft position i: those that accepted more than i drafts.
+    assert SpecDecodeMetrics(1 + 11 / 6, 11 / 24, (1, 2, 0, 3, 0), 6, 11, 24, 4).accepted_per_position == [5, 3, 3, 0]
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [{}, {"speculative_decoding": None}, {"speculative_decoding": {"mean_acceptance_length": 2.0}}, "x"],
+    ids=["no-speculation", "null", "another-shape", "not-an-object"],
+)
+def test_an_answer_without_usable_acceptance_has_none_and_still_parses(metrics):
+    chunk = parse_stream_chunk(json.dumps({"choices": [], "usage": {"prompt_tokens": 1}, "metrics": metrics}))
+
+    assert chunk.spec_decode_metrics is None and chunk.error is None and chunk.usage.prompt_tokens == 1

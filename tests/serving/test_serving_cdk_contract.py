@@ -26,7 +26,9 @@ def _as_mounted_on(env: dict[str, str], root) -> dict[str, str]:
     return {**local, "PEAGLE_MODEL_ROOT": str(root)}
 
 
-@pytest.mark.parametrize("deployment", ["default.yaml", "ab-test.yaml", "async-summarization.yaml", "private-vpc.yaml"])
+@pytest.mark.parametrize(
+    "deployment", ["default.yaml", "ab-test.yaml", "async-summarization.yaml", "private-vpc.yaml", "dynamic-k.yaml"]
+)
 def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_pair, deployment):
     config = load_deployment_config(REPO_ROOT / "deployments" / deployment)
     plans = [(plan_deployment(config), DEFAULT_VARIANT_NAME)]
@@ -49,12 +51,21 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
         assert generation == {"temperature": plan.profile.sampling.temperature, "top_p": plan.profile.sampling.top_p}
         if plan.speculation_enabled:
             speculative = json.loads(argv[argv.index("--speculative-config") + 1])
+            assert set(speculative) <= _vllm_speculative_config_fields()  # vLLM's parser only json.loads it
+            schedule = speculative.pop("num_speculative_tokens_per_batch_size", None)
             assert speculative == {
                 "method": "eagle3",
                 "model": str(tiny_pair.drafter_dir),
                 "num_speculative_tokens": plan.speculative_tokens,
                 "parallel_drafting": True,
             }
+            assert schedule == ([list(band) for band in plan.speculative_schedule] or None)
+            if schedule:
+                # vLLM's own expansion of the schedule (what its scheduler looks K up in, and where it
+                # refuses a bad one at engine start) gives each batch size the K of its band.
+                lookup = _vllm_schedule_lookup(schedule, plan.max_num_seqs, plan.speculative_tokens)
+                expected = [0] + [k for low, high, k in plan.speculative_schedule for _ in range(low, high + 1)]
+                assert lookup == expected[: plan.max_num_seqs + 1]
         else:
             assert "--speculative-config" not in argv
         if plan.pair.vllm_flags.get("enable-prefix-caching") is False:
@@ -65,6 +76,26 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
         assert parsed.model_tag == str(tiny_pair.target_dir)
         assert parsed.max_model_len == plan.max_model_len
         assert parsed.tensor_parallel_size == plan.tensor_parallel_size
+        # Acceptance in every answer exactly when speculation is on: vLLM refuses the option without it.
+        assert parsed.per_request_spec_decode_metrics == ("summary" if plan.speculation_enabled else "none")
+
+
+def _vllm_speculative_config_fields() -> set[str]:
+    """The keys vLLM 0.32's SpeculativeConfig (a pydantic dataclass) takes."""
+    import dataclasses
+
+    from vllm.config import SpeculativeConfig
+
+    return {field.name for field in dataclasses.fields(SpeculativeConfig)}
+
+
+def _vllm_schedule_lookup(schedule, max_num_seqs: int, num_speculative_tokens: int) -> list[int]:
+    """vLLM 0.32's batch size -> K table for a schedule (vllm/v1/core/sched/scheduler.py builds it at start)."""
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    return build_dynamic_sd_schedule_lookup(
+        schedule, vllm_max_batch_size=max_num_seqs, vllm_num_speculative_tokens=num_speculative_tokens
+    )
 
 
 def _vllm_parser():

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from peagle_serve import vllm_args
+from peagle_serve.contract import PER_REQUEST_SPEC_DECODE_METRICS_OPTION
 from peagle_serve.errors import ConfigError
 from peagle_serve.kpi import compute_kpi
 from peagle_serve.launch_plan import READINESS_MIDDLEWARE, build_launch_plan
@@ -264,6 +265,20 @@ def test_plan_without_speculative_config_runs_without_speculation(tiny_pair):
     env = {"SM_VLLM_MODEL": str(tiny_pair.target_dir)}
     plan = build_launch_plan(load_settings(env), env, [])
     assert plan.speculation is None and "--speculative-config" not in plan.argv
+    # vLLM refuses per-request spec-decode metrics without speculation ("requires speculative decoding").
+    assert PER_REQUEST_SPEC_DECODE_METRICS_OPTION not in plan.argv
+
+
+def test_speculation_turns_on_acceptance_in_every_response_unless_the_operator_chose(tiny_pair):
+    env = _pair_env(tiny_pair)
+    argv = build_launch_plan(load_settings(env), env, []).argv
+    assert argv.count(PER_REQUEST_SPEC_DECODE_METRICS_OPTION) == 1
+    assert argv[argv.index(PER_REQUEST_SPEC_DECODE_METRICS_OPTION) + 1] == "summary"
+
+    chosen = _pair_env(tiny_pair, SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS="detailed")
+    argv = build_launch_plan(load_settings(chosen), chosen, []).argv
+    assert argv.count(PER_REQUEST_SPEC_DECODE_METRICS_OPTION) == 1
+    assert argv[argv.index(PER_REQUEST_SPEC_DECODE_METRICS_OPTION) + 1] == "detailed"
 
 
 def test_launcher_owned_and_metric_blinding_options_are_rejected(tiny_pair):
