@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
-LOCAL_PAIR_ID = "tiny-pair"
+from peagle.local.tiny_pair import DEFAULT_PAIR, PAIRS
+
 DEFAULT_MAX_MODEL_LEN = 1024
+LOCAL_MAX_NUM_SEQS = 16
 
 
-def default_models_dir() -> Path:
-    """``local-models/tiny-pair`` in the repo checkout (git-ignored), else a user cache dir."""
+def default_models_dir(pair_name: str = DEFAULT_PAIR.name) -> Path:
+    """``local-models/<pair>-pair`` in the repo checkout (git-ignored), else a user cache dir."""
+    directory = PAIRS[pair_name].served_model_name
     repo_root = Path(__file__).resolve().parents[2]
     if (repo_root / "pyproject.toml").is_file():
-        return repo_root / "local-models" / LOCAL_PAIR_ID
+        return repo_root / "local-models" / directory
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "peagle" / LOCAL_PAIR_ID
+    return cache / "peagle" / directory
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Extra vLLM options go after `--`."
         ),
     )
-    parser.add_argument(
+    speculation = parser.add_mutually_exclusive_group()
+    speculation.add_argument(
         "--speculative-tokens",
         "-k",
         type=_non_negative_int,
@@ -44,16 +49,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="draft tokens per step (default 4; 0 turns speculation off)",
     )
+    speculation.add_argument(
+        "--speculative-schedule",
+        type=_schedule,
+        default=None,
+        metavar="LO-HI:K,...",
+        help="K by batch size instead of one K, e.g. 1-2:4,3-16:0 (vLLM's num_speculative_tokens_per_batch_size; "
+        f"the bands must cover 1-{LOCAL_MAX_NUM_SEQS}, the local max_num_seqs, and draft at batch size 1)",
+    )
+    parser.add_argument(
+        "--pair",
+        choices=sorted(PAIRS),
+        default=DEFAULT_PAIR.name,
+        help=f"which constructed pair to serve (default {DEFAULT_PAIR.name}): "
+        + "; ".join(f"{name}: {spec.summary}" for name, spec in sorted(PAIRS.items())),
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080, as on SageMaker)")
     parser.add_argument(
         "--models-dir",
         type=Path,
         default=None,
-        help=f"where the tiny pair is built and kept (default {default_models_dir()})",
+        help=f"where the pair is built and kept (default {default_models_dir().parent}/<pair>-pair)",
     )
-    parser.add_argument("--rebuild", action="store_true", help="rebuild the tiny pair even if present")
-    parser.add_argument("--build-only", action="store_true", help="build the tiny pair, print its directories and exit")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the pair even if present")
+    parser.add_argument("--build-only", action="store_true", help="build the pair, print its directories and exit")
     parser.add_argument(
         "--max-model-len",
         type=int,
@@ -79,6 +99,19 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _schedule(text: str) -> list[tuple[int, int, int]]:
+    """``1-2:4,3-16:0`` -> ``[(1, 2, 4), (3, 16, 0)]``; the launcher checks the bands themselves."""
+    bands = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)-(\d+):(\d+)\s*", part)
+        if not match:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a band LO-HI:K (e.g. 1-2:4,3-16:0)")
+        bands.append((int(match[1]), int(match[2]), int(match[3])))
+    if not any(k for _, _, k in bands):
+        raise argparse.ArgumentTypeError("every band has K=0; use --speculative-tokens 0 to turn speculation off")
+    return bands
+
+
 def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> dict[str, str]:
     """The container environment for the tiny pair, as the CDK model would set it."""
     import json
@@ -90,9 +123,9 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
         contract.encode_vllm_flags(
             {
                 "model": str(pair.target_dir),
-                "served-model-name": LOCAL_PAIR_ID,
+                "served-model-name": pair.served_model_name,
                 "max-model-len": args.max_model_len,
-                "max-num-seqs": 16,
+                "max-num-seqs": LOCAL_MAX_NUM_SEQS,
                 # CPU: float32 kernels, no graph capture; the KV cache is sized from one
                 # NUMA node's host memory, of which the tiny pair needs very little.
                 "dtype": "float32",
@@ -103,7 +136,7 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     )
     env.update(
         {
-            contract.ENV_MODEL_PAIR: LOCAL_PAIR_ID,
+            contract.ENV_MODEL_PAIR: pair.served_model_name,
             contract.ENV_DRAFTER_TRAINED_K: str(pair.trained_speculative_tokens),
             contract.ENV_MODEL_ROOT: str(pair.root),
             contract.ENV_HOST: args.host,
@@ -112,7 +145,9 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     )
     if args.kpi_interval_seconds is not None:
         env[contract.ENV_KPI_INTERVAL_SECONDS] = str(args.kpi_interval_seconds)
-    speculative = contract.speculative_config(str(pair.drafter_dir), args.speculative_tokens)
+    schedule = args.speculative_schedule
+    k = max(band[2] for band in schedule) if schedule else args.speculative_tokens
+    speculative = contract.speculative_config(str(pair.drafter_dir), k, schedule)
     speculative_name = contract.sm_vllm_name("speculative-config")
     if speculative is not None:
         env[speculative_name] = json.dumps(speculative)
@@ -122,6 +157,14 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
 
 
 def run_local(args: argparse.Namespace) -> int:
+    from peagle.cli_errors import run_reporting_errors
+    from peagle.local.tiny_pair import PairDirectoryInUse
+    from peagle_serve.errors import EXIT_CONFIG_ERROR
+
+    return run_reporting_errors(_run_local, args, [(PairDirectoryInUse, EXIT_CONFIG_ERROR)])
+
+
+def _run_local(args: argparse.Namespace) -> int:
     import importlib.util
 
     # The engine runs in a child process: check here, before building anything, that it can import.
@@ -130,8 +173,9 @@ def run_local(args: argparse.Namespace) -> int:
             raise ModuleNotFoundError(f"No module named {package!r}", name=package)
     from peagle.local.tiny_pair import build_tiny_pair, ensure_tiny_pair
 
-    models_dir = (args.models_dir or default_models_dir()).resolve()
-    pair = build_tiny_pair(models_dir) if args.rebuild else ensure_tiny_pair(models_dir)
+    spec = PAIRS[args.pair]
+    models_dir = (args.models_dir or default_models_dir(spec.name)).resolve()
+    pair = build_tiny_pair(models_dir, spec) if args.rebuild else ensure_tiny_pair(models_dir, spec)
     if args.build_only:
         print(f"target:  {pair.target_dir}\ndrafter: {pair.drafter_dir}")
         return 0

@@ -1,25 +1,81 @@
-"""Build the tiny target + P-EAGLE drafter pair that local mode and the tests serve.
+"""Build the constructed target + P-EAGLE drafter pairs that local mode and the tests serve.
 
-A drafter with random weights is accepted ~never, which would make acceptance
-metrics and the lossless test meaningless. So the pair is *constructed* rather than
-trained (measured on vLLM 0.32.0 CPU: every position-0 draft accepted, mean acceptance
-length 2.0 at K=4; tests/serving/test_serving_speculation.py checks the acceptance on every run):
+A drafter with random weights is accepted ~never, which would make acceptance metrics,
+the lossless test and any speed-up meaningless. So the pairs are *constructed*, not
+trained: the target follows a fixed rule, and the drafter's one layer is wired to
+apply that rule K steps ahead, at every parallel-drafting position. Three pairs
+(``PAIRS``, ``peagle local --pair NAME``):
 
-- vocab = hidden = 256 and one-hot token embeddings (x4);
-- every target layer's ``o_proj`` and ``down_proj`` are zero, so the residual stream
-  stays the current token's one-hot vector and the final RMSNorm scales it to 16;
-- the target ``lm_head`` is a "successor" matrix S (x10) with S[f(i), i] = 1, so the
-  target's greedy next token is f(current token), a fixed function;
-- the drafter's ``fc`` copies the deepest auxiliary hidden state (still the current
-  token's one-hot), its own ``o_proj``/``down_proj`` are zero, and its ``lm_head``
-  is S @ S, i.e. f(f(current)): exactly the token after the target's next one. So
-  draft position 0 is always accepted; positions 1..K-1 (fed the mask token and
-  the zero ``mask_hidden``) are mostly rejected. Mean acceptance length ~2 at K=4.
+- ``tiny``: the fast test pair (4 layers, hidden 256, ~21 MB, ready as fast as the
+  earlier position-0-only pair). Drafts are accepted at every position, from the first
+  step: mean acceptance length K+1 for any K <= 8.
+- ``demo``: the same drafter on a heavy target (12 layers, hidden 1024, ~0.6 GB)
+  whose cost dwarfs the drafter's, so speculation visibly pays on a CPU (vLLM 0.32.0
+  CPU, 2 cores, K=4, 128 tokens: mean acceptance length 5.00, ~3x output tokens/s at
+  concurrency 1 over HTTP).
+- ``partial``: the demo target, except that it leaves its rule at 15 % of the tokens
+  it meets, so drafts are accepted at a realistic rate that falls with the draft
+  position, as a trained drafter's does: at K=4, 0.67 on average (0.59-0.76 for one
+  128-token request, by where it starts on the target's loop), per position about
+  0.90 / 0.70 / 0.58 / 0.49; 0.89 at K=1, 0.52 at K=8.
 
-f maps every token to a printable character and never to a special token (EOS
-included), so generations run to ``max_tokens`` and are fully deterministic. The
-other weights (q/k/v, gate/up) are seeded random: they run, but cannot change the
-result, which keeps the engine's real kernels in the path.
+The target (a ``LlamaForCausalLM``). Vocabulary 256 = 8 specials + 248 characters.
+
+- ``embed_tokens`` is 4 x one-hot on dims 0..255: the residual stream starts as the
+  current token's one-hot vector.
+- every layer's ``o_proj`` and ``down_proj`` are zero, so attention and MLP add nothing
+  to the residual stream; their other weights (q/k/v, gate/up) are seeded random, so
+  the engine's real kernels run and cost what a model of that shape costs.
+- the final RMSNorm scales the one-hot to sqrt(hidden), and ``lm_head`` is 10 x a
+  0/1 matrix with a single 1 per column, at [rule(t), t]: the greedy next token is
+  rule(current token). ``rule`` is P for ``tiny`` and ``demo``: one seeded cycle through
+  all 248 characters (specials map onto characters), so generations never emit EOS or
+  a chat marker, run to ``max_tokens`` and are deterministic. For ``partial`` it is T:
+  P, except at a seeded set S of tokens where the target skips a step, T(t) = P(P(t)).
+
+The drafter (an ``Eagle3LlamaForCausalLM``, one layer, hidden 256). How vLLM 0.32 feeds
+it with parallel drafting (vllm/v1/spec_decode/llm_base_proposer.py, ``set_inputs_first_pass``;
+vllm/v1/spec_decode/utils.py, ``copy_and_expand_eagle_inputs_kernel``): the slot at
+position p gets token x[p+1] (input ids shifted by one, "bonus" token last), RoPE
+position p and the target's hidden state at p; the K-1 parallel-drafting slots follow
+at consecutive positions with the ``ptd_token_id`` token and ``mask_hidden`` in place
+of the target's hidden state; the slot at p predicts x[p+2]. Draft j (0-based) therefore
+sits j positions after the last real slot, whose token is the bonus token b (the
+target's latest), and must predict P^(j+1)(b).
+In the layer (vllm/model_executor/models/llama_eagle3.py, ``LlamaDecoderLayer.forward``):
+the residual is ``fc(aux hidden states)``, and q/k/v read concat(input_layernorm(embed),
+hidden_norm(fc output)).
+
+- ``fc`` = 0 and ``mask_hidden`` = 0: the target's hidden states are ignored, the
+  residual starts at zero, and every slot sees only its token's embedding (4 x one-hot,
+  normalized to 16 x one-hot, exactly like the target's).
+- attention picks a token a fixed distance back, by RoPE phase alone. There are
+  ``DRAFT_OFFSETS`` = 8 offsets h = 0..7, each read by 4 query heads (32 heads,
+  head_dim 64, 4 KV heads: KV head g carries dims 64g..64g+63 of the one-hot). k is the
+  same vector for every token: on the first 16 NeoX rotary pairs (i, i+32), k_i = a;
+  query heads of offset h have q_i = a cos(h theta_i), q_(i+32) = -a sin(h theta_i),
+  theta_i = rope_theta^(-i/32). After RoPE (neox style, which vLLM's Llama uses:
+  vllm/model_executor/layers/rotary_embedding/common.py; scale head_dim^-0.5) the
+  logit for a key delta positions back is sum_i (a^2/8) cos(theta_i (delta - h)), with
+  a^2/8 = 30: 480 at delta = h, at least ~32 nats lower at
+  any other delta up to 4096 (checked by tests/serving/test_serving_pair_construction.py),
+  so each head attends exactly h positions back.
+- ``v_proj`` = I/16 on the embedding half (v = the token's one-hot), except the mask
+  token's column, which is zero: a head that lands on a parallel-drafting slot adds
+  nothing.
+- ``o_proj`` maps what the 4 heads of offset h carry (the one-hot of token t) to
+  w_h x one-hot(P^(h+1)(t)), w_h = 2^(7-h). For draft j, heads h < j land on mask slots
+  (zero), head j lands on the bonus token and votes P^(j+1)(b), and heads h > j land on
+  earlier tokens; w_j outweighs all of those together, so draft j is P^(j+1)(b) from the
+  very first step, whatever the prompt. (One offset c >= K-1 for every slot, with
+  P^(c+1) in the head, also works, but is wrong for the first c-1 steps of every
+  request, while that offset still points into the prompt.) ``down_proj`` = 0.
+- the final norm and ``lm_head`` = 10 x I turn that vote into the draft token.
+
+So with rule P the drafter is exact at every position up to K = 8 (the "trained" K);
+with T, draft j is right exactly when the target keeps to P for the j+1 steps after b
+(none of b and the j tokens after it is in S), like a trained drafter whose errors
+compound with the position.
 
 Everything is written with torch + safetensors + tokenizers/transformers; nothing
 touches the Hugging Face hub.
@@ -28,28 +84,37 @@ touches the Hugging Face hub.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 # Bump when the construction changes: a stale pair on disk is then rebuilt.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 MANIFEST_NAME = "tiny-pair.json"
 
 VOCAB_SIZE = 256
-HIDDEN_SIZE = 256
-NUM_TARGET_LAYERS = 4
-NUM_HEADS = 4  # head_dim 64: a size every CPU attention backend supports
-INTERMEDIATE_SIZE = 512
+HEAD_DIM = 64  # a size every CPU attention backend supports
 MAX_POSITION_EMBEDDINGS = 2048
+ROPE_THETA = 10000.0
 EMBEDDING_SCALE = 4.0
 LM_HEAD_SCALE = 10.0
-# Aux hidden states the drafter reads (vLLM numbering: output of layer i-1).
-# vLLM's default for eagle3, (2, L//2, L-3), collides for a 4-layer target.
-AUX_LAYER_IDS = (1, 2, 3)
 SEED = 20260310
-# The most K the tiny drafter is declared "trained" for (PEAGLE_DRAFTER_TRAINED_K).
-TRAINED_SPECULATIVE_TOKENS = 8
+
+# The drafter: one layer, hidden = vocabulary (its residual stream is a one-hot vector).
+DRAFTER_HIDDEN_SIZE = VOCAB_SIZE
+DRAFTER_INTERMEDIATE_SIZE = 512
+# Offsets the drafter's attention can read back: draft positions it predicts exactly.
+DRAFT_OFFSETS = 8
+# The most K the drafter is declared "trained" for (PEAGLE_DRAFTER_TRAINED_K).
+TRAINED_SPECULATIVE_TOKENS = DRAFT_OFFSETS
+# KV heads: each carries HEAD_DIM dims of the one-hot value, so together they hold it all.
+DRAFTER_KV_HEADS = VOCAB_SIZE // HEAD_DIM
+DRAFTER_HEADS = DRAFTER_KV_HEADS * DRAFT_OFFSETS
+# Rotary pairs used for the position trick (the fastest-turning ones, theta_i >= 0.013).
+ROTARY_PAIRS_USED = 16
+# a^2 * head_dim^-0.5 per rotary pair: the attention logit is 30 x sum of cosines.
+ATTENTION_LOGIT_PER_PAIR = 30.0
 
 SPECIAL_TOKENS = (
     "<pad>",
@@ -63,6 +128,7 @@ SPECIAL_TOKENS = (
 )
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 MASK_TOKEN_ID = SPECIAL_TOKENS.index("<|mask|>")
+CHARACTER_IDS = range(len(SPECIAL_TOKENS), VOCAB_SIZE)
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -73,10 +139,66 @@ CHAT_TEMPLATE = (
 
 
 @dataclass(frozen=True)
+class TargetShape:
+    """The target's Llama dimensions (its weights are constructed the same way at any size)."""
+
+    hidden_size: int
+    num_layers: int
+    intermediate_size: int
+    num_heads: int
+    num_kv_heads: int
+    # Aux hidden states the drafter reads (vLLM numbering: output of layer i-1); fc
+    # ignores them, but vLLM needs valid, distinct ids. Its default for eagle3,
+    # (2, L//2, L-3), collides for a 4-layer target.
+    aux_layer_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """One constructed pair: ``peagle local --pair NAME``."""
+
+    name: str
+    summary: str
+    target: TargetShape
+    # Share of the tokens on the target's path where it leaves rule P (0: never).
+    off_rule_share: float = 0.0
+
+    @property
+    def served_model_name(self) -> str:
+        return f"{self.name}-pair"
+
+
+TINY_TARGET = TargetShape(
+    hidden_size=256, num_layers=4, intermediate_size=512, num_heads=4, num_kv_heads=4, aux_layer_ids=(1, 2, 3)
+)
+# Heavy enough that a target step costs far more than the drafter's: without speculation
+# ~11 output tok/s at concurrency 1 (vLLM 0.32.0 CPU, 2 cores, 128 tokens).
+DEMO_TARGET = TargetShape(
+    hidden_size=1024, num_layers=12, intermediate_size=3072, num_heads=16, num_kv_heads=4, aux_layer_ids=(1, 6, 11)
+)
+
+PAIRS = {
+    spec.name: spec
+    for spec in (
+        PairSpec("tiny", "fast test pair; drafts accepted at every position", TINY_TARGET),
+        PairSpec("demo", "heavy target; drafts accepted at every position, speculation pays", DEMO_TARGET),
+        PairSpec(
+            "partial",
+            "heavy target that leaves its rule at 15 percent of its tokens; acceptance ~0.67 at K=4",
+            DEMO_TARGET,
+            off_rule_share=0.15,
+        ),
+    )
+}
+DEFAULT_PAIR = PAIRS["tiny"]
+
+
+@dataclass(frozen=True)
 class TinyPair:
-    """Where a built pair lives."""
+    """Where a built pair lives, and which one it is."""
 
     root: Path
+    spec: PairSpec = DEFAULT_PAIR
 
     @property
     def target_dir(self) -> Path:
@@ -90,6 +212,14 @@ class TinyPair:
     def trained_speculative_tokens(self) -> int:
         return TRAINED_SPECULATIVE_TOKENS
 
+    @property
+    def served_model_name(self) -> str:
+        return self.spec.served_model_name
+
+
+class PairDirectoryInUse(Exception):
+    """The directory holds another pair; rebuilding it would silently replace that one."""
+
 
 def character_vocabulary() -> list[str]:
     """The 256 token strings: specials, then one printable character per token."""
@@ -102,21 +232,31 @@ def character_vocabulary() -> list[str]:
     return list(SPECIAL_TOKENS) + characters
 
 
-def ensure_tiny_pair(root: Path) -> TinyPair:
-    """Build the pair under ``root`` unless an up-to-date one is already there."""
-    pair = TinyPair(root=root)
+def ensure_tiny_pair(root: Path, spec: PairSpec = DEFAULT_PAIR) -> TinyPair:
+    """Build ``spec`` under ``root`` unless an up-to-date copy is already there.
+
+    A stale or half-written copy of the same pair is rebuilt; another pair is not
+    replaced (``PairDirectoryInUse``): pass it to ``build_tiny_pair`` to do that.
+    """
     manifest = root / MANIFEST_NAME
-    if manifest.is_file():
-        try:
-            if json.loads(manifest.read_text()).get("builder_version") == BUILDER_VERSION:
-                return pair
-        except json.JSONDecodeError:
-            pass  # half-written: rebuild
-    build_tiny_pair(root)
-    return pair
+    try:
+        recorded = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    except json.JSONDecodeError:
+        recorded = {}  # half-written: rebuild
+    if recorded:
+        # Builder version 1 wrote only the tiny pair, without a name.
+        recorded_name = recorded.get("pair", DEFAULT_PAIR.name)
+        if recorded_name != spec.name:
+            raise PairDirectoryInUse(
+                f"{root} holds the {recorded_name!r} pair, not {spec.name!r}: use another directory "
+                "(--models-dir), or --rebuild to replace it"
+            )
+        if recorded.get("builder_version") == BUILDER_VERSION:
+            return TinyPair(root=root, spec=spec)
+    return build_tiny_pair(root, spec)
 
 
-def build_tiny_pair(root: Path) -> TinyPair:
+def build_tiny_pair(root: Path, spec: PairSpec = DEFAULT_PAIR) -> TinyPair:
     """Write target/ and drafter/ under ``root`` (replacing what is there)."""
     # Built into a sibling directory and renamed, so a crash never leaves a pair
     # that looks complete.
@@ -125,17 +265,22 @@ def build_tiny_pair(root: Path) -> TinyPair:
     (staging / "target").mkdir(parents=True)
     (staging / "drafter").mkdir(parents=True)
 
-    successor = _successor_function()
+    drafter_rule = rule_p()
+    target_rule = target_rule_for(spec)
     _write_tokenizer(staging / "target")
-    _write_target(staging / "target", successor)
-    _write_drafter(staging / "drafter", successor)
+    _write_target(staging / "target", spec.target, target_rule)
+    _write_drafter(staging / "drafter", spec.target, drafter_rule)
     (staging / MANIFEST_NAME).write_text(
         json.dumps(
             {
                 "builder_version": BUILDER_VERSION,
+                "pair": spec.name,
+                "summary": spec.summary,
                 "trained_speculative_tokens": TRAINED_SPECULATIVE_TOKENS,
                 "mask_token_id": MASK_TOKEN_ID,
-                "successor": successor,
+                # token id -> the target's greedy next token / the rule the drafter applies
+                "target_rule": target_rule,
+                "drafter_rule": drafter_rule,
             },
             indent=1,
         )
@@ -143,49 +288,83 @@ def build_tiny_pair(root: Path) -> TinyPair:
     shutil.rmtree(root, ignore_errors=True)
     root.parent.mkdir(parents=True, exist_ok=True)
     staging.rename(root)
-    return TinyPair(root=root)
+    return TinyPair(root=root, spec=spec)
 
 
-def _successor_function() -> list[int]:
-    """f: token id -> the target's greedy next token id (seeded, deterministic).
-
-    A permutation of the character ids; special ids map onto characters too, so
-    generation never produces EOS or a chat marker.
-    """
+def _p_cycle() -> list[int]:
+    """The characters in the order P walks them (seeded)."""
     import torch
 
     generator = torch.Generator().manual_seed(SEED)
-    first_char = len(SPECIAL_TOKENS)
-    char_ids = list(range(first_char, VOCAB_SIZE))
-    shuffled = torch.randperm(len(char_ids), generator=generator).tolist()
-    successor = [0] * VOCAB_SIZE
-    for position, token_id in enumerate(char_ids):
-        successor[token_id] = char_ids[shuffled[position]]
-    for special_id in range(first_char):
-        successor[special_id] = char_ids[special_id]
-    return successor
+    chars = list(CHARACTER_IDS)
+    return [chars[i] for i in torch.randperm(len(chars), generator=generator).tolist()]
 
 
-def _successor_matrix(successor: list[int]):
+def rule_p() -> list[int]:
+    """P: token id -> next token id. One cycle through every character.
+
+    A single cycle, so a generation from any token walks the same loop (which keeps the
+    partial pair's off-rule share the same for every prompt). Special ids map onto
+    characters, so generation never produces EOS or a chat marker.
+    """
+    cycle = _p_cycle()
+    rule = [0] * VOCAB_SIZE
+    for position, token_id in enumerate(cycle):
+        rule[token_id] = cycle[(position + 1) % len(cycle)]
+    for special_id in range(len(SPECIAL_TOKENS)):
+        rule[special_id] = CHARACTER_IDS[special_id]
+    return rule
+
+
+def off_rule_tokens(spec: PairSpec) -> set[int]:
+    """S: where the ``partial`` target skips a step of P. Empty for the other pairs.
+
+    M tokens of P's cycle, seeded, no two adjacent: the target's loop then skips the M
+    tokens that follow them and visits the other 248 - M, exactly M of them off-rule,
+    spread at random. M is chosen so that M / (248 - M) is ``off_rule_share``.
+    """
     import torch
 
-    matrix = torch.zeros(VOCAB_SIZE, HIDDEN_SIZE)
-    for token_id, next_id in enumerate(successor):
+    if spec.off_rule_share <= 0:
+        return set()
+    cycle = _p_cycle()
+    count = round(spec.off_rule_share * len(cycle) / (1 + spec.off_rule_share))
+    # M non-adjacent positions: sorted picks c_0 < ... from range(n - M - 1), shifted by
+    # their rank; the last stays below n - 2, so it never neighbours position 0 either.
+    generator = torch.Generator().manual_seed(SEED + 3)
+    picks = sorted(torch.randperm(len(cycle) - count - 1, generator=generator)[:count].tolist())
+    return {cycle[pick + rank] for rank, pick in enumerate(picks)}
+
+
+def target_rule_for(spec: PairSpec) -> list[int]:
+    """The target's greedy next token: P, or P(P(t)) at the off-rule tokens."""
+    p = rule_p()
+    skip = off_rule_tokens(spec)
+    return [p[p[t]] if t in skip else p[t] for t in range(VOCAB_SIZE)]
+
+
+def rule_matrix(rule: list[int], width: int):
+    """[VOCAB_SIZE, width] with a 1 at [rule[t], t] (dims >= VOCAB_SIZE stay 0)."""
+    import torch
+
+    matrix = torch.zeros(VOCAB_SIZE, width)
+    for token_id, next_id in enumerate(rule):
         matrix[next_id, token_id] = 1.0
     return matrix
 
 
-def _llama_config(num_layers: int) -> dict:
+def _llama_config(*, hidden_size: int, num_layers: int, intermediate_size: int, heads: int, kv_heads: int) -> dict:
     return {
-        "hidden_size": HIDDEN_SIZE,
-        "intermediate_size": INTERMEDIATE_SIZE,
-        "num_attention_heads": NUM_HEADS,
-        "num_key_value_heads": NUM_HEADS,
+        "hidden_size": hidden_size,
+        "intermediate_size": intermediate_size,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": HEAD_DIM,
         "num_hidden_layers": num_layers,
         "vocab_size": VOCAB_SIZE,
         "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
         "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0,
+        "rope_theta": ROPE_THETA,
         "hidden_act": "silu",
         "tie_word_embeddings": False,
         "attention_bias": False,
@@ -196,49 +375,64 @@ def _llama_config(num_layers: int) -> dict:
     }
 
 
-def _one_hot_embeddings():
+def _one_hot_embeddings(width: int):
     import torch
 
-    return torch.eye(VOCAB_SIZE, HIDDEN_SIZE) * EMBEDDING_SCALE
+    return torch.eye(VOCAB_SIZE, width) * EMBEDDING_SCALE
 
 
-def _attention_and_mlp(prefix: str, generator, qkv_input_size: int) -> dict:
+def _random(generator, rows: int, cols: int):
+    import torch
+
+    return torch.randn(rows, cols, generator=generator) * 0.02
+
+
+def _target_layer(prefix: str, generator, shape: TargetShape) -> dict:
     """One decoder layer whose attention and MLP outputs are exactly zero."""
     import torch
 
-    def random(rows: int, cols: int):
-        return torch.randn(rows, cols, generator=generator) * 0.02
-
-    head_dim = HIDDEN_SIZE // NUM_HEADS
+    hidden = shape.hidden_size
     return {
-        f"{prefix}.self_attn.q_proj.weight": random(NUM_HEADS * head_dim, qkv_input_size),
-        f"{prefix}.self_attn.k_proj.weight": random(NUM_HEADS * head_dim, qkv_input_size),
-        f"{prefix}.self_attn.v_proj.weight": random(NUM_HEADS * head_dim, qkv_input_size),
-        f"{prefix}.self_attn.o_proj.weight": torch.zeros(HIDDEN_SIZE, NUM_HEADS * head_dim),
-        f"{prefix}.mlp.gate_proj.weight": random(INTERMEDIATE_SIZE, HIDDEN_SIZE),
-        f"{prefix}.mlp.up_proj.weight": random(INTERMEDIATE_SIZE, HIDDEN_SIZE),
-        f"{prefix}.mlp.down_proj.weight": torch.zeros(HIDDEN_SIZE, INTERMEDIATE_SIZE),
-        f"{prefix}.input_layernorm.weight": torch.ones(HIDDEN_SIZE),
-        f"{prefix}.post_attention_layernorm.weight": torch.ones(HIDDEN_SIZE),
+        f"{prefix}.self_attn.q_proj.weight": _random(generator, shape.num_heads * HEAD_DIM, hidden),
+        f"{prefix}.self_attn.k_proj.weight": _random(generator, shape.num_kv_heads * HEAD_DIM, hidden),
+        f"{prefix}.self_attn.v_proj.weight": _random(generator, shape.num_kv_heads * HEAD_DIM, hidden),
+        f"{prefix}.self_attn.o_proj.weight": torch.zeros(hidden, shape.num_heads * HEAD_DIM),
+        f"{prefix}.mlp.gate_proj.weight": _random(generator, shape.intermediate_size, hidden),
+        f"{prefix}.mlp.up_proj.weight": _random(generator, shape.intermediate_size, hidden),
+        f"{prefix}.mlp.down_proj.weight": torch.zeros(hidden, shape.intermediate_size),
+        f"{prefix}.input_layernorm.weight": torch.ones(hidden),
+        f"{prefix}.post_attention_layernorm.weight": torch.ones(hidden),
     }
 
 
-def _write_target(directory: Path, successor: list[int]) -> None:
+def target_tensors(shape: TargetShape, rule: list[int]) -> dict:
+    """The target's weights (HF Llama names)."""
     import torch
-    from safetensors.torch import save_file
 
     generator = torch.Generator().manual_seed(SEED + 1)
-    tensors = {"model.embed_tokens.weight": _one_hot_embeddings()}
-    for layer in range(NUM_TARGET_LAYERS):
-        tensors.update(_attention_and_mlp(f"model.layers.{layer}", generator, HIDDEN_SIZE))
-    tensors["model.norm.weight"] = torch.ones(HIDDEN_SIZE)
-    tensors["lm_head.weight"] = _successor_matrix(successor) * LM_HEAD_SCALE
-    save_file({k: v.contiguous() for k, v in tensors.items()}, directory / "model.safetensors")
+    tensors = {"model.embed_tokens.weight": _one_hot_embeddings(shape.hidden_size)}
+    for layer in range(shape.num_layers):
+        tensors.update(_target_layer(f"model.layers.{layer}", generator, shape))
+    tensors["model.norm.weight"] = torch.ones(shape.hidden_size)
+    tensors["lm_head.weight"] = rule_matrix(rule, shape.hidden_size) * LM_HEAD_SCALE
+    return tensors
 
+
+def _write_target(directory: Path, shape: TargetShape, rule: list[int]) -> None:
+    from safetensors.torch import save_file
+
+    tensors = target_tensors(shape, rule)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, directory / "model.safetensors")
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
-        **_llama_config(NUM_TARGET_LAYERS),
+        **_llama_config(
+            hidden_size=shape.hidden_size,
+            num_layers=shape.num_layers,
+            intermediate_size=shape.intermediate_size,
+            heads=shape.num_heads,
+            kv_heads=shape.num_kv_heads,
+        ),
     }
     (directory / "config.json").write_text(json.dumps(config, indent=1))
     (directory / "generation_config.json").write_text(
@@ -246,34 +440,108 @@ def _write_target(directory: Path, successor: list[int]) -> None:
     )
 
 
-def _write_drafter(directory: Path, successor: list[int]) -> None:
+def rotary_thetas():
+    """theta_i = rope_theta^(-2i/head_dim) for the NeoX pairs (i, i + head_dim/2) used."""
     import torch
-    from safetensors.torch import save_file
+
+    return ROPE_THETA ** (-torch.arange(ROTARY_PAIRS_USED, dtype=torch.float64) * 2 / HEAD_DIM)
+
+
+def offset_query(offset: int, amplitude: float):
+    """One head's q: after RoPE its dot product with ``offset_key`` peaks ``offset`` positions back."""
+    import torch
+
+    thetas = rotary_thetas()
+    q = torch.zeros(HEAD_DIM, dtype=torch.float64)
+    q[:ROTARY_PAIRS_USED] = amplitude * torch.cos(offset * thetas)
+    q[HEAD_DIM // 2 : HEAD_DIM // 2 + ROTARY_PAIRS_USED] = -amplitude * torch.sin(offset * thetas)
+    return q.float()
+
+
+def offset_key(amplitude: float):
+    import torch
+
+    k = torch.zeros(HEAD_DIM)
+    k[:ROTARY_PAIRS_USED] = amplitude
+    return k
+
+
+def drafter_tensors(shape: TargetShape, rule: list[int]) -> dict:
+    """The drafter's weights (EAGLE-3 names: no ``model.`` prefix, vLLM adds it)."""
+    import torch
+
+    hidden = DRAFTER_HIDDEN_SIZE
+    # The layer's q/k/v input is concat(normalized embedding, normalized fc output); RMSNorm
+    # turns 4 x one-hot into sqrt(hidden) x one-hot, so weights on it are divided by that.
+    normalized = math.sqrt(hidden)
+    amplitude = math.sqrt(ATTENTION_LOGIT_PER_PAIR * math.sqrt(HEAD_DIM))  # a^2 * head_dim^-0.5 = 30
+
+    # GQA: query head i reads KV head i // DRAFT_OFFSETS, so head g*DRAFT_OFFSETS + h is
+    # "value slice g at offset h".
+    q_heads = torch.stack([offset_query(h, amplitude) for _ in range(DRAFTER_KV_HEADS) for h in range(DRAFT_OFFSETS)])
+    q_proj = torch.zeros(DRAFTER_HEADS * HEAD_DIM, 2 * hidden)
+    q_proj[:, :VOCAB_SIZE] = q_heads.reshape(-1, 1) / normalized  # the same q for every token
+    k_proj = torch.zeros(DRAFTER_KV_HEADS * HEAD_DIM, 2 * hidden)
+    k_proj[:, :VOCAB_SIZE] = offset_key(amplitude).repeat(DRAFTER_KV_HEADS).reshape(-1, 1) / normalized
+    v_proj = torch.zeros(DRAFTER_KV_HEADS * HEAD_DIM, 2 * hidden)
+    v_proj[:, :VOCAB_SIZE] = torch.eye(VOCAB_SIZE) / normalized  # v = the token's one-hot
+    v_proj[:, MASK_TOKEN_ID] = 0.0  # ...except a mask slot's, which votes for nothing
+
+    # o_proj: the heads of offset h carry one-hot(t) (slice g in head g*DRAFT_OFFSETS + h);
+    # send it to w_h x one-hot(P^(h+1)(t)). w_h = 2^(7-h): the nearest real token wins.
+    o_proj = torch.zeros(hidden, DRAFTER_HEADS * HEAD_DIM)
+    power = list(range(VOCAB_SIZE))
+    for h in range(DRAFT_OFFSETS):
+        power = [rule[t] for t in power]  # P^(h+1)
+        weight = 2.0 ** (DRAFT_OFFSETS - 1 - h)
+        for t in range(VOCAB_SIZE):
+            g, u = divmod(t, HEAD_DIM)
+            o_proj[power[t], (g * DRAFT_OFFSETS + h) * HEAD_DIM + u] = weight
 
     generator = torch.Generator().manual_seed(SEED + 2)
-    num_aux = len(AUX_LAYER_IDS)
-    # EAGLE-3 checkpoints name weights without the `model.` prefix (vLLM adds it).
-    tensors = _attention_and_mlp("layers.0", generator, 2 * HIDDEN_SIZE)
-    tensors["layers.0.hidden_norm.weight"] = torch.ones(HIDDEN_SIZE)
-    fc = torch.zeros(HIDDEN_SIZE, num_aux * HIDDEN_SIZE)
-    fc[:, (num_aux - 1) * HIDDEN_SIZE :] = torch.eye(HIDDEN_SIZE)  # deepest aux state
-    tensors["fc.weight"] = fc
-    tensors["norm.weight"] = torch.ones(HIDDEN_SIZE)
-    tensors["embed_tokens.weight"] = _one_hot_embeddings()
-    matrix = _successor_matrix(successor)
-    tensors["lm_head.weight"] = (matrix @ matrix) * LM_HEAD_SCALE
-    # What the drafter sees at parallel-drafting (mask) positions; vLLM refuses a
-    # parallel-drafting drafter without it.
-    tensors["mask_hidden"] = torch.zeros(num_aux * HIDDEN_SIZE)
-    save_file({k: v.contiguous() for k, v in tensors.items()}, directory / "model.safetensors")
+    num_aux = len(shape.aux_layer_ids)
+    return {
+        "embed_tokens.weight": _one_hot_embeddings(hidden),
+        "layers.0.input_layernorm.weight": torch.ones(hidden),
+        "layers.0.hidden_norm.weight": torch.ones(hidden),
+        "layers.0.self_attn.q_proj.weight": q_proj,
+        "layers.0.self_attn.k_proj.weight": k_proj,
+        "layers.0.self_attn.v_proj.weight": v_proj,
+        "layers.0.self_attn.o_proj.weight": o_proj,
+        "layers.0.post_attention_layernorm.weight": torch.ones(hidden),
+        # The MLP runs (real kernels) but adds nothing.
+        "layers.0.mlp.gate_proj.weight": _random(generator, DRAFTER_INTERMEDIATE_SIZE, hidden),
+        "layers.0.mlp.up_proj.weight": _random(generator, DRAFTER_INTERMEDIATE_SIZE, hidden),
+        "layers.0.mlp.down_proj.weight": torch.zeros(hidden, DRAFTER_INTERMEDIATE_SIZE),
+        # The target's hidden states are ignored: the residual stream starts at zero.
+        "fc.weight": torch.zeros(hidden, num_aux * shape.hidden_size),
+        "norm.weight": torch.ones(hidden),
+        "lm_head.weight": torch.eye(VOCAB_SIZE, hidden) * LM_HEAD_SCALE,
+        # What parallel-drafting slots get as hidden state; vLLM refuses a
+        # parallel-drafting drafter without it.
+        "mask_hidden": torch.zeros(num_aux * shape.hidden_size),
+    }
 
+
+def _write_drafter(directory: Path, shape: TargetShape, rule: list[int]) -> None:
+    from safetensors.torch import save_file
+
+    tensors = drafter_tensors(shape, rule)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, directory / "model.safetensors")
     config = {
         "architectures": ["Eagle3LlamaForCausalLM"],
         "model_type": "llama",
-        **_llama_config(1),
+        **_llama_config(
+            hidden_size=DRAFTER_HIDDEN_SIZE,
+            num_layers=1,
+            intermediate_size=DRAFTER_INTERMEDIATE_SIZE,
+            heads=DRAFTER_HEADS,
+            kv_heads=DRAFTER_KV_HEADS,
+        ),
         "draft_vocab_size": VOCAB_SIZE,
-        "target_hidden_size": HIDDEN_SIZE,
-        "eagle_aux_hidden_state_layer_ids": list(AUX_LAYER_IDS),
+        # sizes fc and mask_hidden (llama_eagle3.py: fc_input_size = target_hidden_size x aux count)
+        "target_hidden_size": shape.hidden_size,
+        "eagle_aux_hidden_state_layer_ids": list(shape.aux_layer_ids),
         "ptd_token_id": MASK_TOKEN_ID,
     }
     (directory / "config.json").write_text(json.dumps(config, indent=1))
