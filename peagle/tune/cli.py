@@ -24,17 +24,20 @@ from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 READY_TIMEOUT_SECONDS = 300.0
+DESCRIPTION = (
+    "Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
+    "measure it with `peagle bench` at every --concurrency level, and recommend the setting with the evidence: "
+    "recommendation.md (table, per-level winners, the choice and why), deployment-snippet.yaml, comparison/ "
+    "(bench's side-by-side report and plots). --url/--endpoint measure a running server or a deployed endpoint "
+    "as it is; --from-results decides from stored runs. Exit 0 ok, 1 a candidate failed, 2 bad arguments."
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tune",
         help="measure K = 0 and other speculation settings, recommend one with the evidence",
-        description="Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
-        "measure it with `peagle bench` at every --concurrency level, and recommend the setting with the evidence: "
-        "recommendation.md (table, per-level winners, the choice and why), deployment-snippet.yaml, comparison/ "
-        "(bench's side-by-side report and plots). --url/--endpoint measure a running server or a deployed endpoint "
-        "as it is; --from-results decides from stored runs. Exit 0 ok, 1 a candidate failed, 2 bad arguments.",
+        description=DESCRIPTION,
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--pair", default=None, help="local pair to serve for each candidate (`peagle local --pair`)")

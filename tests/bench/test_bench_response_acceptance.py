@@ -19,13 +19,13 @@ from client.sagemaker_wire import (
     split_at,
     vllm_sse_stream,
 )
+from spec_counters import spec_metrics
 
 from peagle.bench.response_acceptance import speculation_from_responses
 from peagle.bench.results import SOURCE_METRICS, SOURCE_RESPONSES, load_results
 from peagle.bench.vllm_counters import speculation_between
 from peagle.cli import main
 from peagle.client import SpecDecodeMetrics
-from peagle_serve.metrics import MetricsSnapshot
 
 
 def _answer(histogram: list[int], k: int = 4) -> SpecDecodeMetrics:
@@ -43,25 +43,11 @@ def _answer(histogram: list[int], k: int = 4) -> SpecDecodeMetrics:
     )
 
 
-def _counters(drafts: int, draft_tokens: int, accepted: int, per_position: list[int]) -> MetricsSnapshot:
-    labels = 'engine="0",model_name="m"'
-    lines = [
-        f"vllm:spec_decode_num_drafts_total{{{labels}}} {drafts}",
-        f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {draft_tokens}",
-        f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {accepted}",
-    ]
-    lines += [
-        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {count}'
-        for i, count in enumerate(per_position)
-    ]
-    return MetricsSnapshot.parse("\n".join(lines) + "\n")
-
-
 def test_a_level_sums_its_answers_and_matches_what_the_counters_say_about_the_same_steps():
     # 16 steps accepting one draft each (the tiny pair), and 6 steps: 2 none, 1 one, 3 all four.
     answers = [_answer([0, 16, 0, 0, 0]), _answer([2, 1, 0, 0, 3])]
     # The same 22 verify steps as vLLM's /metrics counters count them (SpecDecodingStats.observe_draft).
-    counters = speculation_between(_counters(0, 0, 0, [0, 0, 0, 0]), _counters(22, 88, 29, [20, 3, 3, 3]))
+    counters = speculation_between(spec_metrics(0, 0, 0, [0, 0, 0, 0]), spec_metrics(22, 88, 29, [20, 3, 3, 3]))
 
     level = speculation_from_responses(answers)
 

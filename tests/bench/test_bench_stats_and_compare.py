@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from spec_counters import spec_metrics
 
 from peagle.bench.compare import find_regressions, matching_baseline_run, reference_run
 from peagle.bench.prompts import DEFAULT_BUCKETS, load_prompt_file, synthetic_prompts
@@ -135,22 +136,9 @@ def test_prompt_file_lines_and_errors(tmp_path):
         load_prompt_file(path)
 
 
-def _spec_metrics(drafts, draft_tokens, accepted, per_position):
-    lines = [
-        f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}',
-        f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {draft_tokens}',
-        f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {accepted}',
-    ]
-    lines += [
-        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{i}"}} {v}'
-        for i, v in enumerate(per_position)
-    ]
-    return MetricsSnapshot.parse("\n".join(lines) + "\n")
-
-
 def test_acceptance_is_the_change_of_the_counters_over_the_level():
-    before = _spec_metrics(10, 40, 10, [10, 0, 0, 0])
-    after = _spec_metrics(110, 440, 160, [100, 40, 10, 0])
+    before = spec_metrics(10, 40, 10, [10, 0, 0, 0])
+    after = spec_metrics(110, 440, 160, [100, 40, 10, 0])
 
     speculation = speculation_between(before, after)
 
