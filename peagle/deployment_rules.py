@@ -112,7 +112,11 @@ def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
 def _rolling_batch(plans: DeploymentPlans) -> list[Violation]:
     # RollingUpdatePolicy.MaximumBatchSize: "Value must be between 5% to 50% of the variant's total
     # instance count." (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RollingUpdatePolicy.html)
-    # A batch must also be at least one whole instance, so a rolling update needs
+    # A step provisions whole instances ("Specifies the type and size of the endpoint capacity to
+    # activate for ... a rolling deployment ... You can specify your batches as either instance count
+    # or the overall percentage or your fleet", CapacitySize, Value "Minimum value of 1":
+    # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CapacitySize.html). That a
+    # percentage below one instance is refused is our reading, not a quoted rule: we require
     # batch_percent x fleet >= 100 at the smallest the fleet can be when the update starts.
     config = plans.config
     if config.rollout.strategy != "rolling":

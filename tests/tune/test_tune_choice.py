@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from peagle.bench.results import BenchResults, LevelResult, RunResult, results_to_json
+from peagle.bench.results import BenchResults, LevelResult, RunResult, load_results, results_to_json
 from peagle.cli import main
 from peagle.tune.choose import Candidate, recommend
 
@@ -106,3 +106,16 @@ def test_tune_from_recorded_results_writes_the_recommendation_and_the_snippet(tm
 def test_a_bad_band_is_refused(tmp_path, capsys):
     assert main(["tune", "--from-results", str(tmp_path / "x.json"), "--out", str(tmp_path), "--band", "8-1"]) == 2
     assert "--band takes LO-HI" in capsys.readouterr().err
+
+
+@pytest.mark.engine
+def test_tune_serves_each_candidate_through_the_launcher_and_recommends_from_what_it_measured(tmp_path, capsys):
+    # The real path: `peagle local` per candidate (one at a time), `peagle bench` against it, the choice.
+    out = tmp_path / "tune"
+    argv = ["tune", "--pair", "tiny", "--k", "0,2", "--concurrency", "1", "--requests", "2", "--max-tokens", "32"]
+    assert main([*argv, "--buckets", "short", "--out", str(out)]) == 0
+    report = (out / "recommendation.md").read_text()
+    assert "| off |" in report and "| K=2 |" in report and "Recommended: **" in report
+    measured = {run.label for path in out.glob("*/results.json") for run in load_results(path).runs}
+    assert measured == {"off", "K=2"}
+    assert (out / "deployment-snippet.yaml").read_text().startswith("speculation:\n  speculative_tokens: ")
