@@ -31,6 +31,12 @@ _INSTRUCTIONS = (
     "Explain the notes above to a new engineer.",
 )
 
+# How each answer starts. Prompts that all ended in the same cue ("Answer:") would put a
+# deterministic pair (the local pairs follow a rule from the last token) on one and the same
+# output path for every request, so acceptance would be measured at one point of the pair's
+# behaviour; the openings end in different characters, so requests start in different places.
+_OPENINGS = ("The", "In short", "Key points", "Overall", "Hi team", "Briefly", "First", "To summarise")
+
 _SENTENCES = (
     "The service answers customer questions about orders, refunds and delivery times.",
     "Latency matters most during the evening peak, when traffic doubles within an hour.",
@@ -75,7 +81,8 @@ def _synthetic_case(bucket: str, index: int, rng: random.Random) -> PromptCase:
     while len(words) < BUCKET_WORDS[bucket]:
         words.extend(rng.choice(_SENTENCES).split())
     notes = " ".join(words[: BUCKET_WORDS[bucket]])
-    prompt = f"Notes: {notes}\n\n{_INSTRUCTIONS[index % len(_INSTRUCTIONS)]}\nAnswer:"
+    instruction = _INSTRUCTIONS[index % len(_INSTRUCTIONS)]
+    prompt = f"Notes: {notes}\n\n{instruction}\nAnswer: {rng.choice(_OPENINGS)}"
     return PromptCase(name=f"{bucket}-{index}", bucket=bucket, prompt=prompt)
 
 

@@ -122,6 +122,13 @@ def test_synthetic_prompts_are_deterministic_and_interleaved():
         synthetic_prompts(["huge"])
 
 
+def test_synthetic_prompts_end_in_different_tokens():
+    # A deterministic pair continues from the last token: one shared ending would send every
+    # request down the same output path and measure acceptance at a single point.
+    endings = {case.prompt[-1] for case in synthetic_prompts(DEFAULT_BUCKETS)}
+    assert len(endings) >= 4, endings
+
+
 def test_prompt_file_lines_and_errors(tmp_path):
     path = tmp_path / "traffic.jsonl"
     path.write_text(
