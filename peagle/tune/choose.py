@@ -13,7 +13,7 @@ vLLM's dynamic speculation has a cost of its own and must be earned by measureme
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,11 @@ class Candidate:
     label: str  # "K=4", "off", "schedule 1-2:4,3-16:0"
     speculative_tokens: int  # K, or the largest K of a schedule; 0 = off
     schedule: tuple[tuple[int, int, int], ...] | None  # (lo, hi, K) bands, or None for a static K
-    tokens_per_s: dict[int, float]  # concurrency -> output tokens/s
+    tokens_per_s: dict[int, float]  # concurrency -> output tokens/s (the median over repeated runs)
     tpot_p50_s: dict[int, float | None]  # concurrency -> median time per output token
+    # concurrency -> (lowest, highest) tokens/s over the repeated runs; empty for a single run
+    tokens_per_s_range: dict[int, tuple[float, float]] = field(default_factory=dict)
+    runs: int = 1
 
     @property
     def is_dynamic(self) -> bool:
@@ -37,6 +40,8 @@ class LevelChoice:
     best: str  # label of the candidate with the most tokens/s
     tokens_per_s: float
     speedup_vs_off: float | None  # best / K=0 at this level
+    # the runner-up, when the two overlapped over repeated runs: the order may be noise
+    within_spread_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,13 @@ def _common_levels(candidates: Sequence[Candidate]) -> list[int]:
     return sorted(levels)
 
 
+def _ranges_overlap(first: Candidate, second: Candidate, level: int) -> bool:
+    """Whether the lowest run of ``first`` was at or below the highest run of ``second``."""
+    if level not in first.tokens_per_s_range or level not in second.tokens_per_s_range:
+        return False
+    return first.tokens_per_s_range[level][0] <= second.tokens_per_s_range[level][1]
+
+
 def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = None) -> Recommendation:
     """Per-level winners over ``band`` (inclusive concurrency range; default all levels measured by
     every candidate), the static setting with the smallest worst-case shortfall against the per-level
@@ -82,10 +94,14 @@ def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = No
     choices = []
     best_at: dict[int, float] = {}
     for level in levels:
-        winner = max(candidates, key=lambda c: (c.tokens_per_s[level], -c.speculative_tokens))
+        ranked = sorted(candidates, key=lambda c: (c.tokens_per_s[level], -c.speculative_tokens), reverse=True)
+        winner = ranked[0]
         best_at[level] = winner.tokens_per_s[level]
         speedup = winner.tokens_per_s[level] / off.tokens_per_s[level] if off and off.tokens_per_s[level] else None
-        choices.append(LevelChoice(level, winner.label, winner.tokens_per_s[level], speedup))
+        overlap = len(ranked) > 1 and _ranges_overlap(winner, ranked[1], level)
+        choices.append(
+            LevelChoice(level, winner.label, winner.tokens_per_s[level], speedup, ranked[1].label if overlap else None)
+        )
 
     def shortfall(candidate: Candidate) -> float:
         return max(1.0 - candidate.tokens_per_s[level] / best_at[level] for level in levels if best_at[level])

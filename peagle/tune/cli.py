@@ -56,6 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LO-HI:K,...",
         help="also measure this dynamic schedule (repeatable), e.g. 1-2:4,3-16:0",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds over all candidates, interleaved; the choice uses each level's median, the table shows the "
+        "spread (default 1)",
+    )
     parser.add_argument("--concurrency", default="1,4,8", help="concurrency levels (default 1,4,8)")
     parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
     parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
@@ -85,16 +92,32 @@ def _tune(args: argparse.Namespace) -> int:
     from peagle.bench.results import load_results
 
     band = _band(args.band)
+    if args.repeat < 1:
+        raise ValueError(f"--repeat takes a number of rounds >= 1, got {args.repeat}")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.from_results:
         result_files = list(args.from_results)
     elif args.url or args.endpoint:
-        result_files = [_bench(args, label="deployed", url=args.url, endpoint=args.endpoint)]
+        result_files = [
+            _bench(args, label=_round_label("deployed", round_, args.repeat), url=args.url, endpoint=args.endpoint)
+            for round_ in range(1, args.repeat + 1)
+        ]
     else:
-        result_files = [_bench_local_candidate(args, label, options) for label, options in _local_candidates(args)]
+        # Rounds interleave the candidates (off, K=2, K=4, off, K=2, ...) so that a slow spell of the
+        # machine lands on several candidates rather than on every run of one.
+        candidates = _local_candidates(args)
+        result_files = [
+            _bench_local_candidate(args, _round_label(label, round_, args.repeat), options)
+            for round_ in range(1, args.repeat + 1)
+            for label, options in candidates
+        ]
     runs = [run for path in result_files for run in load_results(path).runs]
     _compare(args, result_files)
     return _write_recommendation(args, runs, band)
+
+
+def _round_label(label: str, round_: int, rounds: int) -> str:
+    return label if rounds == 1 else f"{label} #{round_}"
 
 
 def _band(text: str | None) -> tuple[int, int] | None:
@@ -118,10 +141,15 @@ def _local_candidates(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     return candidates
 
 
+def _folder_name(label: str) -> str:
+    """ "K=4 #2" -> "K4-round2", "schedule 1-2:4,3-16:0" -> "schedule_1-24_3-160"."""
+    return label.replace(" #", "-round").replace(" ", "_").replace("=", "").replace(":", "").replace(",", "_")
+
+
 def _bench(args: argparse.Namespace, *, label: str, url: str | None = None, endpoint: str | None = None) -> Path:
     from peagle.cli import main
 
-    out = args.out / label.replace(" ", "_").replace("=", "").replace(":", "").replace(",", "_")
+    out = args.out / _folder_name(label)
     argv = ["bench", "--label", label, "--concurrency", args.concurrency, "--requests", str(args.requests)]
     argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
     argv += ["--url", url] if url else ["--endpoint", endpoint] + (["--region", args.region] if args.region else [])
@@ -138,7 +166,7 @@ def _bench_local_candidate(args: argparse.Namespace, label: str, options: list[s
     if args.pair:
         command += ["--pair", args.pair]
     print(f"tune: serving {label}: {' '.join(command[2:])}", file=sys.stderr)
-    log = (args.out / f"server-{label.replace(' ', '_').replace('=', '')}.log").open("w")
+    log = (args.out / f"server-{_folder_name(label)}.log").open("w")
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_ready(server, f"http://127.0.0.1:{port}", label, log.name)
@@ -193,27 +221,44 @@ def _compare(args: argparse.Namespace, result_files: list[Path]) -> None:
 
 
 def candidates_from_runs(runs) -> list:
-    """One Candidate per bench run, its K from the run's label ("off", "K=4", "schedule ...")."""
+    """One Candidate per setting, its K from the run label ("off", "K=4", "schedule ...", each with an
+    optional round suffix " #2"). Repeated runs of a setting are summarised per level by their median
+    (tokens/s and TPOT p50) and their range."""
+    import re
+    from statistics import median
+
     from peagle.tune.choose import Candidate
 
-    candidates = []
+    by_label: dict[str, list] = {}
     for run in runs:
-        schedule = _schedule_from_label(run.label)
+        by_label.setdefault(re.sub(r" #\d+$", "", run.label), []).append(run)
+    candidates = []
+    for label, group in by_label.items():
+        schedule = _schedule_from_label(label)
         if schedule:
             k = max(band[2] for band in schedule)
-        elif run.label == "off":
+        elif label == "off":
             k = 0
-        elif run.label.startswith("K="):
-            k = int(run.label[2:])
+        elif label.startswith("K="):
+            k = int(label[2:])
         else:  # a deployed endpoint: what its counters or responses saw
-            k = round(run.speculative_tokens or 0)
+            k = round(median(run.speculative_tokens or 0 for run in group))
+        tokens: dict[int, list[float]] = {}
+        tpots: dict[int, list[float]] = {}
+        for run in group:
+            for level in run.levels:
+                tokens.setdefault(level.concurrency, []).append(level.output_tokens_per_s)
+                if level.tpot_s:
+                    tpots.setdefault(level.concurrency, []).append(level.tpot_s.p50)
         candidates.append(
             Candidate(
-                label=run.label,
+                label=label,
                 speculative_tokens=k,
                 schedule=schedule,
-                tokens_per_s={level.concurrency: level.output_tokens_per_s for level in run.levels},
-                tpot_p50_s={level.concurrency: level.tpot_s.p50 if level.tpot_s else None for level in run.levels},
+                tokens_per_s={c: median(values) for c, values in tokens.items()},
+                tpot_p50_s={c: median(tpots[c]) if c in tpots else None for c in tokens},
+                tokens_per_s_range={c: (min(v), max(v)) for c, v in tokens.items()} if len(group) > 1 else {},
+                runs=len(group),
             )
         )
     return candidates
@@ -230,6 +275,15 @@ def _schedule_from_label(label: str) -> tuple[tuple[int, int, int], ...] | None:
     return tuple(bands)
 
 
+def _cell(candidate, concurrency: int) -> str:
+    text = f"{candidate.tokens_per_s[concurrency]:.1f}"
+    if concurrency in candidate.tokens_per_s_range:
+        low, high = candidate.tokens_per_s_range[concurrency]
+        text += f" [{low:.1f}-{high:.1f}]"
+    tpot = candidate.tpot_p50_s.get(concurrency)
+    return f"{text} ({tpot * 1000:.1f})" if tpot else text
+
+
 def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] | None) -> int:
     from peagle.tune.choose import recommend
 
@@ -237,20 +291,28 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
     recommendation = recommend(candidates, band)
     lines = ["# Speculation settings measured, and the one to deploy", ""]
     levels = [choice.concurrency for choice in recommendation.levels]
+    repeated = max(candidate.runs for candidate in candidates) > 1
+    if repeated:
+        lines += [
+            f"Each setting was measured {max(c.runs for c in candidates)} times, in interleaved rounds: cells are "
+            "medians, with the lowest-highest run in brackets.",
+            "",
+        ]
     lines.append("| setting | " + " | ".join(f"c={c} tok/s (TPOT p50 ms)" for c in levels) + " |")
     lines.append("|---|" + "---|" * len(levels))
     for candidate in candidates:
-        cells = []
-        for c in levels:
-            tpot = candidate.tpot_p50_s.get(c)
-            cells.append(
-                f"{candidate.tokens_per_s[c]:.1f} ({tpot * 1000:.1f})" if tpot else f"{candidate.tokens_per_s[c]:.1f}"
-            )
-        lines.append(f"| {candidate.label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {candidate.label} | " + " | ".join(_cell(candidate, c) for c in levels) + " |")
     lines += ["", "Best at each level:", ""]
     for choice in recommendation.levels:
         speedup = f", {choice.speedup_vs_off:.2f}x speculation off" if choice.speedup_vs_off else ""
-        lines.append(f"- concurrency {choice.concurrency}: {choice.best} ({choice.tokens_per_s:.1f} tok/s{speedup})")
+        close = (
+            f"; its runs overlap {choice.within_spread_of}'s, so the order of the two may be noise"
+            if choice.within_spread_of
+            else ""
+        )
+        lines.append(
+            f"- concurrency {choice.concurrency}: {choice.best} ({choice.tokens_per_s:.1f} tok/s{speedup}{close})"
+        )
     lines += [
         "",
         f"Recommended: **{recommendation.chosen.label}**"

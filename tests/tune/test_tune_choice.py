@@ -119,3 +119,32 @@ def test_tune_serves_each_candidate_through_the_launcher_and_recommends_from_wha
     measured = {run.label for path in out.glob("*/results.json") for run in load_results(path).runs}
     assert measured == {"off", "K=2"}
     assert (out / "deployment-snippet.yaml").read_text().startswith("speculation:\n  speculative_tokens: ")
+
+
+def test_repeated_rounds_are_decided_on_medians_and_show_their_spread(tmp_path, capsys):
+    # Three interleaved rounds. One lucky K=4 run at c=1 (50 tok/s) would win on the mean or the
+    # best run; on the median K=2 wins there, and the overlap of the two is reported.
+    rounds = {
+        "off": [{1: 10.0}, {1: 11.0}, {1: 9.0}],
+        "K=2": [{1: 20.0}, {1: 21.0}, {1: 19.5}],
+        "K=4": [{1: 50.0}, {1: 18.0}, {1: 19.0}],
+    }
+    files = []
+    for label, runs in rounds.items():
+        for round_, tokens in enumerate(runs, start=1):
+            results = BenchResults(datetime.now(UTC).isoformat(), {}, {}, [_run(f"{label} #{round_}", tokens)])
+            path = tmp_path / f"{label}-{round_}.json"
+            path.write_text(results_to_json(results), encoding="utf-8")
+            files += ["--from-results", str(path)]
+    out = tmp_path / "tune"
+    assert main(["tune", *files, "--out", str(out)]) == 0
+    report = (out / "recommendation.md").read_text()
+    assert "measured 3 times" in report
+    assert "| K=4 | 19.0 [18.0-50.0] |" in report and "| K=2 | 20.0 [19.5-21.0] |" in report
+    assert "Recommended: **K=2**" in report
+    assert "concurrency 1: K=2 (20.0 tok/s, 2.00x speculation off; its runs overlap K=4's" in report
+
+
+def test_a_bad_repeat_is_refused(tmp_path, capsys):
+    assert main(["tune", "--pair", "tiny", "--out", str(tmp_path), "--repeat", "0"]) == 2
+    assert "--repeat takes a number of rounds >= 1" in capsys.readouterr().err
