@@ -15,11 +15,30 @@ def endpoint_log_group_name(endpoint_name: str) -> str:
     return f"/aws/sagemaker/Endpoints/{endpoint_name}"
 
 
+def component_log_group_name(component_name: str) -> str:
+    """Where an inference component's container logs go (not stated by an AWS page we found;
+    public tooling that reads component logs uses it: see cdk_constructs/component_endpoint.py)."""
+    return f"/aws/sagemaker/InferenceComponents/{component_name}"
+
+
 class EndpointLogGroup(Construct):
-    def __init__(self, scope: Construct, id: str, *, endpoint_name: str, retention_days: int) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint_name: str,
+        retention_days: int,
+        log_group_name: str | None = None,
+    ) -> None:
+        """:param log_group_name: default: the endpoint's (endpoint_log_group_name); an inference component's
+        group is component_log_group_name."""
         super().__init__(scope, id)
         stack = Stack.of(self)
-        self.key = kms.Key(self, "Key", enable_key_rotation=True, description=f"Logs of endpoint {endpoint_name}")
+        name = log_group_name or endpoint_log_group_name(endpoint_name)
+        self.log_group_name = name
+        described = f"Logs of {log_group_name}" if log_group_name else f"Logs of endpoint {endpoint_name}"
+        self.key = kms.Key(self, "Key", enable_key_rotation=True, description=described)
         # CloudWatch Logs encrypts with the key on the log group's behalf.
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
@@ -33,7 +52,7 @@ class EndpointLogGroup(Construct):
                         "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
                             service="logs",
                             resource="log-group",
-                            resource_name=endpoint_log_group_name(endpoint_name),
+                            resource_name=name,
                             arn_format=ArnFormat.COLON_RESOURCE_NAME,
                         )
                     }
@@ -44,10 +63,10 @@ class EndpointLogGroup(Construct):
         self.resource = logs.CfnLogGroup(
             self,
             "LogGroup",
-            log_group_name=endpoint_log_group_name(endpoint_name),
+            log_group_name=name,
             retention_in_days=retention_days,
             kms_key_id=self.key.key_arn,
         )
         self.resource.apply_removal_policy(RemovalPolicy.RETAIN)
-        self.log_group = logs.LogGroup.from_log_group_name(self, "Imported", endpoint_log_group_name(endpoint_name))
+        self.log_group = logs.LogGroup.from_log_group_name(self, "Imported", name)
         self.log_group.node.add_dependency(self.resource)

@@ -1,4 +1,5 @@
-"""Alarms, the alarm topic and the dashboard for one endpoint variant.
+"""Alarms, the alarm topic and the dashboard for one endpoint variant, or one inference component
+(ComponentEndpoint offers the same metric helpers, by component).
 
 What each signal means and how to tune it is in the README ("Reading the dashboard").
 """
@@ -6,6 +7,7 @@ What each signal means and how to tune it is in the README ("Reading the dashboa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -15,6 +17,9 @@ from cdk_constructs.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percen
 from cdk_constructs.endpoint_scaling import MICROSECONDS_PER_SECOND
 from cdk_constructs.kpi_metrics import KPI_REPORTS_METRIC, KpiMetrics
 from cdk_constructs.peagle_endpoint import PeagleEndpoint
+
+if TYPE_CHECKING:
+    from cdk_constructs.component_endpoint import ComponentEndpoint
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class EndpointMonitoring(Construct):
         scope: Construct,
         id: str,
         *,
-        endpoint: PeagleEndpoint,
+        endpoint: PeagleEndpoint | ComponentEndpoint,
         kpi: KpiMetrics,
         thresholds: AlarmThresholds,
         gpu_count: int,
@@ -41,38 +46,23 @@ class EndpointMonitoring(Construct):
         summary_markdown: str,
         alarm_emails: list[str] = (),
         kpi_interval_seconds: int = 60,
+        kpi_expected_while: cloudwatch.IMetric | None = None,
     ) -> None:
         """
-        :param gpu_count: GPUs per instance; GPU metrics are 0-100 x this.
+        :param gpu_count: GPUs per instance; GPU metrics are 0-100 x this (1 for a component's normalized ones).
         :param speculation_enabled: adds the acceptance-rate alarm (K > 0).
         :param summary_markdown: the plan, shown at the top of the dashboard.
+        :param kpi_expected_while: KPI lines are missed only while this metric is above zero (a component that
+            scales to zero reports nothing on purpose); None: always expected.
         """
         super().__init__(scope, id)
         variant = endpoint.variant_name
         self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
         factory = AlarmFactory(self, action=self.topic.action, name_prefix=f"P-EAGLE {endpoint.endpoint_name}")
+        self._factory, self._thresholds = factory, thresholds
         minute = Duration.minutes(1)
 
-        latency_us = thresholds.latency_p90_seconds * MICROSECONDS_PER_SECOND
-        latency = factory.alarm(
-            "ModelLatencyP90High",
-            metric=endpoint.metric_model_latency_microseconds("p90", period=minute),
-            threshold=latency_us,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"p90 ModelLatency over {thresholds.latency_p90_seconds:g} s ({latency_us:.0f} us) "
-            "in 3 of 5 minutes",
-        )
-        errors_5xx = factory.alarm(
-            "Invocation5xxRateHigh",
-            metric=rate_percent(
-                endpoint.metric_invocation_5xx_errors(period=minute),
-                endpoint.metric_invocations(period=minute),
-                "5xx %",
-            ),
-            threshold=thresholds.error_5xx_rate_percent,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"more than {thresholds.error_5xx_rate_percent:g}% of invocations fail with 5xx",
-        )
+        latency, errors_5xx = self.rollback_alarms_for(endpoint)
         factory.alarm(
             "Invocation4xxRateHigh",
             metric=rate_percent(
@@ -104,21 +94,39 @@ class EndpointMonitoring(Construct):
                 description=f"draft acceptance under {thresholds.min_acceptance_rate:g} for 15 minutes: the "
                 "drafter does not match the target or speculation is not running; drafts then cost compute",
             )
-        kpi_missing = factory.alarm(
-            "KpiReportsMissing",
-            metric=kpi.metric(
-                KPI_REPORTS_METRIC,
-                variant_name=variant,
-                statistic="SampleCount",
-                period=Duration.minutes(thresholds.kpi_missing_minutes),
-            ),
-            threshold=1,
-            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            missing_data=cloudwatch.TreatMissingData.BREACHING,
-            description=f"no KPI line for {thresholds.kpi_missing_minutes} minutes: the container is not reporting",
+        reports = kpi.metric(
+            KPI_REPORTS_METRIC,
+            variant_name=variant,
+            statistic="SampleCount",
+            period=Duration.minutes(thresholds.kpi_missing_minutes),
         )
+        if kpi_expected_while is None:
+            kpi_missing = factory.alarm(
+                "KpiReportsMissing",
+                metric=reports,
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                evaluation_periods=1,
+                datapoints_to_alarm=1,
+                missing_data=cloudwatch.TreatMissingData.BREACHING,
+                description=f"no KPI line for {thresholds.kpi_missing_minutes} minutes: the container is not reporting",
+            )
+        else:
+            kpi_missing = factory.alarm(
+                "KpiReportsMissing",
+                metric=cloudwatch.MathExpression(
+                    expression="IF(FILL(serving, 0) > 0 AND FILL(reports, 0) < 1, 1, 0)",
+                    using_metrics={"serving": kpi_expected_while, "reports": reports},
+                    label="serving without KPI lines",
+                    period=Duration.minutes(thresholds.kpi_missing_minutes),
+                ),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                datapoints_to_alarm=1,
+                description=f"copies served requests for {thresholds.kpi_missing_minutes} minutes without a KPI "
+                "line: the container is not reporting (no alarm while scaled to zero)",
+            )
         self.unhealthy = factory.composite(
             "EndpointUnhealthy",
             alarms=[errors_5xx, kpi_missing, latency],
@@ -127,8 +135,44 @@ class EndpointMonitoring(Construct):
         self.alarms = factory.alarms
         self.dashboard = self._dashboard(endpoint, kpi, gpu_count, summary_markdown, kpi_interval_seconds)
 
+    def rollback_alarms_for(
+        self, endpoint: PeagleEndpoint | ComponentEndpoint, variant_name: str | None = None
+    ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm]:
+        """The p90-latency and 5xx-rate alarms of one variant or component (default: the primary one), which
+        an update rolls back on. Other units than the primary get their name in the alarm id."""
+        thresholds, minute = self._thresholds, Duration.minutes(1)
+        suffix = "" if variant_name in (None, endpoint.variant_name) else variant_name.title().replace("-", "")
+        unit = {"variant_name": variant_name} if suffix else {}
+        latency_us = thresholds.latency_p90_seconds * MICROSECONDS_PER_SECOND
+        latency = self._factory.alarm(
+            f"ModelLatencyP90High{suffix}",
+            metric=endpoint.metric_model_latency_microseconds("p90", period=minute, **unit),
+            threshold=latency_us,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"{variant_name + ': ' if suffix else ''}p90 ModelLatency over "
+            f"{thresholds.latency_p90_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
+        )
+        errors_5xx = self._factory.alarm(
+            f"Invocation5xxRateHigh{suffix}",
+            metric=rate_percent(
+                endpoint.metric_invocation_5xx_errors(period=minute, **unit),
+                endpoint.metric_invocations(period=minute, **unit),
+                "5xx %",
+            ),
+            threshold=thresholds.error_5xx_rate_percent,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"{variant_name + ': ' if suffix else ''}more than {thresholds.error_5xx_rate_percent:g}% "
+            "of invocations fail with 5xx",
+        )
+        return latency, errors_5xx
+
     def _dashboard(
-        self, endpoint: PeagleEndpoint, kpi: KpiMetrics, gpu_count: int, summary: str, kpi_interval_seconds: int
+        self,
+        endpoint: PeagleEndpoint | ComponentEndpoint,
+        kpi: KpiMetrics,
+        gpu_count: int,
+        summary: str,
+        kpi_interval_seconds: int,
     ) -> cloudwatch.Dashboard:
         variant = endpoint.variant_name
         minute = Duration.minutes(1)
@@ -248,7 +292,9 @@ class EndpointMonitoring(Construct):
         )
         return dashboard
 
-    def add_variant_comparison(self, endpoint: PeagleEndpoint, kpi: KpiMetrics, *, baseline_variant: str) -> None:
+    def add_variant_comparison(
+        self, endpoint: PeagleEndpoint | ComponentEndpoint, kpi: KpiMetrics, *, baseline_variant: str
+    ) -> None:
         """A/B widgets: the same target with and without (or with another K of) speculation.
 
         The speedup line is baseline TPOT / speculative TPOT on live traffic: above 1, P-EAGLE

@@ -17,14 +17,56 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+# botocore 1.44.5, application-autoscaling ScalableDimension: "sagemaker:inference-component:DesiredCopyCount
+# - The number of copies across an endpoint for a SageMaker inference component."
+COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 MICROSECONDS_PER_SECOND = 1_000_000
 
 
-class ScalableInstanceCount(appscaling.BaseScalableAttribute):
+class _SageMakerCapacity(appscaling.BaseScalableAttribute):
+    """Policies that a variant's instance count and a component's copy count share."""
+
+    def scale_on_model_latency(
+        self, id: str, *, metric: cloudwatch.IMetric, threshold_seconds: float, cooldown: Duration
+    ) -> None:
+        """Step out while p90 ModelLatency (microseconds) stays over the SLA; never steps in.
+
+        Scale-in is left to the target-tracking policies, which know the load.
+        """
+        threshold_us = threshold_seconds * MICROSECONDS_PER_SECOND
+        self._do_scale_on_metric(
+            id,
+            metric=metric,
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            scaling_steps=[
+                appscaling.ScalingInterval(upper=threshold_us, change=0),
+                appscaling.ScalingInterval(lower=threshold_us, change=+1),
+                appscaling.ScalingInterval(lower=2 * threshold_us, change=+2),
+            ],
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            cooldown=cooldown,
+            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
+        )
+
+    def scale_on_schedule(
+        self, id: str, *, schedule: appscaling.Schedule, min_capacity: int, max_capacity: int, time_zone=None
+    ) -> None:
+        self._do_scale_on_schedule(
+            id,
+            schedule=schedule,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            time_zone=time_zone,
+        )
+
+
+class ScalableInstanceCount(_SageMakerCapacity):
     """The DesiredInstanceCount of one production variant."""
 
     def __init__(
@@ -102,40 +144,6 @@ class ScalableInstanceCount(appscaling.BaseScalableAttribute):
         )
         return target
 
-    def scale_on_model_latency(
-        self, id: str, *, metric: cloudwatch.IMetric, threshold_seconds: float, cooldown: Duration
-    ) -> None:
-        """Step out while p90 ModelLatency (microseconds) stays over the SLA; never steps in.
-
-        Scale-in is left to the target-tracking policies, which know the load.
-        """
-        threshold_us = threshold_seconds * MICROSECONDS_PER_SECOND
-        self._do_scale_on_metric(
-            id,
-            metric=metric,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            scaling_steps=[
-                appscaling.ScalingInterval(upper=threshold_us, change=0),
-                appscaling.ScalingInterval(lower=threshold_us, change=+1),
-                appscaling.ScalingInterval(lower=2 * threshold_us, change=+2),
-            ],
-            evaluation_periods=3,
-            datapoints_to_alarm=3,
-            cooldown=cooldown,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-        )
-
-    def scale_on_schedule(
-        self, id: str, *, schedule: appscaling.Schedule, min_capacity: int, max_capacity: int, time_zone=None
-    ) -> None:
-        self._do_scale_on_schedule(
-            id,
-            schedule=schedule,
-            min_capacity=min_capacity,
-            max_capacity=max_capacity,
-            time_zone=time_zone,
-        )
-
     def scale_on_backlog(
         self,
         id: str,
@@ -168,3 +176,181 @@ class ScalableInstanceCount(appscaling.BaseScalableAttribute):
             datapoints_to_alarm=2,
             cooldown=cooldown,
         )
+
+
+class ScalableCopyCount(_SageMakerCapacity):
+    """The copy count of one inference component (Application Auto Scaling ResourceId
+    "inference-component/<name>": botocore 1.44.5, RegisterScalableTarget ResourceId, "SageMaker
+    inference component - The resource type is inference-component and the unique identifier is the
+    resource ID. Example: inference-component/my-inference-component.").
+
+    MinCapacity may be 0 ("For the following resources, the minimum value allowed is 0. ... SageMaker
+    inference components", same operation). How the copies move, when they may reach zero:
+
+    - out with load: target tracking on concurrent requests per copy (high resolution, 10 s);
+    - out from zero: one copy on the first NoCapacityInvocationFailures (the endpoint answers
+      "no capacity" while it has none, and no per-copy metric exists to track);
+    - in with load: with a floor of zero, target tracking would also remove the last copy after its
+      own fixed ~15 minutes of low load; so its scale-in is off and a step policy removes one copy at a
+      time while at least two copies serve under light load;
+    - in to zero: after ``idle_minutes`` without a single invocation, a step policy sets the count to zero.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        component_name: str,
+        min_capacity: int,
+        max_capacity: int,
+        role: iam.IRole,
+    ) -> None:
+        super().__init__(
+            scope,
+            id,
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"inference-component/{component_name}",
+            dimension=COPY_COUNT_DIMENSION,
+            role=role,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+        )
+        self.component_name = component_name
+
+    def _scalable_target(self) -> appscaling.ScalableTarget:
+        # BaseScalableAttribute keeps its ScalableTarget as the child "Target" (aws-cdk-lib
+        # aws-applicationautoscaling/lib/base-scalable-attribute.ts); the step actions below need it.
+        return self.node.find_child("Target")
+
+    def scale_on_concurrency(
+        self,
+        id: str,
+        *,
+        target_requests_per_copy: float,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        disable_scale_in: bool,
+    ) -> None:
+        """Track in-flight requests per copy: predefined metric
+        SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (botocore 1.44.5,
+        application-autoscaling MetricType; "Specify a high-resolution predefined metric",
+        https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-add-code-define.html)."""
+        self._do_scale_to_track_metric(
+            id,
+            target_value=target_requests_per_copy,
+            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in,
+        )
+
+    def scale_on_gpu_utilization(
+        self, id: str, *, metric: cloudwatch.IMetric, target_percent: float, scale_in_cooldown, scale_out_cooldown
+    ) -> None:
+        """Track GPUUtilizationNormalized: 0-100 over the copy's reserved GPUs, so no GPU-count factor."""
+        self._do_scale_to_track_metric(
+            id,
+            target_value=target_percent,
+            custom_metric=metric,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=True,  # scale-in is the step policies' (see the class docstring)
+        )
+
+    def scale_out_from_zero(self, id: str, *, no_capacity_failures: cloudwatch.IMetric, cooldown: Duration) -> None:
+        """Add one copy when an invocation found no capacity.
+
+        SageMaker Developer Guide, "Scale an endpoint to zero instances"
+        (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html): a step
+        policy with "AdjustmentType": "ChangeInCapacity", "MetricAggregationType": "Maximum", "Cooldown": 60,
+        "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}], on an alarm on
+        NoCapacityInvocationFailures (AWS/SageMaker, dimension InferenceComponentName), which "SageMaker AI
+        emits ... when an endpoint receives an inference request, but the endpoint has no active instances
+        to serve the request". The guide's alarm is Sum over 60 s > 1; AWS's launch post ("Unlock cost
+        savings with the new scale down to zero feature in SageMaker Inference") alarms at >= 1. We alarm
+        at >= 1: the first refused request starts the cold start.
+        """
+        action = appscaling.StepScalingAction(
+            self,
+            f"{id}Action",
+            scaling_target=self._scalable_target(),
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
+            cooldown=cooldown,
+        )
+        action.add_adjustment(adjustment=1, lower_bound=0)
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{id}Alarm",
+            metric=no_capacity_failures,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"{self.component_name}: an invocation found no copy; add one (scale out from zero)",
+        )
+        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
+
+    def scale_in_on_light_load(
+        self,
+        id: str,
+        *,
+        load: cloudwatch.IMetric,
+        copies: cloudwatch.IMetric,
+        below: float,
+        minutes: int,
+        cooldown: Duration,
+    ) -> None:
+        """Remove one copy while ``load`` (requests per copy) stays under ``below`` and ``copies`` (an
+        estimate of the copies serving) is at least 2, so light traffic never removes the last copy."""
+        action = appscaling.StepScalingAction(
+            self,
+            f"{id}Action",
+            scaling_target=self._scalable_target(),
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            cooldown=cooldown,
+        )
+        action.add_adjustment(adjustment=-1, lower_bound=0)
+        light = cloudwatch.MathExpression(
+            expression=f"IF(FILL(copies, 0) >= 2 AND FILL(load, 0) < {below:g}, 1, 0)",
+            using_metrics={"load": load, "copies": copies},
+            label="light load on two or more copies",
+            period=Duration.minutes(1),
+        )
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{id}Alarm",
+            metric=light,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=minutes,
+            datapoints_to_alarm=minutes,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"{self.component_name}: under {below:g} requests per copy for {minutes} min on two "
+            "or more copies; remove one",
+        )
+        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
+
+    def scale_in_when_idle(self, id: str, *, invocations: cloudwatch.IMetric, idle_minutes: int) -> None:
+        """Set the copy count to zero after ``idle_minutes`` with no invocation (no data counts as none)."""
+        action = appscaling.StepScalingAction(
+            self,
+            f"{id}Action",
+            scaling_target=self._scalable_target(),
+            adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY,
+        )
+        action.add_adjustment(adjustment=0, upper_bound=0)
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{id}Alarm",
+            metric=invocations,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=idle_minutes,
+            datapoints_to_alarm=idle_minutes,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            alarm_description=f"{self.component_name}: no invocation for {idle_minutes} min; scale to zero copies",
+        )
+        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))

@@ -27,6 +27,21 @@ INVOKE_ACTIONS = (
 )
 
 
+def autoscaling_service_role(scope: Construct, id: str) -> iam.IRole:
+    """Application Auto Scaling's service-linked role for SageMaker endpoints and components
+    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint)."""
+    return iam.Role.from_role_arn(
+        scope,
+        id,
+        Stack.of(scope).format_arn(
+            service="iam",
+            region="",
+            resource="role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com",
+            resource_name="AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class VariantSpec:
     """One production variant. Keep ``name`` stable across updates: autoscaling and rollouts key on it."""
@@ -204,17 +219,7 @@ class PeagleEndpoint(Construct):
     ) -> ScalableInstanceCount:
         """Register a variant's instance count with Application Auto Scaling; add policies on the result."""
         variant = variant_name or self.variant_name
-        stack = Stack.of(self)
-        role = iam.Role.from_role_arn(
-            self,
-            f"AutoScalingRole{variant}",
-            stack.format_arn(
-                service="iam",
-                region="",
-                resource="role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com",
-                resource_name="AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
-            ),
-        )
+        role = autoscaling_service_role(self, f"AutoScalingRole{variant}")
         scaling = ScalableInstanceCount(
             self,
             "InstanceCount" if variant == self.variant_name else f"InstanceCount{variant}",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
 from peagle.catalog import ProfileName, load_catalog
 from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
-from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
+from peagle.container_env import container_environment
 from peagle.deployment_rules import plan_checked_deployment
 from peagle.errors import PeagleError
 
@@ -84,9 +85,12 @@ def run_plan(args: argparse.Namespace) -> int:
             if not args.model or not args.instance:
                 return _fail(ValueError("give --model and --instance, or --deployment FILE"))
             config = config_from_overrides(overrides)
-        plan = plan_checked_deployment(config).plan
+        plans = plan_checked_deployment(config)
     except PeagleError as error:
         return _fail(error)
+    plan = plans.plan
+    endpoint_name, unit, _ = plans.variant_plans()[0]  # the primary variant, or component
+    environment = container_environment(plan, config, variant_name=unit, endpoint_name=endpoint_name)
     if args.json:
         document = {
             "pair": plan.pair_id,
@@ -110,13 +114,14 @@ def run_plan(args: argparse.Namespace) -> int:
             },
             "kv_cache_tokens": plan.memory.kv_cache_tokens,
             "notes": list(plan.notes),
-            "environment": container_environment(plan, config, variant_name=DEFAULT_VARIANT_NAME),
+            "inference_components": dataclasses.asdict(plan.components) if plan.components else None,
+            "environment": environment,
         }
         print(json.dumps(document, indent=2))
         return 0
     print("\n".join(plan.summary_lines()))
     if args.env:
         print("\ncontainer environment:")
-        for key, value in container_environment(plan, config, variant_name=DEFAULT_VARIANT_NAME).items():
+        for key, value in environment.items():
             print(f"  {key}={value}")
     return 0

@@ -298,6 +298,38 @@ class RolloutSettings(StrictModel):
     auto_rollback: bool = Field(True, description="roll back when the 5xx or latency alarm fires during the update")
 
 
+class InferenceComponentSettings(StrictModel):
+    """Inference-component mode: the endpoint keeps managed instance scaling and each model runs as
+    a component with its own GPUs, CPU and memory; copies and instances may scale to zero.
+
+    Copies per instance, GPUs, CPU and memory per copy come from the plan (`peagle plan`)."""
+
+    min_instances: int = Field(0, ge=0, le=100, description="managed instance scaling floor; 0: scale to zero")
+    max_instances: PositiveInt = Field(2, le=100, description="managed instance scaling ceiling")
+    initial_copies: PositiveInt = Field(1, description="copies started by the deploy")
+    min_copies: int = Field(0, ge=0, description="0: no copy runs while the component is idle (cold start)")
+    max_copies: PositiveInt | None = Field(None, description="unset: as many as max_instances hold")
+    accelerators_per_copy: PositiveInt | None = Field(
+        None, description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest a copy fits on"
+    )
+    target_concurrency_per_copy: float | None = Field(
+        None, gt=0, description="in-flight requests per copy to scale on; unset: 75% of the plan's max_num_seqs"
+    )
+    scale_to_zero_after_idle_minutes: int = Field(
+        30, ge=5, le=1440, description="with min_copies 0: no invocation for this long removes the last copy"
+    )
+
+
+class EndpointSettings(StrictModel):
+    mode: Literal["variants", "inference_components"] = Field(
+        "variants",
+        description="variants: production variants, one model replica per instance, at least one instance "
+        "always running; inference_components: the model as a component, several copies per instance, "
+        "copies and instances may scale to zero",
+    )
+    inference_components: InferenceComponentSettings = InferenceComponentSettings()
+
+
 class AbTestSettings(StrictModel):
     """A second production variant serving the same target with another K (0 = no speculation)."""
 
@@ -339,6 +371,7 @@ class DeploymentConfig(StrictModel):
     model: str = Field("gpt-oss-20b", description="a catalog pair id or a key of custom_pairs")
     custom_pairs: dict[str, ModelPair] = {}
     instance: InstanceSettings = InstanceSettings()
+    endpoint: EndpointSettings = EndpointSettings()
     profile: ProfileName = ProfileName.CHATBOT
     profile_overrides: ProfileOverrides = ProfileOverrides()
     speculation: SpeculationSettings = SpeculationSettings()
@@ -379,12 +412,13 @@ class DeploymentConfig(StrictModel):
         if self.model in pairs:
             problems += self._speculation_problems()
         problems += self._scaling_problems()
-        if self.ab_test.enabled and self.rollout.strategy == "rolling":
+        if self.ab_test.enabled and self.rollout.strategy == "rolling" and not self.uses_inference_components:
             problems.append(
                 "rollout.strategy 'rolling' is not supported on multi-variant endpoints (ab_test.enabled); "
                 "use 'blue_green' or turn the A/B test off"
             )
         problems += self._rollout_problems()
+        problems += self._component_problems()
         if self.artifacts.source == "hub":
             if self.network.isolation:
                 problems.append(
@@ -431,7 +465,7 @@ class DeploymentConfig(StrictModel):
 
     def _scaling_problems(self) -> list[str]:
         scaling, count = self.autoscaling, self.instance.count
-        if not scaling.enabled:
+        if not scaling.enabled or self.uses_inference_components:
             return []
         problems = []
         if not scaling.min_instances <= count <= scaling.max_instances:
@@ -453,6 +487,67 @@ class DeploymentConfig(StrictModel):
                 )
         if len({schedule.name for schedule in scaling.schedules}) != len(scaling.schedules):
             problems.append("autoscaling.schedules: names must be unique")
+        return problems
+
+    @property
+    def uses_inference_components(self) -> bool:
+        return self.endpoint.mode == "inference_components"
+
+    def _component_problems(self) -> list[str]:
+        """Settings that mean one mode given in the other, and component bounds that contradict each other.
+        SageMaker's own rules for the mode are peagle/deployment_rules.py's (rule inference-components)."""
+        components = self.endpoint.inference_components
+        if not self.uses_inference_components:
+            if "inference_components" in self.endpoint.model_fields_set:
+                return [
+                    "endpoint.inference_components is set but endpoint.mode is 'variants'; set endpoint.mode: "
+                    "inference_components, or remove endpoint.inference_components"
+                ]
+            return []
+        problems = []
+        variant_only = sorted(
+            {"min_instances", "max_instances", "target_concurrency_per_instance", "schedules"}
+            & self.autoscaling.model_fields_set
+        )
+        if variant_only:
+            problems.append(
+                f"autoscaling.{', autoscaling.'.join(variant_only)} scale production variants; in "
+                "inference_components mode instances and copies are bounded under endpoint.inference_components "
+                "(min_instances, max_instances, min_copies, max_copies, target_concurrency_per_copy); move them there"
+            )
+        if components.min_instances > components.max_instances:
+            problems.append(
+                f"endpoint.inference_components: min_instances {components.min_instances} > max_instances "
+                f"{components.max_instances}"
+            )
+        if not components.min_instances <= self.instance.count <= components.max_instances:
+            problems.append(
+                f"instance.count {self.instance.count} (the instances the deploy starts) must lie within "
+                f"endpoint.inference_components min_instances {components.min_instances} .. max_instances "
+                f"{components.max_instances}"
+            )
+        top = components.max_copies
+        if top is not None and not components.min_copies <= components.initial_copies <= top:
+            problems.append(
+                f"endpoint.inference_components needs min_copies <= initial_copies <= max_copies; given "
+                f"{components.min_copies} <= {components.initial_copies} <= {top}"
+            )
+        if components.min_copies > components.initial_copies:
+            problems.append(
+                f"endpoint.inference_components: min_copies {components.min_copies} > initial_copies "
+                f"{components.initial_copies}; raise initial_copies"
+            )
+        if self.rollout.strategy == "blue_green":
+            problems.append(
+                "rollout.strategy 'blue_green' shifts traffic between production variants; an inference component "
+                "updates copy by copy: use rollout.strategy 'rolling' (rollout.rolling sets the batch and waits) "
+                "or 'none'"
+            )
+        if self.async_inference.enabled:
+            problems.append(
+                "async_inference runs a second endpoint with production variants; in inference_components mode "
+                "turn it off (async_inference.enabled: false) or deploy it from a variants-mode deployment file"
+            )
         return problems
 
     def blue_green_traffic(self) -> str:
@@ -504,6 +599,11 @@ class DeploymentConfig(StrictModel):
     @property
     def async_endpoint_name(self) -> str:
         return f"{self.name}-async"
+
+    def inference_component_name(self, variant: str) -> str:
+        """Inference-component mode: the component serving ``variant`` ("Primary", "Baseline"), a physical
+        name so its log group, scaling target and alarms can be created with it (peagle-primary)."""
+        return f"{self.name}-{variant.lower()}"
 
     def pair(self) -> ModelPair:
         return self.custom_pairs.get(self.model) or load_catalog().pairs[self.model]

@@ -51,8 +51,15 @@ class DeploymentPlans:
     baseline_plan: Plan | None = None
 
     def variant_plans(self) -> list[tuple[str, str, Plan]]:
-        """(endpoint, variant, plan) for every production variant the stack creates."""
+        """(endpoint, variant, plan) for every production variant the stack creates; in inference-component
+        mode (endpoint, component, plan) for every inference component."""
         config = self.config
+        if config.uses_inference_components:
+            units = [(config.endpoint_name, config.inference_component_name(DEFAULT_VARIANT_NAME), self.plan)]
+            if self.baseline_plan is not None:
+                name = config.inference_component_name(BASELINE_VARIANT_NAME)
+                units.append((config.endpoint_name, name, self.baseline_plan))
+            return units
         variants = [(config.endpoint_name, DEFAULT_VARIANT_NAME, self.plan)]
         if self.baseline_plan is not None:
             variants.append((config.endpoint_name, BASELINE_VARIANT_NAME, self.baseline_plan))
@@ -119,7 +126,9 @@ def _rolling_batch(plans: DeploymentPlans) -> list[Violation]:
     # percentage below one instance is refused is our reading, not a quoted rule: we require
     # batch_percent x fleet >= 100 at the smallest the fleet can be when the update starts.
     config = plans.config
-    if config.rollout.strategy != "rolling":
+    if config.rollout.strategy != "rolling" or config.uses_inference_components:
+        # A component's batch is a percentage of its copies (CAPACITY_PERCENT), which meets "between 5%
+        # to 50% of the copy count" at any count (cdk_constructs/component_endpoint.py).
         return []
     percent = config.rollout.rolling.batch_percent
     smallest = config.instance.count
@@ -317,6 +326,52 @@ def _batch_transform(plans: DeploymentPlans) -> list[Violation]:
     ]
 
 
+# --- Inference components ---------------------------------------------------------------
+
+# InferenceComponentName (CloudFormation schema of AWS::SageMaker::InferenceComponent, as shipped
+# with cfn-lint 1.58.0): "maxLength": 63, "pattern": "^[a-zA-Z0-9](-*[a-zA-Z0-9])*$".
+_COMPONENT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+
+
+def _inference_components(plans: DeploymentPlans) -> list[Violation]:
+    config = plans.config
+    if not config.uses_inference_components:
+        return []
+    components = plans.plan.components
+    violations = []
+    for _, name, _plan in plans.variant_plans():
+        if len(name) > 63 or not _COMPONENT_NAME.match(name):
+            violations.append(
+                Violation("inference-components", f"component name {name!r} is not a valid InferenceComponentName")
+            )
+    if components.scales_to_zero and not config.autoscaling.enabled:
+        # "Scale an endpoint to zero instances" (https://docs.aws.amazon.com/sagemaker/latest/dg/
+        # endpoint-auto-scaling-zero-instances.html): the copy count reaches zero through Application Auto
+        # Scaling ("register the inference component ... --min-capacity 0") and returns through a step
+        # policy on NoCapacityInvocationFailures. Without autoscaling the copies stay at initial_copies.
+        violations.append(
+            Violation(
+                "inference-components",
+                "endpoint.inference_components.min_copies 0 (scale to zero) needs autoscaling.enabled: true: "
+                "Application Auto Scaling removes the last copy when idle and adds one when a request finds none; "
+                "turn autoscaling on, or set min_copies to initial_copies for a fixed count",
+            )
+        )
+    if config.ab_test.enabled and "baseline_traffic_percent" in config.ab_test.model_fields_set:
+        # InvokeEndpoint's InferenceComponentName: "If the endpoint hosts one or more inference components,
+        # this parameter specifies the name of inference component to invoke." (botocore 1.44.5,
+        # sagemaker-runtime). There is no weight between components: the caller picks one.
+        violations.append(
+            Violation(
+                "inference-components",
+                "ab_test.baseline_traffic_percent splits traffic between production variants; with inference "
+                "components each request names its component (--inference-component), so remove it and send the "
+                f"share you want to {config.inference_component_name(BASELINE_VARIANT_NAME)}",
+            )
+        )
+    return violations
+
+
 # --- Volume encryption ----------------------------------------------------------------------
 
 
@@ -339,6 +394,7 @@ RULES: tuple[Callable[[DeploymentPlans], list[Violation]], ...] = (
     _launcher_settings,
     _speculation_schedule,
     _batch_transform,
+    _inference_components,
 )
 
 

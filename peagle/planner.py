@@ -55,6 +55,32 @@ class MemoryFit:
         return self.gpu_memory_gib - self.usable_gib
 
 
+# Inference-component mode: the share of an instance's vCPUs and memory left to the host (SageMaker's
+# agents, the OS) when the copies on it divide the rest evenly. Our choice, not a SageMaker figure.
+HOST_RESERVE_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class ComponentPlan:
+    """Inference-component mode: one copy's compute requirements and the copy and instance bounds."""
+
+    accelerators_per_copy: int  # NumberOfAcceleratorDevicesRequired = vLLM tensor_parallel_size
+    copies_per_instance: int
+    cpu_cores_per_copy: int  # NumberOfCpuCoresRequired
+    memory_mb_per_copy: int  # MinMemoryRequiredInMb
+    initial_copies: int
+    min_copies: int
+    max_copies: int
+    min_instances: int
+    max_instances: int
+    target_concurrency_per_copy: float
+    scale_to_zero_after_idle_minutes: int
+
+    @property
+    def scales_to_zero(self) -> bool:
+        return self.min_copies == 0
+
+
 @dataclass(frozen=True)
 class Plan:
     pair_id: str
@@ -77,6 +103,7 @@ class Plan:
     # K by batch size, (min_batch, max_batch, K) bands; empty: K at every batch size. Coverage of
     # max_num_seqs is peagle/deployment_rules.py's rule speculation-schedule.
     speculative_schedule: tuple[ScheduleBand, ...] = field(default=())
+    components: ComponentPlan | None = None  # inference-component mode; None: production variants
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -123,10 +150,32 @@ class Plan:
             f"timeouts        model download {self.model_download_timeout_seconds} s, "
             f"container start-up {self.container_startup_timeout_seconds} s",
             f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand "
-            f"({catalog.price_region}, prices of {catalog.price_date})",
+            f"({catalog.price_region}, prices of {catalog.price_date})"
+            + (
+                f"; ${self.instance.price_per_hour_usd:,.2f} per running instance, $0 while scaled to zero"
+                if self.components is not None and self.components.min_instances == 0
+                else ""
+            ),
         ]
+        if self.components is not None:
+            lines[-1:-1] = self._component_lines()
         lines += [f"note            {note}" for note in self.notes]
         return lines
+
+    def _component_lines(self) -> list[str]:
+        c = self.components
+        idle = (
+            f"; the last copy goes after {c.scale_to_zero_after_idle_minutes} min without an invocation"
+            if c.scales_to_zero
+            else ""
+        )
+        return [
+            f"components      {c.copies_per_instance} cop{'y' if c.copies_per_instance == 1 else 'ies'} per instance, "
+            f"each {c.accelerators_per_copy} GPU(s) (tensor_parallel_size), {c.cpu_cores_per_copy} vCPUs, "
+            f"{c.memory_mb_per_copy:,} MiB host memory (the memory lines above are one copy's)",
+            f"scaling         copies {c.min_copies}..{c.max_copies} (deploy starts {c.initial_copies}), instances "
+            f"{c.min_instances}..{c.max_instances} (managed instance scaling){idle}",
+        ]
 
     def _driver_text(self) -> str:
         host = load_catalog().runtime.inference_amis.get(self.inference_ami_version)
@@ -187,7 +236,7 @@ def _resolve_speculative_tokens(config: DeploymentConfig, pair: ModelPair) -> in
     return k
 
 
-def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance: InstanceType) -> None:
+def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance: InstanceType, tp: int) -> None:
     if instance.cc < MIN_COMPUTE_CAPABILITY:
         raise InstanceFitError(
             f"{config.instance.type} has {instance.gpu} GPUs (compute capability {instance.cc}); current vLLM "
@@ -199,18 +248,16 @@ def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance:
             f"{pair.min_compute_capability} (bf16/MXFP4 kernels); {config.instance.type} has {instance.gpu} "
             f"GPUs with {instance.cc}"
         )
-    tp = instance.gpu_count
     if pair.target.attention_heads % tp:
         raise InstanceFitError(
-            f"{config.model} has {pair.target.attention_heads} attention heads, which do not split over the "
+            f"{config.model} has {pair.target.attention_heads} attention heads, which do not split over "
             f"{tp} GPUs of {config.instance.type} (tensor parallel size must divide them)"
         )
 
 
 def _plan_memory(
-    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, profile: Profile, k: int
+    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, profile: Profile, k: int, tp: int
 ) -> tuple[MemoryFit, int, int, list[str]]:
-    tp = instance.gpu_count
     kv_dtype_bytes = 1 if instance.supports_fp8 else 2
     usable = instance.gpu_memory_gib * GPU_MEMORY_UTILIZATION
     target = pair.target.weight_bytes / GIB / tp
@@ -221,9 +268,14 @@ def _plan_memory(
         raise InstanceFitError(
             f"{config.model} needs ~{needed_total:.0f} GiB of weights (target {pair.target.weight_bytes / GIB:.1f}"
             + (f" + drafter {pair.drafter.weight_bytes / GIB:.1f}" if k else "")
-            + f") plus {RUNTIME_RESERVE_GIB} GiB runtime per GPU; {config.instance.type} has "
-            f"{instance.describe()} ({usable * tp:.1f} GiB usable at gpu_memory_utilization "
-            f"{GPU_MEMORY_UTILIZATION})"
+            + f") plus {RUNTIME_RESERVE_GIB} GiB runtime per GPU; "
+            + (
+                f"{config.instance.type} has {instance.describe()}"
+                if tp == instance.gpu_count
+                else f"a copy on {tp} of the {instance.gpu_count} {instance.gpu} GPUs of {config.instance.type} has"
+                f" {instance.gpu_memory_gib * tp:g} GiB"
+            )
+            + f" ({usable * tp:.1f} GiB usable at gpu_memory_utilization {GPU_MEMORY_UTILIZATION})"
         )
     kv_bytes = _kv_bytes_per_token_per_gpu(pair, tp, kv_dtype_bytes)
     kv_tokens = int(kv_gib * GIB // kv_bytes)
@@ -266,8 +318,14 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
     instance = catalog.instances[config.instance.type]
     profile = _resolve_profile(config)
     k = _resolve_speculative_tokens(config, pair)
-    _check_instance_support(config, pair, instance)
-    memory, max_model_len, max_num_seqs, notes = _plan_memory(config, pair, instance, profile, k)
+    components = None
+    if config.uses_inference_components:
+        tp, (memory, max_model_len, max_num_seqs, notes) = _component_fit(config, pair, instance, profile, k)
+        components = _plan_components(config, pair, instance, tp, max_num_seqs)
+    else:
+        tp = instance.gpu_count
+        _check_instance_support(config, pair, instance, tp)
+        memory, max_model_len, max_num_seqs, notes = _plan_memory(config, pair, instance, profile, k, tp)
     weight_bytes = pair.target.weight_bytes + pair.drafter.weight_bytes
     download = config.timeouts.model_download_seconds or _clamp_timeout(300 + weight_bytes / DOWNLOAD_BYTES_PER_SECOND)
     startup_seconds = 600 + weight_bytes / LOAD_BYTES_PER_SECOND
@@ -291,7 +349,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         instance_count=config.instance.count,
         profile_name=config.profile,
         profile=profile,
-        tensor_parallel_size=instance.gpu_count,
+        tensor_parallel_size=tp,
         speculative_tokens=k,
         max_model_len=max_model_len,
         max_num_seqs=max_num_seqs,
@@ -302,7 +360,87 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         model_download_timeout_seconds=download,
         inference_ami_version=config.instance.ami_version or catalog.runtime.serving_image.inference_ami_version,
         speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
+        components=components,
         notes=tuple(notes),
+    )
+
+
+def _tensor_parallel_options(instance: InstanceType) -> list[int]:
+    """GPUs per copy that split an instance evenly: 1, 2, 4, 8 (those that divide its GPU count)."""
+    return [tp for tp in (1, 2, 4, 8) if tp <= instance.gpu_count and instance.gpu_count % tp == 0]
+
+
+def _component_fit(
+    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, profile: Profile, k: int
+) -> tuple[int, tuple[MemoryFit, int, int, list[str]]]:
+    """GPUs per copy and the memory plan on them: the given accelerators_per_copy, else the fewest
+    GPUs on which the profile's full max_model_len fits (more copies per instance), else the fewest
+    on which the model fits at all."""
+    wanted = config.endpoint.inference_components.accelerators_per_copy
+    options = _tensor_parallel_options(instance)
+    if wanted is not None:
+        if wanted not in options:
+            raise PlanError(
+                f"endpoint.inference_components.accelerators_per_copy {wanted} does not split "
+                f"{config.instance.type} ({instance.gpu_count} GPUs) evenly; use one of {options}, or leave it "
+                "unset for the fewest GPUs a copy fits on"
+            )
+        _check_instance_support(config, pair, instance, wanted)
+        return wanted, _plan_memory(config, pair, instance, profile, k, wanted)
+    fits: list[tuple[int, tuple[MemoryFit, int, int, list[str]]]] = []
+    last_error: InstanceFitError | None = None
+    for tp in options:
+        try:
+            _check_instance_support(config, pair, instance, tp)
+            fits.append((tp, _plan_memory(config, pair, instance, profile, k, tp)))
+        except InstanceFitError as error:
+            last_error = error
+            continue
+        if not any(note.startswith("max_model_len lowered") for note in fits[-1][1][3]):
+            return fits[-1]
+    if fits:
+        return fits[0]
+    assert last_error is not None
+    raise last_error
+
+
+def _plan_components(
+    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, tp: int, max_num_seqs: int
+) -> ComponentPlan:
+    settings = config.endpoint.inference_components
+    per_instance = instance.gpu_count // tp
+    # Each copy asks for an equal share of the host's vCPUs and memory, less HOST_RESERVE_SHARE for
+    # SageMaker's own agents, so that exactly per_instance copies are placed on one instance.
+    share = (1 - HOST_RESERVE_SHARE) / per_instance
+    cpu_cores = max(1, math.floor(instance.vcpus * share))
+    memory_mb = math.floor(instance.memory_gib * 1024 * share)
+    capacity = per_instance * settings.max_instances
+    max_copies = settings.max_copies or capacity
+    if max_copies > capacity:
+        raise PlanError(
+            f"endpoint.inference_components.max_copies {max_copies} do not fit: {settings.max_instances} x "
+            f"{config.instance.type} hold {capacity} copies of {tp} GPU(s) each ({per_instance} per instance); "
+            f"raise max_instances to {math.ceil(max_copies / per_instance)} or lower max_copies to {capacity}"
+        )
+    if settings.initial_copies > per_instance * config.instance.count:
+        raise PlanError(
+            f"endpoint.inference_components.initial_copies {settings.initial_copies} need "
+            f"{math.ceil(settings.initial_copies / per_instance)} x {config.instance.type} ({per_instance} copies "
+            f"of {tp} GPU(s) per instance), but instance.count starts {config.instance.count}; raise instance.count "
+            "or lower initial_copies"
+        )
+    return ComponentPlan(
+        accelerators_per_copy=tp,
+        copies_per_instance=per_instance,
+        cpu_cores_per_copy=cpu_cores,
+        memory_mb_per_copy=memory_mb,
+        initial_copies=settings.initial_copies,
+        min_copies=settings.min_copies,
+        max_copies=max_copies,
+        min_instances=settings.min_instances,
+        max_instances=settings.max_instances,
+        target_concurrency_per_copy=settings.target_concurrency_per_copy or max(1.0, max_num_seqs * 0.75),
+        scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes,
     )
 
 
@@ -312,7 +450,7 @@ def smallest_fitting_instance(config: DeploymentConfig) -> str | None:
         candidate = config.model_copy(update={"instance": config.instance.model_copy(update={"type": name})})
         try:
             _plan_exactly(candidate)
-        except InstanceFitError:
+        except PlanError:  # does not fit, or the deployment's copy counts do not suit that type
             continue
         return name
     return None

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Duration, Stack, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from cdk_constructs.async_endpoint import AsyncInferenceEndpoint
-from cdk_constructs.endpoint_logs import endpoint_log_group_name
+from cdk_constructs.component_endpoint import ComponentEndpoint, ComponentSpec
+from cdk_constructs.endpoint_logs import component_log_group_name, endpoint_log_group_name
 from cdk_constructs.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
+from cdk_constructs.endpoint_scaling import ScalableCopyCount
 from cdk_constructs.execution_role import SageMakerExecutionRole
 from cdk_constructs.kpi_metrics import KpiMetrics
 from cdk_constructs.model_artifacts import ModelArtifactsLocation, artifacts_bucket_name, pair_prefix
@@ -27,6 +30,10 @@ from peagle.planner import Plan
 # Target concurrency per instance as a share of the engine's max_num_seqs: scale out
 # before requests queue inside vLLM.
 DEFAULT_CONCURRENCY_SHARE = 0.75
+# Inference components scaling to zero: one copy goes while two or more serve under this share of
+# the per-copy target for this many minutes (target tracking's own scale-in is off; see ScalableCopyCount).
+LIGHT_LOAD_SHARE = 0.3
+LIGHT_LOAD_MINUTES = 15
 TRANSFORM_JOBS_LOG_GROUP = "/aws/sagemaker/TransformJobs"
 
 
@@ -62,18 +69,25 @@ class EndpointStack(Stack):
             in_vpc=bool(subnet_ids),
             read_weights=config.artifacts.source == "s3",
         )
-        self.execution_role.grant_write_logs(endpoint_log_group_name(config.endpoint_name))
+        if config.uses_inference_components:
+            for index, variant in enumerate(self._units(baseline_plan)):
+                self.execution_role.grant_write_logs(
+                    component_log_group_name(config.inference_component_name(variant)),
+                    sid="WriteComponentLogs" + (variant if index else ""),
+                )
+        else:
+            self.execution_role.grant_write_logs(endpoint_log_group_name(config.endpoint_name))
         if config.artifacts.hf_token_secret_arn:
             self.execution_role.grant_read_secret(config.artifacts.hf_token_secret_arn)
         from_hub = config.artifacts.source == "hub"
 
         def model(construct_id: str, model_plan: Plan, variant: str, endpoint_name: str | None = None) -> PeagleModel:
+            # In inference-component mode the KPI lines name the component (their VariantName dimension).
+            unit = config.inference_component_name(variant) if config.uses_inference_components else variant
             return PeagleModel(
                 self,
                 construct_id,
-                environment=container_environment(
-                    model_plan, config, variant_name=variant, endpoint_name=endpoint_name
-                ),
+                environment=container_environment(model_plan, config, variant_name=unit, endpoint_name=endpoint_name),
                 artifacts=None if from_hub else artifacts,
                 image=self.image,
                 execution_role=self.execution_role,
@@ -90,16 +104,30 @@ class EndpointStack(Stack):
             if config.async_inference.enabled
             else None
         )
+        baseline_model = model("BaselineModel", baseline_plan, BASELINE_VARIANT_NAME) if baseline_plan else None
+        volume_key = self._volume_key(plan)
+        if config.uses_inference_components:
+            self._component_endpoint(baseline_plan, baseline_model, volume_key)
+        else:
+            self._variant_endpoint(baseline_plan, baseline_model, volume_key)
+        if config.batch.enabled:
+            self._batch_access()
+        self.async_endpoint = self._async_endpoint(volume_key) if config.async_inference.enabled else None
+        self._outputs()
+
+    # --- the two endpoint modes -------------------------------------------------------------
+
+    def _variant_endpoint(self, baseline_plan: Plan | None, baseline_model: PeagleModel | None, volume_key) -> None:
+        """Production variants: one model replica per instance, instances scaled by Application Auto Scaling."""
+        config, plan = self.config, self.plan
         primary_weight = 1.0
         variants = []
         if baseline_plan is not None:
             primary_weight = (100 - config.ab_test.baseline_traffic_percent) / 100
-            baseline_model = model("BaselineModel", baseline_plan, BASELINE_VARIANT_NAME)
         variants.append(self._variant(DEFAULT_VARIANT_NAME, self.model, plan, primary_weight))
         if baseline_plan is not None:
             variants.append(self._variant(BASELINE_VARIANT_NAME, baseline_model, baseline_plan, 1.0 - primary_weight))
 
-        volume_key = self._volume_key(plan)
         observability = config.observability
         self.endpoint = PeagleEndpoint(
             self,
@@ -126,10 +154,156 @@ class EndpointStack(Stack):
             if baseline_plan is not None:
                 self.monitoring.add_variant_comparison(self.endpoint, self.kpi, baseline_variant=BASELINE_VARIANT_NAME)
         self.endpoint.configure_rollout(config.rollout, rollback_alarms, traffic=config.blue_green_traffic())
-        if config.batch.enabled:
-            self._batch_access()
-        self.async_endpoint = self._async_endpoint(volume_key) if config.async_inference.enabled else None
-        self._outputs()
+
+    def _units(self, baseline_plan: Plan | None) -> list[str]:
+        return [DEFAULT_VARIANT_NAME] + ([BASELINE_VARIANT_NAME] if baseline_plan is not None else [])
+
+    def _component_endpoint(self, baseline_plan: Plan | None, baseline_model: PeagleModel | None, volume_key) -> None:
+        """Inference components: copies packed per instance, copies and instances scaled to zero."""
+        config, plan = self.config, self.plan
+        components = plan.components
+        specs = [self._component(config.inference_component_name(DEFAULT_VARIANT_NAME), self.model, plan)]
+        if baseline_plan is not None:
+            specs.append(
+                self._component(config.inference_component_name(BASELINE_VARIANT_NAME), baseline_model, baseline_plan)
+            )
+        observability = config.observability
+        self.endpoint = ComponentEndpoint(
+            self,
+            "PeagleEndpoint",
+            endpoint_name=config.endpoint_name,
+            instance_type=plan.instance_type,
+            initial_instance_count=plan.instance_count,
+            min_instances=components.min_instances,
+            max_instances=components.max_instances,
+            inference_ami_version=plan.inference_ami_version,
+            execution_role=self.execution_role.role,
+            components=specs,
+            volume_key=volume_key,
+            log_retention_days=observability.log_retention_days,
+            detailed_observability=observability.detailed_observability,
+            metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
+        )
+        self._acknowledge_nvme(self.endpoint, plan, volume_key)
+        primary = specs[0].name
+        self.kpi = KpiMetrics(
+            self, "KpiMetrics", log_group=self.endpoint.log_groups[primary], endpoint_name=config.endpoint_name
+        )
+        for index, spec in enumerate(specs[1:], start=1):
+            KpiMetrics(
+                self,
+                f"KpiMetrics{index}",
+                log_group=self.endpoint.log_groups[spec.name],
+                endpoint_name=config.endpoint_name,
+            )
+        self.scaling = (
+            [
+                self._component_scaling(spec.name, spec_plan)
+                for spec, spec_plan in zip(specs, [plan, baseline_plan], strict=False)
+            ]
+            if config.autoscaling.enabled
+            else None
+        )
+        self.monitoring = self._monitoring(
+            kpi_expected_while=self.endpoint.metric_invocations_per_copy(
+                period=Duration.minutes(config.alarms.kpi_missing_minutes)
+            )
+        )
+        if self.monitoring is None or config.rollout.strategy == "none":
+            return
+        for spec in specs:
+            alarms = (
+                list(self.monitoring.rollback_alarms_for(self.endpoint, spec.name))
+                if spec.name != primary
+                else [self.monitoring.alarms["ModelLatencyP90High"], self.monitoring.alarms["Invocation5xxRateHigh"]]
+            )
+            self.endpoint.configure_rollout(
+                spec.name, config.rollout.rolling, alarms if config.rollout.auto_rollback else []
+            )
+            if config.rollout.auto_rollback:
+                self.execution_role.grant_describe_alarms(
+                    alarms, sid="ReadRollbackAlarms" + ("" if spec.name == primary else "Baseline")
+                )
+        if baseline_plan is not None:
+            self.monitoring.add_variant_comparison(self.endpoint, self.kpi, baseline_variant=specs[1].name)
+
+    def _component(self, name: str, model: PeagleModel, plan: Plan) -> ComponentSpec:
+        components = plan.components
+        return ComponentSpec(
+            name=name,
+            model=model,
+            accelerators=components.accelerators_per_copy,
+            cpu_cores=components.cpu_cores_per_copy,
+            memory_mb=components.memory_mb_per_copy,
+            initial_copies=components.initial_copies,
+            container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
+            model_download_timeout_seconds=plan.model_download_timeout_seconds,
+        )
+
+    def _component_scaling(self, name: str, plan: Plan) -> ScalableCopyCount:
+        """Copy count with load, to zero after the idle time and back on the first refused request
+        (cdk_constructs/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
+        settings, components = self.config.autoscaling, plan.components
+        scaling = self.endpoint.auto_scale_copy_count(
+            name, min_capacity=components.min_copies, max_capacity=components.max_copies
+        )
+        unit = {"variant_name": name}
+        to_zero = components.scales_to_zero
+        cooldowns = {
+            "scale_in_cooldown": Duration.seconds(settings.scale_in_cooldown_seconds),
+            "scale_out_cooldown": Duration.seconds(settings.scale_out_cooldown_seconds),
+        }
+        scaling.scale_on_concurrency(
+            "ConcurrencyPerCopy",
+            target_requests_per_copy=components.target_concurrency_per_copy,
+            disable_scale_in=to_zero,
+            **cooldowns,
+        )
+        if settings.gpu_utilization_target_percent is not None:
+            scaling.scale_on_gpu_utilization(
+                "GpuUtilization",
+                metric=self.endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1), **unit),
+                target_percent=settings.gpu_utilization_target_percent,
+                **cooldowns,
+            )
+        if settings.latency_step_scaling:
+            scaling.scale_on_model_latency(
+                "ModelLatencyOverSla",
+                metric=self.endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
+                threshold_seconds=self._latency_sla_seconds(),
+                cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+            )
+        if to_zero:
+            minute = Duration.minutes(1)
+            scaling.scale_out_from_zero(
+                "ScaleOutFromZero",
+                no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
+                cooldown=Duration.seconds(60),
+            )
+            # InvocationsPerCopy is Invocations normalized by the copies, so their ratio counts the copies
+            # serving ("Amazon SageMaker AI metrics in Amazon CloudWatch", InferenceComponentName metrics).
+            scaling.scale_in_on_light_load(
+                "ScaleInOnLightLoad",
+                load=self.endpoint.metric_concurrent_requests_per_copy(period=minute, **unit),
+                copies=cloudwatch.MathExpression(
+                    expression="IF(perCopy > 0, invocations / perCopy, 0)",
+                    using_metrics={
+                        "invocations": self.endpoint.metric_invocations(period=minute, **unit),
+                        "perCopy": self.endpoint.metric_invocations_per_copy(period=minute, **unit),
+                    },
+                    label="copies serving",
+                    period=minute,
+                ),
+                below=components.target_concurrency_per_copy * LIGHT_LOAD_SHARE,
+                minutes=LIGHT_LOAD_MINUTES,
+                cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+            )
+            scaling.scale_in_when_idle(
+                "ScaleInToZero",
+                invocations=self.endpoint.metric_invocations(period=minute, **unit),
+                idle_minutes=components.scale_to_zero_after_idle_minutes,
+            )
+        return scaling
 
     # --- pieces -----------------------------------------------------------------------
 
@@ -231,7 +405,7 @@ class EndpointStack(Stack):
     def _latency_sla_seconds(self) -> float:
         return self.config.alarms.latency_p90_seconds or self.plan.profile.latency_sla_p90_seconds
 
-    def _monitoring(self) -> EndpointMonitoring | None:
+    def _monitoring(self, kpi_expected_while: cloudwatch.IMetric | None = None) -> EndpointMonitoring | None:
         alarms, plan = self.config.alarms, self.plan
         if not alarms.enabled:
             return None
@@ -248,11 +422,13 @@ class EndpointStack(Stack):
                 min_acceptance_rate=alarms.min_acceptance_rate,
                 kpi_missing_minutes=alarms.kpi_missing_minutes,
             ),
-            gpu_count=plan.instance.gpu_count,
+            # A component's GPU metrics are normalized over its own GPUs already.
+            gpu_count=1 if plan.components is not None else plan.instance.gpu_count,
             speculation_enabled=plan.speculation_enabled,
             summary_markdown=_dashboard_summary(plan, self.config),
             alarm_emails=alarms.emails,
             kpi_interval_seconds=self.config.observability.kpi_interval_seconds,
+            kpi_expected_while=kpi_expected_while,
         )
 
     def _batch_access(self) -> None:
@@ -293,6 +469,14 @@ class EndpointStack(Stack):
     def _outputs(self) -> None:
         config = self.config
         CfnOutput(self, "EndpointName", value=config.endpoint_name, description="SageMaker endpoint to invoke")
+        if isinstance(self.endpoint, ComponentEndpoint):
+            for index, spec in enumerate(self.endpoint.components):
+                CfnOutput(
+                    self,
+                    f"InferenceComponentName{index}" if index else "InferenceComponentName",
+                    value=spec.name,
+                    description="pass to peagle invoke/bench/smoke as --inference-component",
+                )
         CfnOutput(self, "ModelName", value=self.model.model_name, description="for `peagle batch` transform jobs")
         CfnOutput(self, "ExecutionRoleArn", value=self.execution_role.role.role_arn)
         CfnOutput(self, "ImageUri", value=self.image.asset.image_uri)

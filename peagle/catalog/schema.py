@@ -61,6 +61,8 @@ class InstanceType(StrictModel):
     gpu_memory_gib: PositiveFloat
     cc: float = Field(description="CUDA compute capability")
     local_nvme: bool
+    vcpus: PositiveInt = Field(description="host vCPUs")
+    memory_gib: PositiveFloat = Field(description="host memory")
     price_per_hour_usd: PositiveFloat
 
     @property

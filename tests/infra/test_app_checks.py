@@ -15,6 +15,7 @@ VARIANTS = {
     "ab-test": {"deployment": str(REPO_ROOT / "deployments" / "ab-test.yaml")},
     "async-summarization": {"deployment": str(REPO_ROOT / "deployments" / "async-summarization.yaml")},
     "private-vpc": {"deployment": str(REPO_ROOT / "deployments" / "private-vpc.yaml")},
+    "scale-to-zero": {"deployment": str(REPO_ROOT / "deployments" / "scale-to-zero.yaml")},
 }
 
 

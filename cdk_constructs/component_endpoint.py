@@ -1,0 +1,291 @@
+"""An endpoint whose instances host inference components: managed instance scaling on the one
+production variant, each model a component with its own GPUs, CPU and memory, copies that
+scale with load and to zero.
+
+Facts behind it (botocore 1.44.5's SageMaker model and the CloudFormation resource schemas as
+shipped with cfn-lint 1.58.0, unless a URL is given):
+
+- The endpoint config's variant names no model ("required": ["VariantName"]); each
+  AWS::SageMaker::InferenceComponent names its endpoint, variant and Model.
+- ManagedInstanceScaling: Status "ENABLED" | "DISABLED"; MinInstanceCount "min 0";
+  MaxInstanceCount "min 1". InitialInstanceCount stays "minimum": 1, so a deploy always starts
+  an instance. An endpoint "can scale to and from zero instances only if it hosts inference
+  components", with "MinInstanceCount parameter to 0" (SageMaker Developer Guide, "Scale an
+  endpoint to zero instances",
+  https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html).
+- ScaleInPolicy.Strategy: "IDLE_RELEASE Releases instances that have no hosted inference
+  component copies. CONSOLIDATION Consolidates inference component copies onto fewer instances
+  to release more instances."
+- ExecutionRoleArn on the endpoint config: AWS's own example passes it with inference
+  components (the launch post of scale to zero) and a config without it is refused in practice;
+  the API reference does not say so. We always set it.
+- ComputeResourceRequirements: NumberOfAcceleratorDevicesRequired "minimum": 1,
+  NumberOfCpuCoresRequired "minimum": 0.25, MinMemoryRequiredInMb "minimum": 128 and required by
+  the API (botocore: 'required': ['MinMemoryRequiredInMb']) though not by CloudFormation.
+- RuntimeConfig.CopyCount is required by the API; a component is not created with 0 copies in
+  practice, so the deploy starts ``initial_copies`` >= 1.
+- RollingUpdatePolicy: the API requires MaximumBatchSize and WaitIntervalInSeconds; "The value
+  must be between 5% to 50% of the copy count of the inference component."
+  (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentRollingUpdatePolicy.html)
+- Per-component metrics: AWS/SageMaker with dimension InferenceComponentName (Invocations,
+  InvocationsPerCopy, ModelLatency, Invocation4XXErrors, Invocation5XXErrors,
+  NoCapacityInvocationFailures); /aws/sagemaker/InferenceComponents for GPUUtilizationNormalized
+  and GPUMemoryUtilizationNormalized, "reported by each copy", 0-100 over the copy's reservation
+  ("Amazon SageMaker AI metrics in Amazon CloudWatch",
+  https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
+- Container logs: /aws/sagemaker/InferenceComponents/<component name>. No AWS page we found
+  states it; public tooling that reads component logs uses that group. Unverified (README).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from cdk_constructs.endpoint_logs import EndpointLogGroup, component_log_group_name
+from cdk_constructs.endpoint_scaling import ScalableCopyCount
+from cdk_constructs.peagle_endpoint import INVOKE_ACTIONS, SAGEMAKER_NAMESPACE, autoscaling_service_role
+from cdk_constructs.peagle_model import PeagleModel
+from peagle.config import RollingSettings
+
+COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
+# The one production variant: the pool of instances the components are placed on.
+POOL_VARIANT_NAME = "AllTraffic"
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """One inference component. Keep ``name`` stable: scaling, alarms and clients key on it."""
+
+    name: str
+    model: PeagleModel
+    accelerators: int
+    cpu_cores: int
+    memory_mb: int
+    initial_copies: int
+    container_startup_timeout_seconds: int
+    model_download_timeout_seconds: int
+
+
+class ComponentEndpoint(Construct):
+    """The endpoint, its instance pool and its components; the first component is the primary one
+    (metrics default to it). Metric helpers take ``variant_name``, meaning the component's name, so
+    that EndpointMonitoring and KpiMetrics serve both endpoint modes."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint_name: str,
+        instance_type: str,
+        initial_instance_count: int,
+        min_instances: int,
+        max_instances: int,
+        inference_ami_version: str | None,
+        execution_role: iam.IRole,
+        components: list[ComponentSpec],
+        volume_key: kms.IKey | None = None,
+        log_retention_days: int = 365,
+        detailed_observability: bool = True,
+        metric_publish_frequency_seconds: int = 60,
+    ) -> None:
+        super().__init__(scope, id)
+        if not components:
+            raise ValueError("ComponentEndpoint needs at least one component")
+        self.components = components
+        self.variant_name = components[0].name
+        self._endpoint_name = endpoint_name
+        self.log_groups = {
+            spec.name: EndpointLogGroup(
+                self,
+                f"Logs{index}" if index else "Logs",
+                endpoint_name=endpoint_name,
+                retention_days=log_retention_days,
+                log_group_name=component_log_group_name(spec.name),
+            )
+            for index, spec in enumerate(components)
+        }
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            execution_role_arn=execution_role.role_arn,
+            kms_key_id=volume_key.key_arn if volume_key else None,
+            metrics_config=sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+                enable_detailed_observability=detailed_observability,
+                enable_enhanced_metrics=True,
+                metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
+            ),
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=POOL_VARIANT_NAME,
+                    instance_type=instance_type,
+                    initial_instance_count=initial_instance_count,
+                    inference_ami_version=inference_ami_version,
+                    managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                        status="ENABLED",
+                        min_instance_count=min_instances,
+                        max_instance_count=max_instances,
+                        # Release instances that host no copy; moving live copies between
+                        # instances (CONSOLIDATION) would cost a GPU model load each time.
+                        scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(strategy="IDLE_RELEASE"),
+                    ),
+                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                        routing_strategy="LEAST_OUTSTANDING_REQUESTS"
+                    ),
+                )
+            ],
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        )
+        self.inference_components: dict[str, sagemaker.CfnInferenceComponent] = {}
+        for index, spec in enumerate(components):
+            component = sagemaker.CfnInferenceComponent(
+                self,
+                f"Component{index}" if index else "Component",
+                endpoint_name=endpoint_name,
+                variant_name=POOL_VARIANT_NAME,
+                inference_component_name=spec.name,
+                specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                    model_name=spec.model.model_name,
+                    compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                        number_of_accelerator_devices_required=spec.accelerators,
+                        number_of_cpu_cores_required=spec.cpu_cores,
+                        min_memory_required_in_mb=spec.memory_mb,
+                    ),
+                    startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+                        container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
+                        model_data_download_timeout_in_seconds=spec.model_download_timeout_seconds,
+                    ),
+                ),
+                runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                    copy_count=spec.initial_copies
+                ),
+            )
+            component.add_dependency(self.endpoint)
+            # The container logs from its first second; the group must exist (retention, key) first.
+            component.node.add_dependency(self.log_groups[spec.name])
+            self.inference_components[spec.name] = component
+
+    @property
+    def endpoint_name(self) -> str:
+        return self._endpoint_name
+
+    @property
+    def endpoint_arn(self) -> str:
+        return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
+
+    def component_arn(self, name: str) -> str:
+        return Stack.of(self).format_arn(service="sagemaker", resource="inference-component", resource_name=name)
+
+    def configure_rollout(self, name: str, settings: RollingSettings, rollback_alarms: list[cloudwatch.IAlarm]) -> None:
+        """A component updates copy by copy: ``settings.batch_percent`` of its copies per step (a percentage
+        meets the documented 5-50 % of the copy count at any count), baking ``wait_seconds``, rolled back
+        on ``rollback_alarms`` (at most 10, "minItems": 1, "maxItems": 10)."""
+        percent = lambda value: sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(  # noqa: E731
+            type="CAPACITY_PERCENT", value=value
+        )
+        self.inference_components[
+            name
+        ].deployment_config = sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
+            rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
+                maximum_batch_size=percent(settings.batch_percent),
+                wait_interval_in_seconds=settings.wait_seconds,
+                rollback_maximum_batch_size=percent(settings.rollback_batch_percent),
+                maximum_execution_timeout_in_seconds=settings.max_execution_seconds,
+            ),
+            auto_rollback_configuration=(
+                sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
+                    alarms=[
+                        sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=alarm.alarm_name)
+                        for alarm in rollback_alarms[:10]
+                    ]
+                )
+                if rollback_alarms
+                else None
+            ),
+        )
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Invoke this endpoint's components. The IAM service authorization reference lists both the
+        endpoint and the inference-component resource types for InvokeEndpoint, so both ARNs are granted."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=list(INVOKE_ACTIONS[:2]),
+            resource_arns=[self.endpoint_arn, *(self.component_arn(spec.name) for spec in self.components)],
+        )
+
+    def auto_scale_copy_count(self, name: str, *, min_capacity: int, max_capacity: int) -> ScalableCopyCount:
+        """Register a component's copy count with Application Auto Scaling; add policies on the result."""
+        index = [spec.name for spec in self.components].index(name)
+        scaling = ScalableCopyCount(
+            self,
+            f"CopyCount{index}" if index else "CopyCount",
+            component_name=name,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            role=autoscaling_service_role(self, f"AutoScalingRole{index}"),
+        )
+        scaling.node.add_dependency(self.inference_components[name])
+        return scaling
+
+    # --- metrics, by component ------------------------------------------------------------
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = SAGEMAKER_NAMESPACE,
+        statistic: str = "Average",
+        period: Duration = Duration.minutes(1),
+        label: str | None = None,
+        variant_name: str | None = None,
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={"InferenceComponentName": variant_name or self.variant_name},
+            statistic=statistic,
+            period=period,
+            label=label,
+        )
+
+    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocations", statistic="Sum", **kwargs)
+
+    def metric_invocations_per_copy(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("InvocationsPerCopy", statistic="Sum", **kwargs)
+
+    def metric_concurrent_requests_per_copy(self, **kwargs) -> cloudwatch.Metric:
+        """Valid statistics: Min, Max."""
+        return self.metric("ConcurrentRequestsPerCopy", statistic="Maximum", **kwargs)
+
+    def metric_no_capacity_invocation_failures(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("NoCapacityInvocationFailures", statistic="Sum", **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
+
+    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
+        """0-100 over the copy's reserved GPUs (already per GPU)."""
+        return self.metric("GPUUtilizationNormalized", namespace=COMPONENT_INSTANCE_NAMESPACE, **kwargs)
+
+    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
+        """0-100 over the copy's reserved GPUs (already per GPU)."""
+        return self.metric("GPUMemoryUtilizationNormalized", namespace=COMPONENT_INSTANCE_NAMESPACE, **kwargs)

@@ -1,0 +1,344 @@
+"""Inference-component mode (endpoint.mode: inference_components): the plan packs copies per
+instance, the stack creates managed instance scaling, components with the plan's compute
+requirements, copy-count scaling to and from zero, rollouts per component, and alarms and a
+dashboard by component. Bad combinations fail `peagle plan` and `cdk synth` with the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from aws_cdk.assertions import Match
+from cdk_synth import REPO_ROOT, normalise_template, synthesize, write_deployment
+
+from peagle.cli import main
+from peagle.config import load_deployment_config
+from peagle.deployment_rules import plan_checked_deployment
+
+S2Z_FILE = REPO_ROOT / "deployments" / "scale-to-zero.yaml"
+COMPONENT = "peagle-s2z-primary"
+
+
+@pytest.fixture(scope="module")
+def s2z(synth):
+    return synth(deployment=str(S2Z_FILE))
+
+
+@pytest.fixture(scope="module")
+def s2z_plan():
+    return plan_checked_deployment(load_deployment_config(S2Z_FILE)).plan
+
+
+def _deployment(tmp_path, **changes) -> str:
+    data = yaml.safe_load(S2Z_FILE.read_text())
+    for dotted, value in changes.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return write_deployment(tmp_path, yaml.safe_dump(data))
+
+
+# --- the plan: packing --------------------------------------------------------------------
+
+
+def test_qwen3_8b_packs_one_copy_per_gpu_on_eight_l40s(s2z_plan):
+    components = s2z_plan.components
+    assert (s2z_plan.tensor_parallel_size, components.accelerators_per_copy, components.copies_per_instance) == (
+        1,
+        1,
+        8,
+    )
+    assert (components.min_copies, components.max_copies, components.initial_copies) == (0, 16, 1)
+    # Each copy gets an equal share of the host less the 10 % reserve: 192 vCPUs, 1536 GiB on a g6e.48xlarge.
+    assert components.cpu_cores_per_copy == int(192 * 0.9 / 8)
+    assert components.memory_mb_per_copy == int(1536 * 1024 * 0.9 / 8)
+
+
+def test_a_copy_takes_two_a10g_when_one_holds_too_little_kv_cache(tmp_path):
+    plan = plan_checked_deployment(
+        load_deployment_config(_deployment(tmp_path, **{"instance.type": "ml.g5.48xlarge"}))
+    ).plan
+    assert (plan.tensor_parallel_size, plan.components.copies_per_instance, plan.components.max_copies) == (2, 4, 8)
+
+
+def test_the_plan_says_copies_per_instance_and_what_idle_costs(capsys):
+    assert main(["plan", "--deployment", str(S2Z_FILE)]) == 0
+    out = capsys.readouterr().out
+    assert "8 copies per instance, each 1 GPU(s) (tensor_parallel_size), 21 vCPUs" in out
+    assert "copies 0..16 (deploy starts 1), instances 0..2 (managed instance scaling)" in out
+    assert "$0 while scaled to zero" in out
+
+
+# --- the stack ----------------------------------------------------------------------------
+
+
+def test_the_endpoint_config_has_managed_instance_scaling_down_to_zero_and_no_model(s2z):
+    s2z.template().has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ExecutionRoleArn": Match.any_value(),
+            "ProductionVariants": [
+                {
+                    "VariantName": "AllTraffic",
+                    "InstanceType": "ml.g6e.48xlarge",
+                    "InitialInstanceCount": 1,
+                    "InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1",
+                    "ManagedInstanceScaling": {
+                        "Status": "ENABLED",
+                        "MinInstanceCount": 0,
+                        "MaxInstanceCount": 2,
+                        "ScaleInPolicy": {"Strategy": "IDLE_RELEASE"},
+                    },
+                    "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                }
+            ],
+        },
+    )
+    (config,) = s2z.resources("PeagleEndpoint", "AWS::SageMaker::EndpointConfig").values()
+    assert "ModelName" not in config["Properties"]["ProductionVariants"][0]
+
+
+def test_the_components_compute_requirements_are_the_plans(s2z, s2z_plan):
+    components = s2z_plan.components
+    s2z.template().has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {
+            "EndpointName": "peagle-s2z-endpoint",
+            "VariantName": "AllTraffic",
+            "InferenceComponentName": COMPONENT,
+            "RuntimeConfig": {"CopyCount": components.initial_copies},
+            "Specification": {
+                "ModelName": {"Fn::GetAtt": [Match.string_like_regexp("^PeagleModel"), "ModelName"]},
+                "ComputeResourceRequirements": {
+                    "NumberOfAcceleratorDevicesRequired": components.accelerators_per_copy,
+                    "NumberOfCpuCoresRequired": components.cpu_cores_per_copy,
+                    "MinMemoryRequiredInMb": components.memory_mb_per_copy,
+                },
+                "StartupParameters": {
+                    "ContainerStartupHealthCheckTimeoutInSeconds": s2z_plan.container_startup_timeout_seconds,
+                    "ModelDataDownloadTimeoutInSeconds": s2z_plan.model_download_timeout_seconds,
+                },
+            },
+        },
+    )
+    # The model's tensor parallelism is the copy's GPU count, and its KPI lines name the component.
+    env = s2z.container_environment()
+    assert env["SM_VLLM_TENSOR_PARALLEL_SIZE"] == str(components.accelerators_per_copy)
+    assert env["PEAGLE_VARIANT_NAME"] == COMPONENT
+
+
+def test_the_copy_count_scales_between_zero_and_what_the_instances_hold(s2z):
+    s2z.template().has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "ServiceNamespace": "sagemaker",
+            "ResourceId": f"inference-component/{COMPONENT}",
+            "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
+            "MinCapacity": 0,
+            "MaxCapacity": 16,
+        },
+    )
+    s2z.template().has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+                },
+                "TargetValue": 24,  # 75 % of max_num_seqs 32
+                # with a floor of zero, target tracking would remove the last copy on its own clock
+                "DisableScaleIn": True,
+            },
+        },
+    )
+
+
+def _alarm_and_policy(result, metric_name: str) -> tuple[dict, dict]:
+    """The alarm on ``metric_name`` and the scaling policy its action points at."""
+    resources = result.template().to_json()["Resources"]
+    (alarm,) = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"].get("MetricName") == metric_name
+    ]
+    (action,) = alarm["AlarmActions"]
+    return alarm, resources[action["Ref"]]["Properties"]
+
+
+def test_the_first_request_that_finds_no_copy_scales_out_from_zero(s2z):
+    alarm, policy = _alarm_and_policy(s2z, "NoCapacityInvocationFailures")
+    assert (alarm["Namespace"], alarm["Dimensions"]) == (
+        "AWS/SageMaker",
+        [{"Name": "InferenceComponentName", "Value": COMPONENT}],
+    )
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["EvaluationPeriods"]) == (
+        "GreaterThanOrEqualToThreshold",
+        1,
+        1,
+    )
+    assert policy["PolicyType"] == "StepScaling"
+    assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ChangeInCapacity"
+    assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
+        {"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}
+    ]
+
+
+def test_the_last_copy_goes_after_the_configured_idle_time(s2z, tmp_path):
+    alarm, policy = _alarm_and_policy(s2z, "Invocations")
+    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": COMPONENT}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["TreatMissingData"]) == (
+        "LessThanThreshold",
+        1,
+        "breaching",  # no invocation publishes no datapoint
+    )
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == 30 and alarm["Period"] == 60
+    assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
+    assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
+        {"MetricIntervalUpperBound": 0, "ScalingAdjustment": 0}
+    ]
+    shorter = synthesize(
+        tmp_path / "out",
+        deployment=_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 10}),
+    )
+    assert _alarm_and_policy(shorter, "Invocations")[0]["EvaluationPeriods"] == 10
+
+
+def test_light_load_removes_copies_only_while_two_or_more_serve(s2z):
+    resources = s2z.template().to_json()["Resources"]
+    (alarm,) = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and "remove one" in r["Properties"].get("AlarmDescription", "")
+    ]
+    (expression,) = [query["Expression"] for query in alarm["Metrics"] if query.get("ReturnData", True)]
+    assert expression.startswith("IF(FILL(copies, 0) >= 2 AND FILL(load, 0) < 7.2")  # 30 % of 24
+    policy = resources[alarm["AlarmActions"][0]["Ref"]]["Properties"]
+    assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
+        {"MetricIntervalLowerBound": 0, "ScalingAdjustment": -1}
+    ]
+
+
+def test_the_component_rolls_out_copy_by_copy_and_rolls_back_on_its_alarms(s2z):
+    (component,) = s2z.resources("PeagleEndpoint", "AWS::SageMaker::InferenceComponent").values()
+    deployment = component["Properties"]["DeploymentConfig"]
+    assert deployment["RollingUpdatePolicy"] == {
+        "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
+        "WaitIntervalInSeconds": 300,
+        "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 100},
+        "MaximumExecutionTimeoutInSeconds": 7200,
+    }
+    alarms = s2z.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm")
+    rollback = [
+        alarms[entry["AlarmName"]["Ref"]]["Properties"] for entry in deployment["AutoRollbackConfiguration"]["Alarms"]
+    ]
+    assert {alarm.get("MetricName") or "math" for alarm in rollback} == {"ModelLatency", "math"}
+    for alarm in rollback:
+        stats = [q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q] or [alarm]
+        for metric in stats:
+            assert metric["Dimensions"] == [{"Name": "InferenceComponentName", "Value": COMPONENT}]
+    # The execution role may read exactly those alarms (SageMaker reads them during the update).
+    (policy,) = s2z.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy").values()
+    statements = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["ReadRollbackAlarms"]["Action"] == "cloudwatch:DescribeAlarms"
+    assert len(statements["ReadRollbackAlarms"]["Resource"]) == 2
+
+
+def test_logs_alarms_and_dashboard_are_by_component(s2z):
+    template = s2z.template()
+    template.has_resource_properties(
+        "AWS::Logs::LogGroup", {"LogGroupName": f"/aws/sagemaker/InferenceComponents/{COMPONENT}"}
+    )
+    template.has_resource_properties(
+        "AWS::Logs::MetricFilter",
+        {
+            "LogGroupName": f"/aws/sagemaker/InferenceComponents/{COMPONENT}",
+            "MetricTransformations": [Match.object_like({"MetricName": "KpiReports"})],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "/aws/sagemaker/InferenceComponents",
+            "MetricName": "GPUMemoryUtilizationNormalized",
+            "Dimensions": [{"Name": "InferenceComponentName", "Value": COMPONENT}],
+            "Threshold": 95,  # normalized over the copy's GPUs: no GPU-count factor
+        },
+    )
+    body = json.dumps(template.to_json())
+    assert 'EndpointName","peagle-s2z-endpoint","VariantName' not in body  # no variant metrics
+
+
+def test_the_kpi_missing_alarm_is_quiet_while_scaled_to_zero(s2z):
+    alarms = s2z.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm")
+    (alarm,) = [a["Properties"] for a in alarms.values() if "without a KPI line" in a["Properties"]["AlarmDescription"]]
+    queries = {query["Id"]: query for query in alarm["Metrics"]}
+    # It fires only while copies serve requests (InvocationsPerCopy exists only with copies) and
+    # no KPI line came; at zero copies neither exists and the expression is 0.
+    (expression,) = [query["Expression"] for query in alarm["Metrics"] if "Expression" in query]
+    assert expression == "IF(FILL(serving, 0) > 0 AND FILL(reports, 0) < 1, 1, 0)"
+    assert queries["serving"]["MetricStat"]["Metric"]["MetricName"] == "InvocationsPerCopy"
+    assert queries["reports"]["MetricStat"]["Metric"]["MetricName"] == "KpiReports"
+
+
+def test_the_outputs_name_the_component_for_the_clients(s2z):
+    outputs = s2z.template().to_json()["Outputs"]
+    assert outputs["InferenceComponentName"]["Value"] == COMPONENT
+
+
+def test_inference_component_stack_snapshot(s2z, snapshot):
+    assert normalise_template(s2z.templates["PeagleEndpoint"]) == snapshot
+
+
+# --- bad combinations fail plan and synth with the fix -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"autoscaling.enabled": False},
+            "min_copies 0 (scale to zero) needs autoscaling.enabled: true",
+        ),
+        (
+            {"endpoint.inference_components.max_copies": 20},
+            "max_copies 20 do not fit: 2 x ml.g6e.48xlarge hold 16 copies of 1 GPU(s) each (8 per instance); "
+            "raise max_instances to 3 or lower max_copies to 16",
+        ),
+        (
+            {"endpoint.inference_components.accelerators_per_copy": 3},
+            "accelerators_per_copy 3 does not split ml.g6e.48xlarge (8 GPUs) evenly; use one of [1, 2, 4, 8]",
+        ),
+        (
+            {"rollout.strategy": "blue_green"},
+            "an inference component updates copy by copy: use rollout.strategy 'rolling'",
+        ),
+        ({"autoscaling.min_instances": 1}, "move them there"),
+        (
+            {"ab_test.enabled": True, "ab_test.baseline_traffic_percent": 20},
+            "with inference components each request names its component (--inference-component)",
+        ),
+        ({"async_inference.enabled": True}, "in inference_components mode turn it off"),
+        (
+            {"endpoint.inference_components.initial_copies": 9},
+            "initial_copies 9 need 2 x ml.g6e.48xlarge (8 copies of 1 GPU(s) per instance), but instance.count "
+            "starts 1",
+        ),
+    ],
+)
+def test_bad_combinations_fail_plan_and_synth_with_the_fix(tmp_path, capsys, changes, expected):
+    deployment = _deployment(tmp_path, **changes)
+    assert main(["plan", "--deployment", deployment]) == 2
+    assert expected in capsys.readouterr().err
+    with pytest.raises(Exception) as error:  # noqa: PT011 (the message is checked below)
+        synthesize(tmp_path / "cdk.out", deployment=deployment)
+    assert expected in str(error.value)
+
+
+def test_component_settings_in_variants_mode_are_refused(tmp_path, capsys):
+    deployment = write_deployment(tmp_path, "endpoint: {inference_components: {min_copies: 0}}\n")
+    assert main(["plan", "--deployment", deployment]) == 2
+    assert "endpoint.inference_components is set but endpoint.mode is 'variants'" in capsys.readouterr().err
