@@ -12,7 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from peagle.bench.prompts import BUCKET_WORDS, DEFAULT_BUCKETS
-from peagle.client.cli import add_sampling_arguments, add_target_variant_argument
+from peagle.client.cli import (
+    add_cold_start_wait_argument,
+    add_inference_component_argument,
+    add_sampling_arguments,
+    add_target_variant_argument,
+    cold_start_wait_error,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
 DEFAULT_MAX_TOKENS = 128
@@ -45,6 +51,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help_text="production variant for the --endpoint targets (InvokeEndpoint TargetVariant): once for all of "
         "them, or once per --endpoint in order, e.g. --endpoint E --endpoint E --target-variant Primary "
         "--target-variant Baseline to measure each A/B variant on its own; not for --url targets",
+    )
+    add_inference_component_argument(
+        parser,
+        repeatable=True,
+        help_text="inference component for the --endpoint targets (InvokeEndpoint InferenceComponentName), for "
+        "endpoints in inference-component mode: once for all of them, or once per --endpoint in order; may be "
+        "combined with --target-variant; not for --url targets",
+    )
+    add_cold_start_wait_argument(
+        parser,
+        help_text="with --inference-component: when the component has no copy (scaled to zero), the warm-up waits "
+        "this long for SageMaker to start one, and measuring begins after it; measured requests never wait (one "
+        "that finds no copy counts as an error). Default 900; 0: fail the warm-up at once",
     )
     parser.add_argument(
         "--from-results",
@@ -166,11 +185,22 @@ def _targets(args: argparse.Namespace):
     from peagle.bench.runner import BenchTarget
 
     targets = [BenchTarget(label=url, url=url) for url in args.url]
+    refused = cold_start_wait_error(args.cold_start_wait)
+    if refused:
+        raise BadArguments(refused)
+    variants = _per_endpoint(args, args.target_variant, "--target-variant", "a production variant", "TargetVariant")
+    components = _per_endpoint(
+        args, args.inference_component, "--inference-component", "an inference component", "InferenceComponentName"
+    )
     targets += [
         BenchTarget(
-            label=f"{name}/{variant}" if variant else name, endpoint=name, region=args.region, target_variant=variant
+            label="/".join(part for part in (name, variant, component) if part),
+            endpoint=name,
+            region=args.region,
+            target_variant=variant,
+            inference_component=component,
         )
-        for name, variant in zip(args.endpoint, _target_variants(args), strict=True)
+        for name, variant, component in zip(args.endpoint, variants, components, strict=True)
     ]
     if args.label:
         if len(args.label) != len(targets):
@@ -184,24 +214,24 @@ def _targets(args: argparse.Namespace):
     return targets
 
 
-def _target_variants(args: argparse.Namespace) -> list[str | None]:
-    """One TargetVariant (or None) per --endpoint."""
-    variants, endpoints = args.target_variant, args.endpoint
-    if not variants:
+def _per_endpoint(args: argparse.Namespace, values: list[str], flag: str, what: str, api: str) -> list[str | None]:
+    """One value (or None) per --endpoint: ``values`` given once apply to all, else one per --endpoint in order."""
+    endpoints = args.endpoint
+    if not values:
         return [None] * len(endpoints)
     if not endpoints:
         raise BadArguments(
-            "--target-variant picks a production variant of an --endpoint (InvokeEndpoint TargetVariant); "
-            "a --url server has none: give --endpoint targets or drop --target-variant"
+            f"{flag} picks {what} of an --endpoint (InvokeEndpoint {api}); "
+            f"a --url server has none: give --endpoint targets or drop {flag}"
         )
-    if len(variants) == 1:
-        return variants * len(endpoints)
-    if len(variants) != len(endpoints):
+    if len(values) == 1:
+        return values * len(endpoints)
+    if len(values) != len(endpoints):
         raise BadArguments(
-            f"{len(variants)} --target-variant for {len(endpoints)} --endpoint targets: give one for all of them, "
+            f"{len(values)} {flag} for {len(endpoints)} --endpoint targets: give one for all of them, "
             "or one per --endpoint, in order"
         )
-    return list(variants)
+    return list(values)
 
 
 def _settings(args: argparse.Namespace):
@@ -293,7 +323,13 @@ def _run_targets(targets, settings, args: argparse.Namespace):
                 progress.set_postfix_str(f"{label} c={concurrency}", refresh=False)
                 progress.update(1)
 
-            with build_client(target.url, target.endpoint, args, target_variant=target.target_variant) as client:
+            with build_client(
+                target.url,
+                target.endpoint,
+                args,
+                target_variant=target.target_variant,
+                inference_component=target.inference_component,
+            ) as client:
                 runs.append(run_target(target, settings, client, on_request_done=on_done))
     return runs
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from peagle.bench.load import run_closed_loop, send_one
+from peagle.bench.load import run_closed_loop
 from peagle.bench.prompts import PromptCase
 from peagle.bench.results import LevelResult, RunResult
 from peagle.bench.server_probe import (
@@ -19,7 +20,13 @@ from peagle.bench.server_probe import (
 )
 from peagle.bench.stats import RequestRecord, summarise_level
 from peagle.bench.vllm_counters import server_latency_between, speculation_between
-from peagle.client import GenerationRequest, PeagleClient
+from peagle.client import GenerationRequest, NoCapacityError, PeagleClient, PeagleClientError
+
+NO_COPY_DURING_MEASUREMENT = (
+    "requests found no copy of the inference component (scaled to zero) while being measured: bench waits for "
+    "a cold start only during its warm-up (--warmup 1 or more, --cold-start-wait), so run with a warm-up, or "
+    "keep a copy running (min copies >= 1) while benchmarking"
+)
 
 
 class WarmupFailedError(RuntimeError):
@@ -33,12 +40,17 @@ class BenchTarget:
     endpoint: str | None = None
     region: str | None = None
     target_variant: str | None = None  # InvokeEndpoint TargetVariant: one A/B variant on its own
+    inference_component: str | None = None  # InvokeEndpoint InferenceComponentName (component mode)
 
     @property
     def description(self) -> str:
         if self.url:
             return self.url
-        return f"sagemaker:{self.endpoint}" + (f" variant {self.target_variant}" if self.target_variant else "")
+        return (
+            f"sagemaker:{self.endpoint}"
+            + (f" variant {self.target_variant}" if self.target_variant else "")
+            + (f" component {self.inference_component}" if self.inference_component else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -86,12 +98,24 @@ def run_target(
     notes = [info.note] if info.note else []
     # Warm-up requests are not measured; a failing one stops the run before a sweep
     # of identical failures (wrong endpoint name, server down, request too long).
+    # An inference component scaled to zero gets its copy here: the client waits for it
+    # (its policy's cold_start_wait_s, explained on stderr), so no measured request pays for it.
     for request in build_requests(settings, settings.warmup_requests):
-        warmup = send_one(client, request)
-        if not warmup.ok:
+        try:
+            warmup = client.generate(request)
+        except PeagleClientError as error:
             raise WarmupFailedError(
-                f"{target.description}: warm-up request failed: {warmup.error_type}: {warmup.error_message}"
+                f"{target.description}: warm-up request failed: {type(error).__name__}: {error}"
+            ) from None
+        if warmup.cold_start_wait_s:
+            note = (
+                f"cold start: the warm-up waited {warmup.cold_start_wait_s:.0f} s for a copy of the inference "
+                "component; measuring began after it, so no figure includes it"
             )
+            print(f"bench: {target.label}: {note}", file=sys.stderr, flush=True)
+            notes.append(note)
+    # Measured requests never wait for a cold start: one that finds no copy is an error of its level.
+    client = client.with_retry_policy(replace(client.retry_policy, cold_start_wait_s=0.0))
 
     levels: list[LevelResult] = []
     for concurrency in settings.concurrency:
@@ -114,6 +138,10 @@ def run_target(
             )
         )
         notes.extend(_first_error_notes(concurrency, records))
+        if NO_COPY_DURING_MEASUREMENT not in notes and any(
+            record.error_type == NoCapacityError.__name__ for record in records
+        ):
+            notes.append(NO_COPY_DURING_MEASUREMENT)
 
     answered_acceptance = any(level.speculation_from_responses for level in levels)
     if target.endpoint:

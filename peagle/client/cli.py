@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -13,6 +14,10 @@ from peagle.catalog import ProfileName
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2
+# A cold start from zero is an instance (if none runs), the weights download, vLLM's start-up and the
+# launcher's speculation self-check: minutes. 15 minutes covers the small pairs; the plan's download
+# and start-up timeouts bound it for large ones (raise --cold-start-wait to match).
+DEFAULT_COLD_START_WAIT_S = 900.0
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -32,6 +37,57 @@ def add_target_variant_argument(parser: argparse.ArgumentParser, *, repeatable: 
         parser.add_argument("--target-variant", action="append", default=[], metavar="VARIANT", help=help_text)
     else:
         parser.add_argument("--target-variant", metavar="VARIANT", help=help_text)
+
+
+def add_inference_component_argument(parser: argparse.ArgumentParser, *, repeatable: bool, help_text: str) -> None:
+    """--inference-component: InvokeEndpoint's InferenceComponentName (see
+    ``sagemaker_transport.routing_parameters`` for the API's words), for endpoints in component mode."""
+    if repeatable:
+        parser.add_argument("--inference-component", action="append", default=[], metavar="NAME", help=help_text)
+    else:
+        parser.add_argument("--inference-component", metavar="NAME", help=help_text)
+
+
+def add_cold_start_wait_argument(parser: argparse.ArgumentParser, *, help_text: str | None = None) -> None:
+    """--cold-start-wait: how long to wait for an inference component scaled to zero to get a copy."""
+    parser.add_argument(
+        "--cold-start-wait",
+        type=float,
+        default=DEFAULT_COLD_START_WAIT_S,
+        metavar="SECONDS",
+        help=help_text
+        or "with --endpoint: when the inference component has no copy (scaled to zero), retry with backoff this "
+        f"long while SageMaker starts one (default {DEFAULT_COLD_START_WAIT_S:.0f}; 0: fail at once)",
+    )
+
+
+def cold_start_wait_error(seconds: float) -> str | None:
+    """Why a --cold-start-wait value is refused (None when it is fine): the wait must be bounded."""
+    if math.isfinite(seconds) and seconds >= 0:
+        return None
+    return f"--cold-start-wait takes seconds, a finite number >= 0, got {seconds:g}"
+
+
+def url_routing_error(args: argparse.Namespace) -> str | None:
+    """Why --target-variant / --inference-component cannot go with --url (None when they are not given)."""
+    if not args.url:
+        return None
+    if getattr(args, "target_variant", None):
+        return (
+            "--target-variant picks a production variant of an --endpoint (InvokeEndpoint TargetVariant); "
+            "a --url server has none"
+        )
+    if getattr(args, "inference_component", None):
+        return (
+            "--inference-component names an inference component of an --endpoint (InvokeEndpoint "
+            "InferenceComponentName); a --url server has none"
+        )
+    return None
+
+
+def print_notice(text: str) -> None:
+    """Explanations while the client waits (a cold start), on stderr so stdout stays the answer."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +121,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help_text="with --endpoint: send to this production variant (InvokeEndpoint TargetVariant), e.g. the A/B "
         "test's Baseline; default: SageMaker splits by the variants' weights",
     )
+    add_inference_component_argument(
+        parser,
+        repeatable=False,
+        help_text="with --endpoint: invoke this inference component (InvokeEndpoint InferenceComponentName), for "
+        "an endpoint in inference-component mode; may be combined with --target-variant",
+    )
+    add_cold_start_wait_argument(parser)
     add_sampling_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of streaming text")
     parser.set_defaults(handler=run_invoke)
@@ -85,14 +148,30 @@ def build_request(args: argparse.Namespace, *, defaults: dict | None = None, **f
     return GenerationRequest(**fields, **chosen)
 
 
-def build_client(url: str | None, endpoint: str | None, args: argparse.Namespace, *, target_variant: str | None = None):
+def build_client(
+    url: str | None,
+    endpoint: str | None,
+    args: argparse.Namespace,
+    *,
+    target_variant: str | None = None,
+    inference_component: str | None = None,
+):
+    """The client for one target; an endpoint's waits for a cold start (``--cold-start-wait``) are explained on stderr."""
     from peagle.client.client import PeagleClient
     from peagle.client.retry import RetryPolicy
 
-    policy = RetryPolicy(max_attempts=args.max_attempts)
+    cold_start_wait = getattr(args, "cold_start_wait", None)
+    policy = RetryPolicy(max_attempts=args.max_attempts, cold_start_wait_s=cold_start_wait or 0.0)
     if url:
-        return PeagleClient.for_url(url, retry_policy=policy)
-    return PeagleClient.for_endpoint(endpoint, region=args.region, retry_policy=policy, target_variant=target_variant)
+        return PeagleClient.for_url(url, retry_policy=policy, notify=print_notice)
+    return PeagleClient.for_endpoint(
+        endpoint,
+        region=args.region,
+        retry_policy=policy,
+        notify=print_notice,
+        target_variant=target_variant,
+        inference_component=inference_component,
+    )
 
 
 def _request_content(args: argparse.Namespace) -> dict:
@@ -107,12 +186,11 @@ def _request_content(args: argparse.Namespace) -> dict:
 def run_invoke(args: argparse.Namespace) -> int:
     from peagle.client.errors import ClientConfigurationError, InvalidRequestError, PeagleClientError
 
-    if args.target_variant and args.url:
-        print(
-            "error: --target-variant picks a production variant of an --endpoint (InvokeEndpoint TargetVariant); "
-            "a --url server has none",
-            file=sys.stderr,
-        )
+    refused = url_routing_error(args)
+    if refused is None:
+        refused = cold_start_wait_error(args.cold_start_wait)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
         return EXIT_BAD_REQUEST
     try:
         request = build_request(args, **_request_content(args))
@@ -125,7 +203,13 @@ def run_invoke(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     try:
-        with build_client(args.url, args.endpoint, args, target_variant=args.target_variant) as client:
+        with build_client(
+            args.url,
+            args.endpoint,
+            args,
+            target_variant=args.target_variant,
+            inference_component=args.inference_component,
+        ) as client:
             result = client.generate(request, on_text=None if args.json else print_delta)
     except (InvalidRequestError, ClientConfigurationError) as error:
         print(f"\nerror: {error}", file=sys.stderr)
@@ -162,4 +246,6 @@ def _timing_summary(result) -> str:
     parts.append(f"finish {result.finish_reason}")
     if result.attempts > 1:
         parts.append(f"{result.attempts} attempts")
+    if result.cold_start_wait_s:
+        parts.append(f"after a {result.cold_start_wait_s:.0f} s cold start (not in the timings)")
     return " | ".join(parts)

@@ -1,9 +1,11 @@
 """One generation API over two transports (SageMaker endpoint, plain URL).
 
-The retry loop lives here because only here is it known whether the first byte
-of the answer has arrived: before it, a classified-retryable failure is sent again
-after a jittered backoff; after it, any failure ends the request with
-``StreamInterruptedError`` (a resend would pay for and repeat the whole generation).
+The retry loop (``retry.send_with_retries``) wraps opening the stream up to its first
+byte, because only here is it known whether that byte has arrived: before it, a
+classified-retryable failure is sent again after a jittered backoff (and a component
+scaled to zero is waited for, up to ``RetryPolicy.cold_start_wait_s``); after it, any
+failure ends the request with ``StreamInterruptedError`` (a resend would pay for and
+repeat the whole generation).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import random as _random
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, Protocol
 
 from peagle.client.errors import ModelServerError, PeagleClientError, StreamInterruptedError
 from peagle.client.request import GenerationRequest, GenerationResult, Timings
-from peagle.client.retry import RetryPolicy
+from peagle.client.retry import RetryPolicy, send_with_retries
 from peagle.client.sse import DONE_SENTINEL, SSEDecoder
 from peagle.client.stream_chunks import SpecDecodeMetrics, Usage, parse_stream_chunk
 
@@ -35,21 +38,32 @@ class PeagleClient:
         transport: Transport,
         *,
         retry_policy: RetryPolicy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         random: Callable[[], float] = _random.random,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
+        """``sleep`` and ``clock`` default to ``time.sleep`` and ``time.perf_counter``; ``notify`` is told
+        why a request waits (a cold start) and when the wait is over (the CLI prints it on stderr)."""
         self.transport = transport
         self.retry_policy = retry_policy or RetryPolicy()
-        self._sleep = sleep
+        self._sleep = sleep if sleep is not None else time.sleep
         self._random = random
-        self._clock = clock
+        self._clock = clock if clock is not None else time.perf_counter
+        self._notify = notify
 
     @classmethod
-    def for_url(cls, url: str, *, retry_policy: RetryPolicy | None = None, **transport_options: Any) -> PeagleClient:
+    def for_url(
+        cls,
+        url: str,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        notify: Callable[[str], None] | None = None,
+        **transport_options: Any,
+    ) -> PeagleClient:
         from peagle.client.http_transport import HttpTransport
 
-        return cls(HttpTransport(url, **transport_options), retry_policy=retry_policy)
+        return cls(HttpTransport(url, **transport_options), retry_policy=retry_policy, notify=notify)
 
     @classmethod
     def for_endpoint(
@@ -59,12 +73,25 @@ class PeagleClient:
         region: str | None = None,
         runtime_client: Any = None,
         retry_policy: RetryPolicy | None = None,
+        notify: Callable[[str], None] | None = None,
         **transport_options: Any,
     ) -> PeagleClient:
+        """``transport_options``: ``target_variant``, ``inference_component`` (SageMakerTransport)."""
         from peagle.client.sagemaker_transport import SageMakerTransport
 
         transport = SageMakerTransport(endpoint_name, region=region, runtime_client=runtime_client, **transport_options)
-        return cls(transport, retry_policy=retry_policy)
+        return cls(transport, retry_policy=retry_policy, notify=notify)
+
+    def with_retry_policy(self, retry_policy: RetryPolicy) -> PeagleClient:
+        """The same transport, clock and notices under another policy (closing either closes the transport)."""
+        return PeagleClient(
+            self.transport,
+            retry_policy=retry_policy,
+            sleep=self._sleep,
+            random=self._random,
+            clock=self._clock,
+            notify=self._notify,
+        )
 
     def __enter__(self) -> PeagleClient:
         return self
@@ -86,7 +113,13 @@ class PeagleClient:
         request_id = request_id or uuid.uuid4().hex
         body = json.dumps(request.to_body()).encode("utf-8")
         started = self._clock()
-        chunks, first_chunk, attempts = self._open_with_retries(body, request_id)
+        opened = self._open_with_retries(body, request_id)
+        chunks, first_chunk = opened.value
+        attempts = opened.sends
+        # After a cold start the timings start at the send that found a copy: the wait for the
+        # copy is reported on its own (``cold_start_wait_s``), not as latency.
+        if opened.cold_start_ended_at is not None:
+            started = opened.cold_start_ended_at
         accumulator = _StreamAccumulator(started, on_text)
         try:
             accumulator.add_bytes(first_chunk, self._clock())
@@ -103,26 +136,26 @@ class PeagleClient:
             ) from error
         finally:
             chunks.close()
-        return accumulator.result(request_id, attempts)
+        return replace(accumulator.result(request_id, attempts), cold_start_wait_s=opened.cold_start_wait_s)
 
-    def _open_with_retries(self, body: bytes, request_id: str) -> tuple[Any, bytes, int]:
-        """Send until the first byte arrives; retry only classified-retryable failures."""
-        policy = self.retry_policy
-        for attempt in range(1, policy.max_attempts + 1):
+    def _open_with_retries(self, body: bytes, request_id: str):
+        """Send until the first byte arrives; retry only what ``retry.py`` allows."""
+
+        def open_stream() -> tuple[Iterator[bytes], bytes]:
             chunks = self.transport.stream_bytes(body, request_id)
             try:
-                first_chunk = next(chunks)
+                return chunks, next(chunks)
             except StopIteration:
-                error: PeagleClientError = ModelServerError("The server answered with an empty body.", status=0)
-            except PeagleClientError as raised:
-                error = raised
-            else:
-                return chunks, first_chunk, attempt
-            error.attempts = attempt
-            if not error.retryable or attempt == policy.max_attempts:
-                raise error
-            self._sleep(policy.delay_before_retry(attempt, self._random))
-        raise AssertionError("unreachable: the loop returns or raises")
+                raise ModelServerError("The server answered with an empty body.", status=0) from None
+
+        return send_with_retries(
+            open_stream,
+            self.retry_policy,
+            sleep=self._sleep,
+            clock=self._clock,
+            random=self._random,
+            notify=self._notify,
+        )
 
 
 class _StreamAccumulator:

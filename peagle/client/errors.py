@@ -55,6 +55,17 @@ class ServiceError(PeagleClientError):
     retryable = True
 
 
+class NoCapacityError(PeagleClientError):
+    """The inference component has no copy to serve the request: it is scaled to zero (SageMaker's
+    ``ValidationError`` "Inference Component has no capacity to process this request"). Not retried
+    by ``max_attempts``: the client's loop waits for a copy for ``RetryPolicy.cold_start_wait_s``
+    instead (see ``retry.py``), and raises this with what to do when no copy came in time."""
+
+    def __init__(self, message: str, *, component: str | None = None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.component = component
+
+
 class ConnectionFailedError(PeagleClientError):
     """No connection could be made; the request never reached the server."""
 

@@ -80,7 +80,8 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Timings:
-    """Wall-clock timings of one request, in seconds from when it was first sent.
+    """Wall-clock timings of one request, in seconds from when it was first sent (after a cold
+    start: from the send that found a copy of the inference component).
 
     ``chunk_times_s`` are the times at which new text arrived (one entry per network
     read that carried text: SSE events read together arrived together). With
@@ -110,6 +111,9 @@ class GenerationResult:
     # The server's acceptance for this request (``metrics.speculative_decoding`` of the final
     # usage chunk); None when the server sent none (speculation off, an older image).
     spec_decode_metrics: SpecDecodeMetrics | None = None
+    # Seconds spent waiting for an inference component scaled to zero to get a copy (0: none);
+    # ``timings`` start after it, at the send that found the copy.
+    cold_start_wait_s: float = 0.0
 
     @property
     def time_per_output_token_s(self) -> float | None:

@@ -67,11 +67,8 @@ class SageMakerTransport:
     ) -> None:
         self.endpoint_name = endpoint_name
         self._client = runtime_client if runtime_client is not None else _runtime_client_or_explain(region)
-        self._routing: dict[str, str] = {}
-        if target_variant:
-            self._routing["TargetVariant"] = target_variant
-        if inference_component:
-            self._routing["InferenceComponentName"] = inference_component
+        self.inference_component = inference_component
+        self._routing = routing_parameters(target_variant=target_variant, inference_component=inference_component)
 
     def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
         """Yield PayloadPart bytes as they arrive; raise typed errors.
@@ -107,7 +104,7 @@ class SageMakerTransport:
                 if payload:
                     yield payload
         except ClientError as error:
-            raise error_from_client_error(error) from error
+            raise error_from_client_error(error, inference_component=self.inference_component) from error
         except (NoCredentialsError, NoRegionError) as error:
             raise ClientConfigurationError(
                 f"{error}. Configure AWS credentials (AWS_PROFILE, environment or instance role) and a region (--region or AWS_DEFAULT_REGION)."
@@ -127,8 +124,31 @@ class SageMakerTransport:
             close()
 
 
-def error_from_client_error(error: Any) -> PeagleClientError:
-    """Map botocore's ClientError (or EventStreamError) fields onto the retry classification."""
+def routing_parameters(*, target_variant: str | None, inference_component: str | None) -> dict[str, str]:
+    """InvokeEndpoint / InvokeEndpointWithResponseStream's routing headers, only those given.
+
+    botocore 1.44.5, ``botocore/data/sagemaker-runtime/2017-05-13/service-2.json``, both operations:
+    - ``TargetVariant`` (header X-Amzn-SageMaker-Target-Variant): "Specify the production variant to send
+      the inference request to when invoking an endpoint that is running two or more variants. Note that
+      this parameter overrides the default behavior for the endpoint, which is to distribute the invocation
+      traffic based on the variant weights."
+    - ``InferenceComponentName`` (header X-Amzn-SageMaker-Inference-Component; at most 63 characters,
+      pattern ``^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$``): "If the endpoint hosts one or more inference
+      components, this parameter specifies the name of inference component to invoke." (the streaming
+      operation adds "for a streaming response").
+    Neither description says the two exclude each other, so both may be sent; SageMaker checks the pair.
+    """
+    routing: dict[str, str] = {}
+    if target_variant:
+        routing["TargetVariant"] = target_variant
+    if inference_component:
+        routing["InferenceComponentName"] = inference_component
+    return routing
+
+
+def error_from_client_error(error: Any, *, inference_component: str | None = None) -> PeagleClientError:
+    """Map botocore's ClientError (or EventStreamError) fields onto the retry classification;
+    ``inference_component`` names the component the request went to, for a cold start's message."""
     response = error.response
     details = response.get("Error", {})
     code = details.get("Code", "Unknown")
@@ -142,6 +162,7 @@ def error_from_client_error(error: Any) -> PeagleClientError:
         http_status=response.get("ResponseMetadata", {}).get("HTTPStatusCode"),
         original_status=int(original_status) if original_status is not None else None,
         log_stream_arn=response.get("LogStreamArn"),
+        inference_component=inference_component,
     )
 
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from peagle.client.cli import add_target_arguments
+from peagle.client.cli import (
+    add_cold_start_wait_argument,
+    add_inference_component_argument,
+    add_target_arguments,
+    cold_start_wait_error,
+)
 from peagle.container_env import DEFAULT_VARIANT_NAME
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_AWS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -38,8 +43,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--variant",
         default=DEFAULT_VARIANT_NAME,
-        help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME})",
+        help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME}); with an inference "
+        "component it only picks the plan (Primary or the A/B Baseline) and the component a --deployment names",
     )
+    add_inference_component_argument(
+        parser,
+        repeatable=False,
+        help_text="invoke this inference component (InvokeEndpoint InferenceComponentName, no TargetVariant) and read "
+        "its KPI metrics, for an endpoint in inference-component mode (default with a --deployment in that mode: "
+        "<name>-<variant>, e.g. peagle-primary)",
+    )
+    add_cold_start_wait_argument(parser)
     parser.add_argument(
         "--expect-speculation",
         choices=("auto", "on", "off"),
@@ -117,6 +131,14 @@ def resolve_options(args: argparse.Namespace):
         raise PeagleError(
             "give --endpoint NAME, or --deployment FILE (its endpoint is <name>-endpoint), or --url for a local server"
         )
+    if args.url and args.inference_component:
+        raise PeagleError(
+            "--inference-component names an inference component of an endpoint (InvokeEndpoint "
+            "InferenceComponentName); a --url server has none: give --endpoint or --deployment instead of --url"
+        )
+    refused = cold_start_wait_error(args.cold_start_wait)
+    if refused:
+        raise PeagleError(refused)
     for flag, value, minimum in (
         ("--wait-seconds", args.wait_seconds, 0),
         ("--kpi-wait-seconds", args.kpi_wait_seconds, 0),
@@ -127,6 +149,9 @@ def resolve_options(args: argparse.Namespace):
         if value is not None and value < minimum:
             raise PeagleError(f"{flag} must be >= {minimum}, got {value}")
 
+    component = args.inference_component
+    if component is None and config is not None and config.uses_inference_components and not args.url:
+        component = config.inference_component_name(args.variant)
     deployment_name = config.name if config is not None else DeploymentConfig.model_fields["name"].default
     kpi_interval = (config.observability if config is not None else ObservabilitySettings()).kpi_interval_seconds
     expect, source = _expected_speculation(args, config)
@@ -144,6 +169,8 @@ def resolve_options(args: argparse.Namespace):
         metrics_window_minutes=args.metrics_window_minutes,
         max_tokens=args.max_tokens,
         max_attempts=args.max_attempts,
+        inference_component=component,
+        cold_start_wait_seconds=args.cold_start_wait,
     )
 
 

@@ -108,9 +108,16 @@ def aws_request(doing: str, *, permission: str) -> Iterator[None]:
 
 
 def check_endpoint_in_service(
-    sagemaker: Any, endpoint_name: str, variant_name: str, *, wait_seconds: float, timing: Timing
+    sagemaker: Any,
+    endpoint_name: str,
+    variant_name: str | None,
+    *,
+    wait_seconds: float,
+    timing: Timing,
+    component: str | None = None,
 ) -> StepResult:
-    """DescribeEndpoint until InService (polling up to ``wait_seconds`` through transitional states)."""
+    """DescribeEndpoint until InService (polling up to ``wait_seconds`` through transitional states);
+    ``variant_name`` None (inference-component mode): no variant is required, ``component`` is named."""
     deadline = timing.monotonic() + wait_seconds
     started = timing.monotonic()
 
@@ -139,6 +146,8 @@ def check_endpoint_in_service(
     status = description["EndpointStatus"]
     waited = timing.monotonic() - started
     if status == IN_SERVICE:
+        if variant_name is None:
+            return _pool_check(description, component)
         return _variant_check(description, variant_name)
     if status in TRANSITIONAL_STATUSES:
         still = f"still {status} after waiting {waited:.0f} s" if wait_seconds > 0 else f"{status}, not yet InService"
@@ -149,6 +158,21 @@ def check_endpoint_in_service(
         )
     reason = description.get("FailureReason")
     return fail(ENDPOINT_IN_SERVICE, f"{status}" + (f": {reason}" if reason else ""))
+
+
+def _pool_check(description: dict, component: str | None) -> StepResult:
+    """Inference-component mode: the variants are instance pools; an instance count of 0 is a scaled-to-zero
+    endpoint, which the invocations wait for (--cold-start-wait)."""
+    pools = ", ".join(
+        f"{variant['VariantName']} on {variant.get('CurrentInstanceCount', '?')} instance(s)"
+        for variant in description.get("ProductionVariants", [])
+    )
+    detail = f"InService; {pools or 'no variant'}" + (
+        f"; invoking inference component {component}" if component else ""
+    )
+    if description.get("FailureReason"):
+        detail += f"; the last update failed: {description['FailureReason']}"
+    return ok(ENDPOINT_IN_SERVICE, detail)
 
 
 def _variant_check(description: dict, variant_name: str) -> StepResult:
@@ -175,9 +199,19 @@ def _variant_check(description: dict, variant_name: str) -> StepResult:
 class KpiMetricReader:
     """GetMetricData over the last ``window_minutes`` for one endpoint variant's KPI metrics."""
 
-    def __init__(self, cloudwatch: Any, *, endpoint_name: str, variant_name: str, window_minutes: int, timing: Timing):
+    def __init__(
+        self,
+        cloudwatch: Any,
+        *,
+        endpoint_name: str,
+        variant_name: str,
+        window_minutes: int,
+        timing: Timing,
+        log_group: str | None = None,
+    ):
         self._cloudwatch = cloudwatch
         self.endpoint_name = endpoint_name
+        self.log_group = log_group or f"/aws/sagemaker/Endpoints/{endpoint_name}"
         self.variant_name = variant_name
         self.window_minutes = window_minutes
         self._timing = timing
@@ -280,7 +314,7 @@ def check_kpi_reports(reader: KpiMetricReader, *, deadline: float, timing: Timin
         KPI_METRICS,
         f"no {KPI_REPORTS_METRIC} datapoint ({reader.where}, after waiting {timing.monotonic() - started:.0f} s): "
         "the container prints no peagle_kpi lines, or the metric filters do not match them; read the endpoint's "
-        f"log group /aws/sagemaker/Endpoints/{reader.endpoint_name}",
+        f"log group {reader.log_group}",
     )
 
 

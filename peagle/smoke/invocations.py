@@ -15,6 +15,7 @@ from typing import Any
 
 from peagle.client.errors import ConnectionFailedError, PeagleClientError
 from peagle.client.request import GenerationRequest
+from peagle.client.retry import RetryPolicy, send_with_retries
 from peagle.smoke.step import PLAIN_INVOCATION, SPECULATION_ON, STREAMED_INVOCATION, StepResult, Timing, fail, ok
 
 SMOKE_PROMPT = "Explain speculative decoding in one sentence."
@@ -34,30 +35,33 @@ def plain_body(request: GenerationRequest) -> bytes:
     return json.dumps(body).encode("utf-8")
 
 
-def invoke_plain_sagemaker(runtime: Any, endpoint_name: str, variant_name: str) -> Callable[[bytes], dict]:
-    """InvokeEndpoint on one variant; the parsed JSON answer."""
+def invoke_plain_sagemaker(
+    runtime: Any, endpoint_name: str, variant_name: str | None, *, inference_component: str | None = None
+) -> Callable[[bytes], dict]:
+    """InvokeEndpoint on one variant and/or inference component; the parsed JSON answer."""
 
     def invoke(body: bytes) -> dict:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        from peagle.client.sagemaker_transport import error_from_client_error
+        from peagle.client.sagemaker_transport import error_from_client_error, routing_parameters
 
         try:
             # TargetVariant: "Specify the production variant to send the inference request to when invoking
             # an endpoint that is running two or more variants"
             # (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html),
-            # so the answer and the KPI metrics read later are the same variant's.
+            # so the answer and the KPI metrics read later are the same variant's. InferenceComponentName:
+            # see routing_parameters.
             response = runtime.invoke_endpoint(
                 EndpointName=endpoint_name,
                 Body=body,
                 ContentType="application/json",
                 Accept="application/json",
-                TargetVariant=variant_name,
                 CustomAttributes="peagle-request-id=smoke-plain",
+                **routing_parameters(target_variant=variant_name, inference_component=inference_component),
             )
             return json.loads(response["Body"].read())
         except ClientError as error:
-            raise error_from_client_error(error) from error
+            raise error_from_client_error(error, inference_component=inference_component) from error
         except BotoCoreError as error:
             raise ConnectionFailedError(f"InvokeEndpoint on {endpoint_name} failed: {error}") from error
 
@@ -91,14 +95,34 @@ def invoke_plain_url(base_url: str) -> Callable[[bytes], dict]:
     return invoke
 
 
-def check_plain_invocation(invoke: Callable[[bytes], dict], request: GenerationRequest, timing: Timing) -> StepResult:
+def check_plain_invocation(
+    invoke: Callable[[bytes], dict],
+    request: GenerationRequest,
+    timing: Timing,
+    *,
+    policy: RetryPolicy | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> StepResult:
+    """One non-streamed request through the client's retry loop: ``policy`` defaults to one send and no
+    cold-start wait; with ``cold_start_wait_s`` a component scaled to zero is waited for (``notify`` says so)."""
+    body = plain_body(request)
     started = timing.monotonic()
     try:
-        answer = invoke(plain_body(request))
+        sent = send_with_retries(
+            lambda: invoke(body),
+            policy or RetryPolicy(max_attempts=1),
+            sleep=timing.sleep,
+            clock=timing.monotonic,
+            random=timing.random,
+            notify=notify,
+        )
     except PeagleClientError as error:
-        return fail(PLAIN_INVOCATION, str(error))
+        return fail(PLAIN_INVOCATION, str(error), error)
     except ValueError as error:  # the 200 body was not JSON
         return fail(PLAIN_INVOCATION, f"the answer is not JSON: {error}")
+    answer = sent.value
+    if sent.cold_start_ended_at is not None:  # the wait for a copy is not the answer's time
+        started = sent.cold_start_ended_at
     elapsed = timing.monotonic() - started
     if not isinstance(answer, dict):
         return fail(PLAIN_INVOCATION, f"the answer is not a completion object: {json.dumps(answer)[:200]}")
@@ -107,7 +131,8 @@ def check_plain_invocation(invoke: Callable[[bytes], dict], request: GenerationR
     if not text:
         return fail(PLAIN_INVOCATION, f"200 but no text in the answer: {json.dumps(answer)[:200]}")
     tokens = (answer.get("usage") or {}).get("completion_tokens")
-    return ok(PLAIN_INVOCATION, f"200, {tokens} token(s) in {elapsed:.1f} s: {_preview(text)}")
+    cold = f" after a {sent.cold_start_wait_s:.0f} s cold start" if sent.cold_start_wait_s else ""
+    return ok(PLAIN_INVOCATION, f"200, {tokens} token(s) in {elapsed:.1f} s{cold}: {_preview(text)}")
 
 
 def check_streamed_invocation(client: Any, request: GenerationRequest) -> StepResult:
@@ -120,10 +145,11 @@ def check_streamed_invocation(client: Any, request: GenerationRequest) -> StepRe
         return fail(STREAMED_INVOCATION, f"the stream finished ({result.finish_reason}) without any text")
     tokens = result.usage.completion_tokens if result.usage else "?"
     ttft = f"TTFT {result.timings.ttft_s * 1000:.0f} ms, " if result.timings.ttft_s is not None else ""
+    cold = f" after a {result.cold_start_wait_s:.0f} s cold start" if result.cold_start_wait_s else ""
     return ok(
         STREAMED_INVOCATION,
-        f"{tokens} token(s) in {len(result.timings.chunk_times_s)} chunk(s), {ttft}e2e {result.timings.e2e_s:.1f} s: "
-        f"{_preview(result.text)}",
+        f"{tokens} token(s) in {len(result.timings.chunk_times_s)} chunk(s), {ttft}e2e {result.timings.e2e_s:.1f} s"
+        f"{cold}: {_preview(result.text)}",
     )
 
 

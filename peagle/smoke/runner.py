@@ -40,6 +40,11 @@ class SmokeOptions:
     metrics_window_minutes: int
     max_tokens: int
     max_attempts: int
+    # InvokeEndpoint InferenceComponentName (component mode). The component then picks the model: no
+    # TargetVariant is sent (the endpoint's one variant is the instance pool) and its KPI lines carry the
+    # component's name as their VariantName (stacks/endpoint_stack.py, "the KPI lines name the component").
+    inference_component: str | None = None
+    cold_start_wait_seconds: float = 0.0  # how long the invocations wait for a component scaled to zero
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,9 @@ def run_smoke(
                 lambda: check_endpoint_in_service(
                     aws.sagemaker,
                     options.endpoint_name,
-                    options.variant_name,
+                    None if options.inference_component else options.variant_name,
                     wait_seconds=options.wait_seconds,
+                    component=options.inference_component,
                     timing=timing,
                 ),
             )
@@ -134,6 +140,9 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
 def _run_endpoint_steps(
     options: SmokeOptions, aws: AwsClients, timing: Timing, record: Callable[[StepResult], StepResult]
 ) -> None:
+    from peagle.client.cli import print_notice
+    from peagle.client.errors import NoCapacityError
+    from peagle.client.retry import RetryPolicy
     from peagle.client.sagemaker_transport import SageMakerTransport
     from peagle.smoke.cloud import KpiMetricReader, check_acceptance_in_cloudwatch, check_kpi_reports
     from peagle.smoke.invocations import (
@@ -144,19 +153,33 @@ def _run_endpoint_steps(
     )
 
     request = smoke_request(options.max_tokens)
-    invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, options.variant_name)
-    record(check_plain_invocation(invoke, request, timing))
+    component = options.inference_component
+    target_variant = None if component else options.variant_name
+    invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, target_variant, inference_component=component)
+    # One send, as before, except that a component scaled to zero is waited for (the first invocation
+    # is the one that finds it cold, so the streamed one after it normally finds the copy ready).
+    plain_policy = RetryPolicy(max_attempts=1, cold_start_wait_s=options.cold_start_wait_seconds)
+    plain = record(check_plain_invocation(invoke, request, timing, policy=plain_policy, notify=print_notice))
     transport = SageMakerTransport(
-        options.endpoint_name, runtime_client=aws.runtime, target_variant=options.variant_name
+        options.endpoint_name,
+        runtime_client=aws.runtime,
+        target_variant=target_variant,
+        inference_component=component,
     )
-    # Not closed: the runtime client is the caller's (the transport's close would close it).
-    record(check_streamed_invocation(_client(transport, options, timing), request))
+    if isinstance(plain.error, NoCapacityError):
+        # The plain request already waited the whole --cold-start-wait: a second wait would see the same.
+        record(skip(STREAMED_INVOCATION, f"{PLAIN_INVOCATION} found no copy of the inference component"))
+    else:
+        # Not closed: the runtime client is the caller's (the transport's close would close it).
+        record(check_streamed_invocation(_client(transport, options, timing), request))
 
     reader = KpiMetricReader(
         aws.cloudwatch,
         endpoint_name=options.endpoint_name,
-        variant_name=options.variant_name,
+        variant_name=component or options.variant_name,
         window_minutes=options.metrics_window_minutes,
+        # cdk_constructs/endpoint_logs.py: an endpoint's log group, or a component's.
+        log_group=f"/aws/sagemaker/InferenceComponents/{component}" if component else None,
         timing=timing,
     )
     # One budget for both metric steps: the KPI line that carries this run's acceptance is the one
@@ -174,10 +197,19 @@ def _run_endpoint_steps(
 
 
 def _client(transport: Any, options: SmokeOptions, timing: Timing):
+    from peagle.client.cli import print_notice
     from peagle.client.client import PeagleClient
     from peagle.client.retry import RetryPolicy
 
-    return PeagleClient(transport, retry_policy=RetryPolicy(max_attempts=options.max_attempts), sleep=timing.sleep)
+    policy = RetryPolicy(max_attempts=options.max_attempts, cold_start_wait_s=options.cold_start_wait_seconds)
+    return PeagleClient(
+        transport,
+        retry_policy=policy,
+        sleep=timing.sleep,
+        clock=timing.monotonic,
+        random=timing.random,
+        notify=print_notice,
+    )
 
 
 def _reporting_aws_failures(name: str, check: Callable[[], StepResult]) -> StepResult:

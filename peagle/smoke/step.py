@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random as _random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ class StepResult:
     name: str
     status: StepStatus
     detail: str
+    error: Exception | None = field(default=None, compare=False, repr=False)  # what failed it, if an error did
 
     def line(self) -> str:
         return f"{self.status.value:<5}{self.name:<21}{self.detail}"
@@ -38,8 +40,8 @@ def ok(name: str, detail: str) -> StepResult:
     return StepResult(name, StepStatus.OK, detail)
 
 
-def fail(name: str, detail: str) -> StepResult:
-    return StepResult(name, StepStatus.FAIL, detail)
+def fail(name: str, detail: str, error: Exception | None = None) -> StepResult:
+    return StepResult(name, StepStatus.FAIL, detail, error)
 
 
 def skip(name: str, detail: str) -> StepResult:
@@ -52,11 +54,13 @@ def _utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class Timing:
-    """Sleeping and both clocks in one place, so tests run the polling steps without waiting."""
+    """Sleeping, both clocks and the retries' jitter in one place, so tests run the polling steps
+    (and the invocations' cold-start waits) without waiting."""
 
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
     utc_now: Callable[[], datetime] = field(default=_utc_now)
+    random: Callable[[], float] = _random.random
 
 
 def poll_until(read, satisfied, *, deadline: float, interval_seconds: float, timing: Timing):

@@ -71,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--band", help="concurrency band LO-HI the recommendation is for (default: all levels)")
     parser.add_argument("--region", help="with --endpoint: its AWS region")
+    parser.add_argument(
+        "--inference-component",
+        metavar="NAME",
+        help="with --endpoint: measure this inference component (passed to `peagle bench`, whose warm-up waits "
+        "for a copy if it is scaled to zero)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.set_defaults(handler=run_tune)
 
@@ -92,6 +98,8 @@ def _tune(args: argparse.Namespace) -> int:
     from peagle.bench.results import load_results
 
     band = _band(args.band)
+    if args.inference_component and not args.endpoint:
+        raise ValueError("--inference-component names an inference component of an --endpoint; give --endpoint")
     if args.repeat < 1:
         raise ValueError(f"--repeat takes a number of rounds >= 1, got {args.repeat}")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -153,6 +161,8 @@ def _bench(args: argparse.Namespace, *, label: str, url: str | None = None, endp
     argv = ["bench", "--label", label, "--concurrency", args.concurrency, "--requests", str(args.requests)]
     argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
     argv += ["--url", url] if url else ["--endpoint", endpoint] + (["--region", args.region] if args.region else [])
+    if endpoint and args.inference_component:
+        argv += ["--inference-component", args.inference_component]
     if main(argv) not in (0, 3):  # 3: a regression against a baseline, which tune does not pass
         raise TuneFailed(f"`peagle {' '.join(argv)}` failed; its message is above")
     return out / "results.json"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import binascii
 import json
 import struct
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from botocore.eventstream import EventStream
 from botocore.parsers import EventStreamJSONParser
@@ -14,6 +16,33 @@ from botocore.stub import Stubber
 
 from peagle.client import PeagleClient, RetryPolicy
 from peagle.client.sagemaker_transport import SageMakerTransport, make_runtime_client
+
+# What SageMaker answers when the invoked inference component has no copy (scaled to zero), as AWS's
+# scale-to-zero launch post shows it: "An error occurred (ValidationError) when calling the
+# InvokeEndpoint operation: Inference Component has no capacity to process this request. ..."
+NO_CAPACITY_MESSAGE = (
+    "Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress "
+    "(if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API."
+)
+
+
+@dataclass
+class FakeClock:
+    """``sleep`` advances the clock instead of waiting; every sleep is recorded."""
+
+    now: float = 0.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def read(self) -> float:
+        return self.now
+
+    def as_time_module(self) -> SimpleNamespace:
+        """Stands in for ``time`` in ``peagle.client.client``: the clients the CLI builds then sleep here."""
+        return SimpleNamespace(sleep=self.sleep, perf_counter=self.read, monotonic=self.read)
 
 
 def vllm_sse_stream(
@@ -148,6 +177,24 @@ class StubbedEndpoint:
             {"Body": {}, "ContentType": "text/event-stream"},
             expected_params=expected_params,
         )
+
+    def add_no_capacity(self, times: int = 1, *, operation: str = "invoke_endpoint_with_response_stream") -> None:
+        """Queue ``times`` answers of a component scaled to zero (ValidationError, HTTP 400)."""
+        for _ in range(times):
+            self.stubber.add_client_error(
+                operation,
+                service_error_code="ValidationError",
+                service_message=NO_CAPACITY_MESSAGE,
+                http_status_code=400,
+            )
+
+    def record_sends(self) -> list[dict]:
+        """The parameters of every InvokeEndpoint(WithResponseStream) call from now on, one dict per send."""
+        sent: list[dict] = []
+        self.runtime.meta.events.register(
+            "provide-client-params.sagemaker-runtime.*", lambda params, **kwargs: sent.append(dict(params))
+        )
+        return sent
 
     def add_error(self, code: str, http_status: int, message: str = "stubbed", **modeled_fields) -> None:
         self.stubber.add_client_error(

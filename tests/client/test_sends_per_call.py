@@ -5,7 +5,8 @@ retries; here a ``before-send`` handler stands in for the network instead: every
 request botocore sends (its own retries included) reaches it and is counted, and it
 answers with the failure SageMaker would send. The documented number
 (docs/client-and-bench.md, "Retries and errors") is ``RetryPolicy.max_attempts`` sends
-for a retried failure and one for a final one.
+for a retried failure and one for a final one; for an inference component scaled to zero,
+one per look until ``RetryPolicy.cold_start_wait_s`` has passed.
 """
 
 from __future__ import annotations
@@ -111,3 +112,35 @@ def test_a_read_timeout_is_sent_once(monkeypatch):
         wire.generate()
 
     assert wire.sends == 1
+
+
+def test_a_component_scaled_to_zero_is_sent_until_the_cold_start_wait_ends_and_botocore_adds_none(monkeypatch):
+    """Cold-start sends are bounded by ``cold_start_wait_s``, not ``max_attempts``; each carries the
+    component's header (X-Amzn-SageMaker-Inference-Component, botocore's serialization of InferenceComponentName)."""
+    from sagemaker_wire import NO_CAPACITY_MESSAGE, FakeClock
+
+    from peagle.client import NoCapacityError
+
+    headers = []
+
+    def no_capacity(request):
+        headers.append(request.headers.get("X-Amzn-SageMaker-Inference-Component"))
+        return _error_response(request.url, 400, "ValidationError", {"message": NO_CAPACITY_MESSAGE})
+
+    wire = _Wire(monkeypatch, no_capacity)
+    clock = FakeClock()
+    transport = SageMakerTransport("peagle-test", runtime_client=wire.runtime, inference_component="peagle-primary")
+    client = PeagleClient(
+        transport,
+        retry_policy=RetryPolicy(max_attempts=APP_ATTEMPTS, cold_start_wait_s=60),
+        sleep=clock.sleep,
+        clock=clock.read,
+        random=lambda: 1.0,
+    )
+
+    with pytest.raises(NoCapacityError) as error:
+        client.generate(REQUEST)
+
+    assert clock.sleeps == [5.0, 10.0, 20.0, 25.0]  # 5, 10, 20, then cut at the 60 s deadline
+    assert wire.sends == 5 == error.value.attempts  # one send per look, none added by botocore
+    assert headers == [b"peagle-primary"] * 5  # the header as botocore puts it on the wire

@@ -34,7 +34,13 @@ class FakeClock:
         self.now += seconds
 
     def timing(self) -> Timing:
-        return Timing(sleep=self.sleep, monotonic=lambda: self.now, utc_now=lambda: T0 + timedelta(seconds=self.now))
+        """Jitter fixed at its top (random() = 1.0), so every wait is its ceiling."""
+        return Timing(
+            sleep=self.sleep,
+            monotonic=lambda: self.now,
+            utc_now=lambda: T0 + timedelta(seconds=self.now),
+            random=lambda: 1.0,
+        )
 
 
 class StubbedAws:
@@ -84,7 +90,9 @@ class StubbedAws:
             "describe_endpoint", service_error_code=code, service_message=message, http_status_code=status
         )
 
-    def plain_completion(self, text: str = "Drafts, then one check.", *, variant=VARIANT, endpoint=ENDPOINT):
+    def plain_completion(
+        self, text: str = "Drafts, then one check.", *, variant=VARIANT, endpoint=ENDPOINT, inference_component=None
+    ):
         choice = f'{{"index":0,"text":{_json_string(text)},"finish_reason":"length"}}'
         body = (
             f'{{"id":"cmpl-1","object":"text_completion","choices":[{choice}],'
@@ -98,13 +106,32 @@ class StubbedAws:
                 "Body": ANY,
                 "ContentType": "application/json",
                 "Accept": "application/json",
-                "TargetVariant": variant,
                 "CustomAttributes": ANY,
+                # In inference-component mode the component picks the model: no TargetVariant.
+                **(
+                    {"InferenceComponentName": inference_component}
+                    if inference_component
+                    else {"TargetVariant": variant}
+                ),
             },
         )
 
-    def streamed_completion(self, pieces=("Drafts", ", then", " one check.")):
-        self.endpoint.add_stream([payload_part(vllm_sse_stream(list(pieces)))])
+    def plain_no_capacity(self, times: int = 1):
+        """InvokeEndpoint answers of an inference component scaled to zero."""
+        self.endpoint.add_no_capacity(times, operation="invoke_endpoint")
+
+    def streamed_completion(self, pieces=("Drafts", ", then", " one check."), *, inference_component=None):
+        expected = None
+        if inference_component:
+            expected = {
+                "EndpointName": ENDPOINT,
+                "Body": ANY,
+                "ContentType": "application/json",
+                "Accept": "text/event-stream",
+                "CustomAttributes": ANY,
+                "InferenceComponentName": inference_component,
+            }
+        self.endpoint.add_stream([payload_part(vllm_sse_stream(list(pieces)))], expected_params=expected)
 
     # -- CloudWatch ---------------------------------------------------------------------------
 
