@@ -90,6 +90,8 @@ def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context
     for before, after in updated_in_place(old, new):
         if set(before.variant_names) == set(after.variant_names):
             continue
+        if before.hosts_components != after.hosts_components:
+            continue  # a change of endpoint.mode: rule endpoint-mode says what to do instead
         removed = [name for name in before.variant_names if name not in after.variant_names]
         added = [name for name in after.variant_names if name not in before.variant_names]
         change = (
@@ -458,8 +460,47 @@ def log_group_name_taken(old: StackTemplate, new: StackTemplate, context: CheckC
     return findings
 
 
+# --- 7 ----------------------------------------------------------------------------------
+
+# No AWS document we found describes UpdateEndpoint between an endpoint config whose variants
+# serve models and one for inference components (managed instance scaling, no ModelName), or
+# back: the UpdateEndpoint reference and the deployment-guardrails pages cover variant
+# configs, the inference-component pages create new endpoints. What we cannot show works on
+# a live endpoint, we refuse, with a sequence that never updates across modes.
+UPDATE_ENDPOINT = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateEndpoint.html"
+
+
+def endpoint_mode_switch(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """endpoint.mode changed on an endpoint that keeps its name."""
+    findings = []
+    for before, after in updated_in_place(old, new):
+        if before.hosts_components == after.hosts_components:
+            continue
+        modes = ("production variants", "inference components")
+        findings.append(
+            Finding(
+                rule="endpoint-mode",
+                severity=Severity.REFUSE,
+                what=f"{_label(after)}: {modes[before.hosts_components]} -> {modes[after.hosts_components]} "
+                "(endpoint.mode)",
+                why="the endpoint would be updated in place to a config of the other kind; no AWS document describes "
+                "that update, and a failed one leaves the live endpoint to CloudFormation's rollback",
+                source=UPDATE_ENDPOINT,
+                safe_sequence=(
+                    f"deploy the new mode as a second endpoint: set a new `name` in {context.deployment_file} "
+                    "(a new stack and endpoint beside the old one)",
+                    "move clients to it (with inference components: `--inference-component <name>-primary`) and "
+                    "check it with `peagle smoke`",
+                    "delete the old stack (`cdk destroy <old name>-endpoint`); its log group is retained",
+                ),
+            )
+        )
+    return findings
+
+
 RULES: tuple[Rule, ...] = (
     variant_set_under_guardrails,
+    endpoint_mode_switch,
     autoscaled_variant_update,
     endpoint_replacement,
     physical_name_reused,

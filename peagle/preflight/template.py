@@ -62,6 +62,11 @@ class Endpoint:
     asynchronous: bool
 
     @property
+    def hosts_components(self) -> bool:
+        """An inference-component endpoint: its variants name no model (the components do)."""
+        return bool(self.variants) and all(variant.model_id is None for variant in self.variants)
+
+    @property
     def variant_names(self) -> tuple[str, ...]:
         return tuple(variant.name for variant in self.variants)
 

@@ -37,6 +37,7 @@ DEPLOYMENTS = {
     "no-autoscaling": _deployment("default.yaml", autoscaling__enabled=False),
     "renamed": _deployment("default.yaml", name="peagle-b"),
     "own-prefix": _deployment("default.yaml", artifacts__s3_uri="s3://my-weights-bucket/models/gpt-oss-20b/"),
+    "components": _deployment("default.yaml", endpoint__mode="inference_components", rollout__strategy="rolling"),
 }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from peagle.cli import main
 
 
@@ -224,3 +226,22 @@ Resources:
 
     assert code == 1, out
     assert "REFUSED [autoscaled-instance-type] endpoint peagle-endpoint: variant Primary" in out
+
+
+@pytest.mark.parametrize(("deployed", "new"), [("default", "components"), ("components", "default")])
+def test_switching_the_endpoint_mode_in_place_is_refused_with_a_side_by_side_sequence(
+    capsys, synthesized, deployed, new
+):
+    code, out, _ = compare(capsys, synthesized, deployed, new)
+
+    assert code == 1, out
+    assert "REFUSED [endpoint-mode] endpoint peagle-endpoint:" in out
+    assert "set a new `name`" in out and "delete the old stack" in out
+    assert "[variant-set]" not in out  # its `rollout.strategy: none` advice does not apply across modes
+
+
+def test_an_unchanged_component_endpoint_redeploys(capsys, synthesized):
+    code, out, _ = compare(capsys, synthesized, "components", "components")
+
+    assert code == 0, out
+    assert "REFUSED" not in out
