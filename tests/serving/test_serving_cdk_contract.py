@@ -14,8 +14,8 @@ import pytest
 from local_engine import REPO_ROOT
 
 from peagle.config import load_deployment_config
-from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
-from peagle.planner import plan_ab_baseline, plan_deployment
+from peagle.container_env import container_environment
+from peagle.deployment_rules import plan_checked_deployment
 from peagle_serve.contract import MODEL_MOUNT
 from peagle_serve.launch_plan import build_launch_plan
 from peagle_serve.settings import load_settings
@@ -26,19 +26,22 @@ def _as_mounted_on(env: dict[str, str], root) -> dict[str, str]:
     return {**local, "PEAGLE_MODEL_ROOT": str(root)}
 
 
-@pytest.mark.parametrize(
-    "deployment", ["default.yaml", "ab-test.yaml", "async-summarization.yaml", "private-vpc.yaml", "dynamic-k.yaml"]
-)
+EXAMPLES = sorted(path.name for path in (REPO_ROOT / "deployments").glob("*.yaml"))
+
+
+def test_the_examples_include_both_endpoint_modes():
+    assert {"default.yaml", "scale-to-zero.yaml"} <= set(EXAMPLES)
+
+
+@pytest.mark.parametrize("deployment", EXAMPLES)
 def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_pair, deployment):
     config = load_deployment_config(REPO_ROOT / "deployments" / deployment)
-    plans = [(plan_deployment(config), DEFAULT_VARIANT_NAME)]
-    baseline = plan_ab_baseline(config)
-    if baseline is not None:
-        plans.append((baseline, BASELINE_VARIANT_NAME))
-    for plan, variant in plans:
-        env = _as_mounted_on(container_environment(plan, config, variant_name=variant), tiny_pair.root)
+    # Every production variant, or every inference component, the stack creates (the async endpoint too).
+    for endpoint, unit, plan in plan_checked_deployment(config).variant_plans():
+        environment = container_environment(plan, config, variant_name=unit, endpoint_name=endpoint)
+        env = _as_mounted_on(environment, tiny_pair.root)
         settings = load_settings(env)  # raises on any unknown or invalid PEAGLE_* variable
-        assert (settings.endpoint_name, settings.variant_name) == (config.endpoint_name, variant)
+        assert (settings.endpoint_name, settings.variant_name) == (endpoint, unit)
         assert settings.drafter_trained_k == plan.pair.drafter.trained_k
         launch = build_launch_plan(settings, env, [])
         argv = launch.argv
