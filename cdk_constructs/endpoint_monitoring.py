@@ -302,6 +302,11 @@ class EndpointMonitoring(Construct):
         """
         primary = endpoint.variant_name
         minute = Duration.minutes(5)
+        split = (
+            "traffic split by variant weight"
+            if isinstance(endpoint, PeagleEndpoint)
+            else "each request names its inference component"
+        )
 
         def per_variant(name: str, statistic: str = "Average") -> list[cloudwatch.Metric]:
             return [
@@ -327,7 +332,7 @@ class EndpointMonitoring(Construct):
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown=f"## A/B: `{primary}` (P-EAGLE) vs `{baseline_variant}` (baseline)\n"
-                "Same target and instance type; traffic split by variant weight. The speedup is measured on live "
+                f"Same target and instance type; {split}. The speedup is measured on live "
                 "traffic; judge it together with tokens/s and error rates.",
                 width=24,
                 height=2,

@@ -357,6 +357,24 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
                 "turn autoscaling on, or set min_copies to initial_copies for a fixed count",
             )
         )
+    units = plans.variant_plans()
+    gpus_at_start = sum(p.components.initial_copies * p.components.accelerators_per_copy for _, _, p in units)
+    gpus_at_most = plans.plan.instance.gpu_count * components.max_instances
+    if len(units) > 1 and gpus_at_start > gpus_at_most:
+        # Components share the endpoint's instances: "ComputeResourceRequirements" reserve GPUs on them
+        # (NumberOfAcceleratorDevicesRequired), and managed instance scaling stops at MaxInstanceCount.
+        violations.append(
+            Violation(
+                "inference-components",
+                "the components' initial copies need "
+                + " + ".join(
+                    f"{p.components.initial_copies} x {p.components.accelerators_per_copy} GPU(s) ({name})"
+                    for _, name, p in units
+                )
+                + f" = {gpus_at_start} GPUs, but max_instances {components.max_instances} x {plans.plan.instance_type} "
+                f"have {gpus_at_most}; lower endpoint.inference_components.initial_copies or raise max_instances",
+            )
+        )
     if config.ab_test.enabled and "baseline_traffic_percent" in config.ab_test.model_fields_set:
         # InvokeEndpoint's InferenceComponentName: "If the endpoint hosts one or more inference components,
         # this parameter specifies the name of inference component to invoke." (botocore 1.44.5,

@@ -323,6 +323,15 @@ def test_inference_component_stack_snapshot(s2z, snapshot):
         ),
         ({"async_inference.enabled": True}, "in inference_components mode turn it off"),
         (
+            {
+                "ab_test.enabled": True,
+                "endpoint.inference_components.initial_copies": 8,
+                "endpoint.inference_components.max_instances": 1,
+            },
+            "the components' initial copies need 8 x 1 GPU(s) (peagle-s2z-primary) + 8 x 1 GPU(s) "
+            "(peagle-s2z-baseline) = 16 GPUs, but max_instances 1 x ml.g6e.48xlarge have 8",
+        ),
+        (
             {"endpoint.inference_components.initial_copies": 9},
             "initial_copies 9 need 2 x ml.g6e.48xlarge (8 copies of 1 GPU(s) per instance), but instance.count "
             "starts 1",
@@ -336,6 +345,23 @@ def test_bad_combinations_fail_plan_and_synth_with_the_fix(tmp_path, capsys, cha
     with pytest.raises(Exception) as error:  # noqa: PT011 (the message is checked below)
         synthesize(tmp_path / "cdk.out", deployment=deployment)
     assert expected in str(error.value)
+
+
+def test_an_ab_test_is_a_second_component_with_its_own_scaling_and_rollback(synth, tmp_path):
+    result = synth(deployment=_deployment(tmp_path, **{"ab_test.enabled": True}))
+    components = result.resources("PeagleEndpoint", "AWS::SageMaker::InferenceComponent")
+    by_name = {c["Properties"]["InferenceComponentName"]: c["Properties"] for c in components.values()}
+    assert set(by_name) == {COMPONENT, "peagle-s2z-baseline"}
+    targets = result.resources("PeagleEndpoint", "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert {t["Properties"]["ResourceId"] for t in targets.values()} == {
+        f"inference-component/{name}" for name in by_name
+    }
+    alarms = result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm")
+    rollback = by_name["peagle-s2z-baseline"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    for entry in rollback:
+        assert alarms[entry["AlarmName"]["Ref"]]["Properties"]["AlarmDescription"].startswith(
+            "P-EAGLE peagle-s2z-endpoint: peagle-s2z-baseline: "
+        )
 
 
 def test_component_settings_in_variants_mode_are_refused(tmp_path, capsys):
