@@ -359,9 +359,11 @@ def test_an_ab_test_is_a_second_component_with_its_own_scaling_and_rollback(synt
     alarms = result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm")
     rollback = by_name["peagle-s2z-baseline"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
     for entry in rollback:
-        assert alarms[entry["AlarmName"]["Ref"]]["Properties"]["AlarmDescription"].startswith(
-            "P-EAGLE peagle-s2z-endpoint: peagle-s2z-baseline: "
-        )
+        alarm = alarms[entry["AlarmName"]["Ref"]]["Properties"]
+        assert alarm["AlarmDescription"].startswith("P-EAGLE peagle-s2z-endpoint: peagle-s2z-baseline: ")
+        metrics = [q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q] or [alarm]
+        for metric in metrics:  # on the baseline component's own metrics
+            assert metric["Dimensions"] == [{"Name": "InferenceComponentName", "Value": "peagle-s2z-baseline"}]
 
 
 def test_component_settings_in_variants_mode_are_refused(tmp_path, capsys):
