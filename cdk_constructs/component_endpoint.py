@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -50,7 +50,7 @@ from constructs import Construct
 
 from cdk_constructs.endpoint_logs import EndpointLogGroup, component_log_group_name
 from cdk_constructs.endpoint_scaling import ScalableCopyCount
-from cdk_constructs.peagle_endpoint import INVOKE_ACTIONS, SAGEMAKER_NAMESPACE, autoscaling_service_role
+from cdk_constructs.peagle_endpoint import INVOKE_ACTIONS, ServingMetrics, autoscaling_service_role
 from cdk_constructs.peagle_model import PeagleModel
 from peagle.config import RollingSettings
 
@@ -73,7 +73,7 @@ class ComponentSpec:
     model_download_timeout_seconds: int
 
 
-class ComponentEndpoint(Construct):
+class ComponentEndpoint(Construct, ServingMetrics):
     """The endpoint, its instance pool and its components; the first component is the primary one
     (metrics default to it). Metric helpers take ``variant_name``, meaning the component's name, so
     that EndpointMonitoring and KpiMetrics serve both endpoint modes."""
@@ -241,30 +241,13 @@ class ComponentEndpoint(Construct):
 
     # --- metrics, by component ------------------------------------------------------------
 
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        namespace: str = SAGEMAKER_NAMESPACE,
-        statistic: str = "Average",
-        period: Duration = Duration.minutes(1),
-        label: str | None = None,
-        variant_name: str | None = None,
-    ) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"InferenceComponentName": variant_name or self.variant_name},
-            statistic=statistic,
-            period=period,
-            label=label,
-        )
+    GPU_NAMESPACE = COMPONENT_INSTANCE_NAMESPACE
+    # 0-100 over the copy's reserved GPUs (already per GPU)
+    GPU_UTILIZATION = "GPUUtilizationNormalized"
+    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilizationNormalized"
 
-    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
-        return self.metric("ModelLatency", statistic=statistic, **kwargs)
-
-    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocations", statistic="Sum", **kwargs)
+    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
+        return {"InferenceComponentName": variant_name or self.variant_name}
 
     def metric_invocations_per_copy(self, **kwargs) -> cloudwatch.Metric:
         return self.metric("InvocationsPerCopy", statistic="Sum", **kwargs)
@@ -275,17 +258,3 @@ class ComponentEndpoint(Construct):
 
     def metric_no_capacity_invocation_failures(self, **kwargs) -> cloudwatch.Metric:
         return self.metric("NoCapacityInvocationFailures", statistic="Sum", **kwargs)
-
-    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
-
-    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
-
-    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        """0-100 over the copy's reserved GPUs (already per GPU)."""
-        return self.metric("GPUUtilizationNormalized", namespace=COMPONENT_INSTANCE_NAMESPACE, **kwargs)
-
-    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        """0-100 over the copy's reserved GPUs (already per GPU)."""
-        return self.metric("GPUMemoryUtilizationNormalized", namespace=COMPONENT_INSTANCE_NAMESPACE, **kwargs)

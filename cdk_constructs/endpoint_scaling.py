@@ -271,27 +271,18 @@ class ScalableCopyCount(_SageMakerCapacity):
         savings with the new scale down to zero feature in SageMaker Inference") alarms at >= 1. We alarm
         at >= 1: the first refused request starts the cold start.
         """
-        action = appscaling.StepScalingAction(
-            self,
-            f"{id}Action",
-            scaling_target=self._scalable_target(),
+        self._step_on_alarm(
+            id,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            adjustment=+1,
             metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
             cooldown=cooldown,
-        )
-        action.add_adjustment(adjustment=1, lower_bound=0)
-        alarm = cloudwatch.Alarm(
-            self,
-            f"{id}Alarm",
             metric=no_capacity_failures,
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.component_name}: an invocation found no copy; add one (scale out from zero)",
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            minutes=1,
+            missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            description="an invocation found no copy; add one (scale out from zero)",
         )
-        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
 
     def scale_in_on_light_load(
         self,
@@ -305,52 +296,73 @@ class ScalableCopyCount(_SageMakerCapacity):
     ) -> None:
         """Remove one copy while ``load`` (requests per copy) stays under ``below`` and ``copies`` (an
         estimate of the copies serving) is at least 2, so light traffic never removes the last copy."""
-        action = appscaling.StepScalingAction(
-            self,
-            f"{id}Action",
-            scaling_target=self._scalable_target(),
+        self._step_on_alarm(
+            id,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            adjustment=-1,
             cooldown=cooldown,
+            metric=cloudwatch.MathExpression(
+                expression=f"IF(FILL(copies, 0) >= 2 AND FILL(load, 0) < {below:g}, 1, 0)",
+                using_metrics={"load": load, "copies": copies},
+                label="light load on two or more copies",
+                period=Duration.minutes(1),
+            ),
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            minutes=minutes,
+            missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            description=f"under {below:g} requests per copy for {minutes} min on two or more copies; remove one",
         )
-        action.add_adjustment(adjustment=-1, lower_bound=0)
-        light = cloudwatch.MathExpression(
-            expression=f"IF(FILL(copies, 0) >= 2 AND FILL(load, 0) < {below:g}, 1, 0)",
-            using_metrics={"load": load, "copies": copies},
-            label="light load on two or more copies",
-            period=Duration.minutes(1),
-        )
-        alarm = cloudwatch.Alarm(
-            self,
-            f"{id}Alarm",
-            metric=light,
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=minutes,
-            datapoints_to_alarm=minutes,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.component_name}: under {below:g} requests per copy for {minutes} min on two "
-            "or more copies; remove one",
-        )
-        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
 
     def scale_in_when_idle(self, id: str, *, invocations: cloudwatch.IMetric, idle_minutes: int) -> None:
         """Set the copy count to zero after ``idle_minutes`` with no invocation (no data counts as none)."""
+        self._step_on_alarm(
+            id,
+            adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY,
+            adjustment=0,
+            metric=invocations,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            minutes=idle_minutes,
+            missing_data=cloudwatch.TreatMissingData.BREACHING,
+            description=f"no invocation for {idle_minutes} min; scale to zero copies",
+        )
+
+    def _step_on_alarm(
+        self,
+        id: str,
+        *,
+        adjustment_type: appscaling.AdjustmentType,
+        adjustment: int,
+        metric: cloudwatch.IMetric,
+        comparison: cloudwatch.ComparisonOperator,
+        minutes: int,
+        missing_data: cloudwatch.TreatMissingData,
+        description: str,
+        cooldown: Duration | None = None,
+        metric_aggregation_type: appscaling.MetricAggregationType | None = None,
+    ) -> None:
+        """One step (``adjustment``) when ``metric`` compares with threshold 1 for ``minutes`` of ``minutes``
+        one-minute datapoints. CDK's StepScalingPolicy needs two or more intervals, so the single step of
+        SageMaker's scale-from-zero policy is a StepScalingAction behind our own alarm."""
         action = appscaling.StepScalingAction(
             self,
             f"{id}Action",
             scaling_target=self._scalable_target(),
-            adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY,
+            adjustment_type=adjustment_type,
+            cooldown=cooldown,
+            metric_aggregation_type=metric_aggregation_type,
         )
-        action.add_adjustment(adjustment=0, upper_bound=0)
+        above = comparison == cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+        # Bounds are relative to the threshold: at or above it for ">=", below it for "<".
+        action.add_adjustment(adjustment=adjustment, **({"lower_bound": 0} if above else {"upper_bound": 0}))
         alarm = cloudwatch.Alarm(
             self,
             f"{id}Alarm",
-            metric=invocations,
+            metric=metric,
             threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=idle_minutes,
-            datapoints_to_alarm=idle_minutes,
-            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
-            alarm_description=f"{self.component_name}: no invocation for {idle_minutes} min; scale to zero copies",
+            comparison_operator=comparison,
+            evaluation_periods=minutes,
+            datapoints_to_alarm=minutes,
+            treat_missing_data=missing_data,
+            alarm_description=f"{self.component_name}: {description}",
         )
         alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))

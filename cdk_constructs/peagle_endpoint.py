@@ -58,7 +58,57 @@ class VariantSpec:
     inference_ami_version: str | None = None
 
 
-class PeagleEndpoint(Construct):
+class ServingMetrics:
+    """CloudWatch metric helpers for the unit that serves: a production variant (PeagleEndpoint) or an
+    inference component (ComponentEndpoint). ``variant_name`` names that unit, default the primary one;
+    subclasses say which dimensions pick it and where its GPU metrics live."""
+
+    GPU_NAMESPACE = ENDPOINT_INSTANCE_NAMESPACE
+    GPU_UTILIZATION = "GPUUtilization"  # 0-100 x number of GPUs per instance
+    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
+
+    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = SAGEMAKER_NAMESPACE,
+        statistic: str = "Average",
+        period: Duration = Duration.minutes(1),
+        label: str | None = None,
+        variant_name: str | None = None,
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map=self._dimensions(variant_name),
+            statistic=statistic,
+            period=period,
+            label=label,
+        )
+
+    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocations", statistic="Sum", **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
+
+    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric(self.GPU_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
+
+    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric(self.GPU_MEMORY_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
+
+
+class PeagleEndpoint(Construct, ServingMetrics):
     """A real-time endpoint; the first variant is the primary one (metrics default to it)."""
 
     def __init__(
@@ -232,44 +282,8 @@ class PeagleEndpoint(Construct):
         scaling.node.add_dependency(self.endpoint)
         return scaling
 
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        namespace: str = SAGEMAKER_NAMESPACE,
-        statistic: str = "Average",
-        period: Duration = Duration.minutes(1),
-        label: str | None = None,
-        variant_name: str | None = None,
-    ) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant_name},
-            statistic=statistic,
-            period=period,
-            label=label,
-        )
-
-    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
-        return self.metric("ModelLatency", statistic=statistic, **kwargs)
-
-    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocations", statistic="Sum", **kwargs)
-
-    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
-
-    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
-
-    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        """0-100 x number of GPUs per instance."""
-        return self.metric("GPUUtilization", namespace=ENDPOINT_INSTANCE_NAMESPACE, **kwargs)
-
-    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        """0-100 x number of GPUs per instance."""
-        return self.metric("GPUMemoryUtilization", namespace=ENDPOINT_INSTANCE_NAMESPACE, **kwargs)
+    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
+        return {"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant_name}
 
     def metric_backlog_per_instance(self, **kwargs) -> cloudwatch.Metric:
         """Async endpoints only: queued requests per instance (EndpointName dimension only)."""
