@@ -51,8 +51,9 @@ def test_bench_writes_report_results_and_plots(first_run):
         assert level["failed"] == 0 and level["output_tokens"] == 3 * 16
         assert level["ttft_s"]["p50"] < level["e2e_s"]["p50"]
         assert level["tpot_s"]["p99"] >= level["tpot_s"]["p50"] > 0
-        # The tiny drafter's first position is always accepted (tiny_pair.py): length ~2 at K=4.
-        assert level["speculation"]["mean_acceptance_length"] > 1.5
+        # The tiny drafter's drafts are accepted at every position (tiny_pair.py): length 5 at K=4,
+        # less only where max_tokens cuts a request's last step short.
+        assert level["speculation"]["mean_acceptance_length"] > 4.5
         assert level["cost_per_million_output_tokens_usd"] > 0
     assert results["environment"]["client_machine"]
 

@@ -26,8 +26,9 @@ def test_spec_decode_counters_move_and_acceptance_length_is_above_one(local_serv
     draft_tokens = after.total(VllmMetric.SPEC_DRAFT_TOKENS) - before.total(VllmMetric.SPEC_DRAFT_TOKENS)
     assert drafts > 0 and draft_tokens == 4 * drafts
     mean_acceptance_length = 1 + accepted / drafts
-    # The tiny drafter predicts draft position 0 exactly: ~2.0 at K=4.
-    assert mean_acceptance_length > 1.5, (drafts, accepted)
+    # The tiny drafter's drafts are accepted at every position (peagle/local/tiny_pair.py): 5 at K=4,
+    # less only where max_tokens cuts the last step short.
+    assert mean_acceptance_length > 4.5, (drafts, accepted)
 
 
 def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
@@ -73,8 +74,9 @@ def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
         "e2e_latency_mean_seconds",
     ):
         assert any(value > 0 for value in some(key)), key
-    assert max(some("spec_mean_acceptance_length")) > 1.5
-    assert max(r["spec_acceptance_per_position"][0] for r in records if r["spec_acceptance_per_position"]) > 0.9
+    assert max(some("spec_mean_acceptance_length")) > 4.5
+    per_position = [r["spec_acceptance_per_position"] for r in records if r["spec_acceptance_per_position"]]
+    assert all(max(rates[position] for rates in per_position) > 0.9 for position in range(4)), per_position
     assert sum(r["requests_finished"]["length"] for r in records) >= 2
 
 
