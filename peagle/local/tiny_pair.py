@@ -11,8 +11,8 @@ apply that rule K steps ahead, at every parallel-drafting position. Three pairs
   step: mean acceptance length K+1 for any K <= 8.
 - ``demo``: the same drafter on a heavy target (12 layers, hidden 1024, ~0.6 GB)
   whose cost dwarfs the drafter's, so speculation visibly pays on a CPU (vLLM 0.32.0
-  CPU, 2 cores, K=4, 128 tokens: mean acceptance length 5.00, ~3x output tokens/s at
-  concurrency 1 over HTTP).
+  CPU, 2 cores, K=4, 128 tokens: mean acceptance length 5.00, 3.28x output tokens/s at
+  concurrency 1 over HTTP, median of three rounds: docs/baselines/local-cpu-demo-pair).
 - ``partial``: the demo target, except that it leaves its rule at 15 % of the tokens
   it meets, so drafts are accepted at a realistic rate that falls with the draft
   position, as a trained drafter's does: at K=4, 0.67 on average (0.59-0.76 for one
