@@ -89,7 +89,12 @@ def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = No
         raise ValueError("nothing was measured")
     levels = [c for c in _common_levels(candidates) if band is None or band[0] <= c <= band[1]]
     if not levels:
-        raise ValueError("no concurrency level was measured by every candidate within the band")
+        measured = "; ".join(f"{c.label}: {', '.join(map(str, sorted(c.tokens_per_s)))}" for c in candidates)
+        raise ValueError(
+            "no concurrency level was measured by every candidate"
+            + (f" within the band {band[0]}-{band[1]}" if band else "")
+            + f" (levels measured: {measured}); compare runs that share a level, or measure the missing ones"
+        )
     off = next((c for c in candidates if c.speculative_tokens == 0 and not c.is_dynamic), None)
     choices = []
     best_at: dict[int, float] = {}

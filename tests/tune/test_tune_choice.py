@@ -148,3 +148,10 @@ def test_repeated_rounds_are_decided_on_medians_and_show_their_spread(tmp_path, 
 def test_a_bad_repeat_is_refused(tmp_path, capsys):
     assert main(["tune", "--pair", "tiny", "--out", str(tmp_path), "--repeat", "0"]) == 2
     assert "--repeat takes a number of rounds >= 1" in capsys.readouterr().err
+
+
+def test_runs_without_a_shared_level_are_refused_naming_what_each_measured():
+    low = _candidate("K=2", {1: 20.0, 4: 60.0})
+    high = _candidate("K=8", {16: 80.0})
+    with pytest.raises(ValueError, match=r"levels measured: K=2: 1, 4; K=8: 16\)"):
+        recommend([low, high])
