@@ -46,17 +46,29 @@ def run_catalog(args: argparse.Namespace) -> int:
         print(json.dumps(catalog.model_dump(mode="json"), indent=2))
         return 0
     print("Model pairs (target + P-EAGLE drafter):")
-    print(f"  {'id':22} {'target':38} {'drafter':46} {'trained K':>9}  recommended K")
-    for pair_id, pair in catalog.pairs.items():
+    pairs = catalog.pairs.items()
+    # columns as wide as their longest entry: ids and Hugging Face names vary a lot in length
+    w_id, w_target, w_drafter = (
+        max(len(header), *(len(value(pair_id, pair)) for pair_id, pair in pairs))
+        for header, value in (
+            ("id", lambda pair_id, _: pair_id),
+            ("target", lambda _, pair: pair.target.hf_id),
+            ("drafter", lambda _, pair: pair.drafter.hf_id),
+        )
+    )
+    print(f"  {'id':{w_id}} {'target':{w_target}} {'drafter':{w_drafter}} {'trained K':>9}  recommended K")
+    for pair_id, pair in pairs:
         recommended = ", ".join(f"{name.value} {k}" for name, k in pair.recommended_k.items())
         print(
-            f"  {pair_id:22} {pair.target.hf_id:38} {pair.drafter.hf_id:46} {pair.drafter.trained_k:>9}  {recommended}"
+            f"  {pair_id:{w_id}} {pair.target.hf_id:{w_target}} {pair.drafter.hf_id:{w_drafter}} "
+            f"{pair.drafter.trained_k:>9}  {recommended}"
         )
     print(f"\nInstance types (on-demand, {catalog.price_region}, prices of {catalog.price_date}):")
-    print(f"  {'type':18} {'GPUs':>4} {'GPU':5} {'GiB/GPU':>7} {'CC':>4} {'$/hour':>9}")
+    print(f"  {'type':18} {'GPUs':>4} {'GPU':5} {'GiB/GPU':>7} {'CC':>4} {'vCPUs':>5} {'host GiB':>8} {'$/hour':>9}")
     for name, inst in sorted(catalog.instances.items(), key=lambda item: item[1].price_per_hour_usd):
         print(
-            f"  {name:18} {inst.gpu_count:>4} {inst.gpu:5} {inst.gpu_memory_gib:>7g} {inst.cc:>4} {inst.price_per_hour_usd:>9.3f}"
+            f"  {name:18} {inst.gpu_count:>4} {inst.gpu:5} {inst.gpu_memory_gib:>7g} {inst.cc:>4} {inst.vcpus:>5} "
+            f"{inst.memory_gib:>8g} {inst.price_per_hour_usd:>9.3f}"
         )
     print("\nProfiles:")
     for name, profile in catalog.profiles.items():

@@ -76,6 +76,10 @@ def test_catalog_lists_pairs_instances_and_profiles(capsys):
     out = capsys.readouterr().out
     for name in ("gpt-oss-20b", "qwen3-coder-30b-a3b", "ml.p5en.48xlarge", "chatbot", "batch"):
         assert name in out
+    # Columns line up whatever the length of the longest pair id or Hugging Face name.
+    pair_rows = out.split("\n\n")[0].splitlines()[2:]
+    assert len({row.index(" openai/") if " openai/" in row else row.index(" Qwen/") for row in pair_rows}) == 1
+    assert "ml.g6e.48xlarge       8 L40S       45  8.9   192     1536" in out  # the host, for inference components
     assert main(["catalog", "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["pairs"]) >= {"gpt-oss-120b", "qwen3-8b"}
 
