@@ -172,7 +172,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
                     copy_count=spec.initial_copies
                 ),
             )
-            component.add_dependency(self.endpoint)
+            component.node.add_dependency(self.endpoint)
             # The container logs from its first second; the group must exist (retention, key) first.
             component.node.add_dependency(self.log_groups[spec.name])
             self.inference_components[spec.name] = component
