@@ -4,12 +4,12 @@ plus a fake clock, so the smoke steps run against recorded AWS answers without w
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import boto3
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
+from client.sagemaker_wire import FakeClock as WireClock
 from client.sagemaker_wire import StubbedEndpoint, payload_part, vllm_sse_stream
 
 from peagle.smoke.runner import AwsClients
@@ -22,16 +22,8 @@ STACK = "demo-endpoint"
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-@dataclass
-class FakeClock:
-    """``sleep`` advances the clock instead of waiting; every sleep is recorded."""
-
-    now: float = 0.0
-    sleeps: list[float] = field(default_factory=list)
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+class FakeClock(WireClock):
+    """The client tests' fake clock, plus the smoke runner's ``Timing`` on it."""
 
     def timing(self) -> Timing:
         """Jitter fixed at its top (random() = 1.0), so every wait is its ceiling."""
