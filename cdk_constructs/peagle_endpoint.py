@@ -60,15 +60,13 @@ class VariantSpec:
 
 class ServingMetrics:
     """CloudWatch metric helpers for the unit that serves: a production variant (PeagleEndpoint) or an
-    inference component (ComponentEndpoint). ``variant_name`` names that unit, default the primary one;
-    subclasses say which dimensions pick it and where its GPU metrics live."""
+    inference component (ComponentEndpoint). ``variant_name`` names that unit, default the primary one.
+    Each class that mixes it in defines ``_dimensions(variant_name) -> dict`` (the CloudWatch dimensions
+    that pick the unit) and may move the GPU metrics (GPU_NAMESPACE and the two names)."""
 
     GPU_NAMESPACE = ENDPOINT_INSTANCE_NAMESPACE
     GPU_UTILIZATION = "GPUUtilization"  # 0-100 x number of GPUs per instance
     GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
-
-    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
-        raise NotImplementedError
 
     def metric(
         self,

@@ -537,12 +537,16 @@ class DeploymentConfig(StrictModel):
                 f"endpoint.inference_components: min_copies {components.min_copies} > initial_copies "
                 f"{components.initial_copies}; raise initial_copies"
             )
+        # InferenceComponentDeploymentConfig has one policy, RollingUpdatePolicy (botocore 1.44.5 SageMaker
+        # model; 'required': ['RollingUpdatePolicy']): a component has no blue/green update.
         if self.rollout.strategy == "blue_green":
             problems.append(
                 "rollout.strategy 'blue_green' shifts traffic between production variants; an inference component "
                 "updates copy by copy: use rollout.strategy 'rolling' (rollout.rolling sets the batch and waits) "
                 "or 'none'"
             )
+        # Our choice, not a quoted rule: no AWS document we found describes an asynchronous endpoint
+        # beside inference components, and async_inference builds a second, variants-mode endpoint.
         if self.async_inference.enabled:
             problems.append(
                 "async_inference runs a second endpoint with production variants; in inference_components mode "

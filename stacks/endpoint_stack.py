@@ -32,6 +32,8 @@ from peagle.planner import Plan
 DEFAULT_CONCURRENCY_SHARE = 0.75
 # Inference components scaling to zero: one copy goes while two or more serve under this share of
 # the per-copy target for this many minutes (target tracking's own scale-in is off; see ScalableCopyCount).
+# Our choice, not a SageMaker figure: 15 minutes matches the scale-in delay AWS describes for target
+# tracking on the high-resolution metric ("90 10-second data points", scale-to-zero launch post).
 LIGHT_LOAD_SHARE = 0.3
 LIGHT_LOAD_MINUTES = 15
 TRANSFORM_JOBS_LOG_GROUP = "/aws/sagemaker/TransformJobs"

@@ -236,3 +236,13 @@ def _json_string(text: str) -> str:
     import json
 
     return json.dumps(text)
+
+
+def step_lines(out: str) -> dict[str, tuple[str, str]]:
+    """{step name: (status, detail)} from the printed step lines."""
+    lines = {}
+    for line in out.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) >= 2 and parts[0] in ("ok", "FAIL", "skip"):
+            lines[parts[1]] = (parts[0], parts[2] if len(parts) > 2 else "")
+    return lines

@@ -6,7 +6,7 @@ to zero is waited for (explained once on stderr) instead of failing the smoke te
 from __future__ import annotations
 
 import pytest
-from aws_stubs import ENDPOINT, STACK, FakeClock, StubbedAws
+from aws_stubs import ENDPOINT, STACK, FakeClock, StubbedAws, step_lines
 
 from peagle.cli import main
 
@@ -35,15 +35,6 @@ def clock(monkeypatch):
 
 def smoke(*args: str) -> int:
     return main(["smoke", "--endpoint", ENDPOINT, "--stack", STACK, "--inference-component", COMPONENT, *args])
-
-
-def step_lines(out: str) -> dict[str, tuple[str, str]]:
-    lines = {}
-    for line in out.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) >= 2 and parts[0] in ("ok", "FAIL", "skip"):
-            lines[parts[1]] = (parts[0], parts[2] if len(parts) > 2 else "")
-    return lines
 
 
 def healthy_metrics(aws: StubbedAws) -> None:

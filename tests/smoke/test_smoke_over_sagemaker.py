@@ -4,7 +4,7 @@ what each AWS answer makes of a step, the exit code, and that waiting never real
 from __future__ import annotations
 
 import pytest
-from aws_stubs import ENDPOINT, STACK, FakeClock, StubbedAws
+from aws_stubs import ENDPOINT, STACK, FakeClock, StubbedAws, step_lines
 
 from peagle.cli import build_parser
 from peagle.smoke.cli import execute
@@ -27,16 +27,6 @@ def clock():
 def smoke(aws: StubbedAws, clock: FakeClock, *args: str) -> int:
     arguments = build_parser().parse_args(["smoke", "--endpoint", ENDPOINT, "--stack", STACK, *args])
     return execute(arguments, aws=aws.clients(), timing=clock.timing())
-
-
-def step_lines(out: str) -> dict[str, tuple[str, str]]:
-    """{step name: (status, detail)} from the printed step lines."""
-    lines = {}
-    for line in out.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) >= 2 and parts[0] in ("ok", "FAIL", "skip"):
-            lines[parts[1]] = (parts[0], parts[2] if len(parts) > 2 else "")
-    return lines
 
 
 def queue_invocations(aws: StubbedAws) -> None:
