@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import struct
 import sys
 import termios
@@ -86,7 +87,7 @@ def test_the_helper_turns_progress_on_for_a_real_terminal_only(monkeypatch):
         with progress.progress_bar(total=300, unit="B", desc="shard") as bar:
             bar.update(300)
         terminal.flush()
-        shown = os.read(controller, 65536).decode()
+        shown = _read_all(controller)
     os.close(controller)
     assert "shard: 100%" in shown and "300/300" in shown
 
@@ -94,3 +95,17 @@ def test_the_helper_turns_progress_on_for_a_real_terminal_only(monkeypatch):
         monkeypatch.setattr(sys, "stderr", not_a_terminal)
         assert not progress.progress_enabled()
         assert progress.progress_bar(total=1, unit="B").disable
+
+
+def _read_all(controller: int) -> str:
+    """Everything written to the pty so far: one read() may return only the first of tqdm's writes."""
+    chunks = []
+    while select.select([controller], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal side is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
