@@ -29,8 +29,12 @@ The target (a ``LlamaForCausalLM``). Vocabulary 256 = 8 specials + 248 character
 - the final RMSNorm scales the one-hot to sqrt(hidden), and ``lm_head`` is 10 x a
   0/1 matrix with a single 1 per column, at [rule(t), t]: the greedy next token is
   rule(current token). ``rule`` is P for ``tiny`` and ``demo``: one seeded cycle through
-  all 248 characters (specials map onto characters), so generations never emit EOS or
-  a chat marker, run to ``max_tokens`` and are deterministic. For ``partial`` it is T:
+  all 248 characters (specials map onto characters), so greedy generations never emit
+  EOS or a chat marker, run to ``max_tokens`` and are deterministic. With sampling
+  (temperature > 0, vLLM's default 1) and speculation on, vLLM 0.32 now and then ends a
+  generation with EOS all the same (2 of 120 four-token requests at K=4 here), so
+  anything that counts tokens asks for temperature 0, as bench and the self-check do.
+  For ``partial`` it is T:
   P, except at a seeded set S of tokens where the target skips a step, T(t) = P(P(t)).
 
 The drafter (an ``Eagle3LlamaForCausalLM``, one layer, hidden 256). How vLLM 0.32 feeds
