@@ -34,7 +34,8 @@ The target (a ``LlamaForCausalLM``). Vocabulary 256 = 8 specials + 248 character
   (temperature > 0, vLLM's default 1) and speculation on, vLLM 0.32 now and then ends a
   generation with EOS all the same (2 of 120 four-token requests at K=4 here, 0 of 120
   with speculation off), so anything that counts tokens asks for temperature 0, as bench
-  and the self-check do. For ``partial`` it is T: P, except at a seeded set S of tokens where the target skips a step, T(t) = P(P(t)).
+  and the self-check do. For ``partial`` it is T: P, except at a seeded set S of tokens
+  where the target skips a step, T(t) = P(P(t)).
 
 The drafter (an ``Eagle3LlamaForCausalLM``, one layer, hidden 256). How vLLM 0.32 feeds
 it with parallel drafting (vllm/v1/spec_decode/llm_base_proposer.py, ``set_inputs_first_pass``;
