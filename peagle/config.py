@@ -292,6 +292,8 @@ class RolloutSettings(StrictModel):
     `peagle preflight` says when it is needed.
     """
 
+    # Default blue_green for variants; in endpoint.mode inference_components the default is rolling
+    # (DeploymentConfig._components_roll_by_default).
     strategy: Literal["blue_green", "rolling", "none"] = "blue_green"
     blue_green: BlueGreenSettings = BlueGreenSettings()
     rolling: RollingSettings = RollingSettings()
@@ -388,6 +390,24 @@ class DeploymentConfig(StrictModel):
     vllm_args: dict[str, bool | int | float | str] = Field(
         {}, description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _components_roll_by_default(cls, data: object) -> object:
+        # InferenceComponentDeploymentConfig has one policy, RollingUpdatePolicy (botocore 1.44.5 SageMaker
+        # model; 'required': ['RollingUpdatePolicy']). So a components-mode file that names no
+        # rollout.strategy gets 'rolling', where variants get 'blue_green'; naming blue_green is refused.
+        if not isinstance(data, dict):
+            return data
+        endpoint, rollout = data.get("endpoint"), data.get("rollout", {})
+        if (
+            isinstance(endpoint, dict)
+            and endpoint.get("mode") == "inference_components"
+            and isinstance(rollout, dict)
+            and "strategy" not in rollout
+        ):
+            return {**data, "rollout": {**rollout, "strategy": "rolling"}}
+        return data
 
     @model_validator(mode="after")
     def _names_exist(self) -> DeploymentConfig:

@@ -347,6 +347,21 @@ def test_bad_combinations_fail_plan_and_synth_with_the_fix(tmp_path, capsys, cha
     assert expected in str(error.value)
 
 
+def test_a_components_file_that_names_no_rollout_rolls_and_a_variants_file_stays_blue_green(tmp_path, capsys):
+    # The variants default (blue_green) would be refused in this mode; a file without `rollout:`
+    # gets the one update a component has, rolling, and plans.
+    minimal = write_deployment(
+        tmp_path, "model: qwen3-8b\ninstance: {type: ml.g6e.48xlarge}\nendpoint: {mode: inference_components}\n"
+    )
+    assert load_deployment_config(minimal).rollout.strategy == "rolling"
+    assert main(["plan", "--deployment", minimal]) == 0
+    assert "8 copies per instance" in capsys.readouterr().out
+    variants = write_deployment(
+        tmp_path, "model: qwen3-8b\ninstance: {type: ml.g6e.48xlarge}\nendpoint: {mode: variants}\n"
+    )
+    assert load_deployment_config(variants).rollout.strategy == "blue_green"
+
+
 def test_an_ab_test_is_a_second_component_with_its_own_scaling_and_rollback(synth, tmp_path):
     result = synth(deployment=_deployment(tmp_path, **{"ab_test.enabled": True}))
     components = result.resources("PeagleEndpoint", "AWS::SageMaker::InferenceComponent")
