@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     speculation.add_argument(
         "--speculative-schedule",
-        type=_schedule,
+        type=parse_schedule,
         default=None,
         metavar="LO-HI:K,...",
         help="K by batch size instead of one K, e.g. 1-2:4,3-16:0 (vLLM's num_speculative_tokens_per_batch_size; "
@@ -99,7 +99,7 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-def _schedule(text: str) -> list[tuple[int, int, int]]:
+def parse_schedule(text: str) -> list[tuple[int, int, int]]:
     """``1-2:4,3-16:0`` -> ``[(1, 2, 4), (3, 16, 0)]``; the launcher checks the bands themselves."""
     bands = []
     for part in text.split(","):

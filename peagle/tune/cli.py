@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from peagle.local.tiny_pair import PAIRS
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 READY_TIMEOUT_SECONDS = 300.0
 DESCRIPTION = (
@@ -40,7 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--pair", default=None, help="local pair to serve for each candidate (`peagle local --pair`)")
+    where.add_argument(
+        "--pair",
+        default=None,
+        choices=sorted(PAIRS),
+        help="local pair to serve for each candidate (`peagle local --pair`; default tiny)",
+    )
     where.add_argument("--url", help="measure the server already running here (its current setting only)")
     where.add_argument("--endpoint", help="measure this SageMaker endpoint as deployed (its current setting only)")
     where.add_argument(
@@ -102,6 +109,8 @@ def _tune(args: argparse.Namespace) -> int:
         raise ValueError("--inference-component names an inference component of an --endpoint; give --endpoint")
     if args.repeat < 1:
         raise ValueError(f"--repeat takes a number of rounds >= 1, got {args.repeat}")
+    local = not (args.from_results or args.url or args.endpoint)
+    candidates = _local_candidates(args) if local else []  # checked before anything is written or started
     args.out.mkdir(parents=True, exist_ok=True)
     if args.from_results:
         result_files = list(args.from_results)
@@ -113,7 +122,6 @@ def _tune(args: argparse.Namespace) -> int:
     else:
         # Rounds interleave the candidates (off, K=2, K=4, off, K=2, ...) so that a slow spell of the
         # machine lands on several candidates rather than on every run of one.
-        candidates = _local_candidates(args)
         result_files = [
             _bench_local_candidate(args, _round_label(label, round_, args.repeat), options)
             for round_ in range(1, args.repeat + 1)
@@ -144,9 +152,36 @@ def _local_candidates(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         raise ValueError(f"--k takes comma-separated integers, got {args.k!r}") from error
     if not ks or min(ks) < 0:
         raise ValueError(f"--k takes K values >= 0, got {args.k!r}")
+    _refuse_what_the_launcher_would(ks, args.schedule)
     candidates = [("off" if k == 0 else f"K={k}", ["--speculative-tokens", str(k)]) for k in ks]
     candidates += [(f"schedule {schedule}", ["--speculative-schedule", schedule]) for schedule in args.schedule]
     return candidates
+
+
+def _refuse_what_the_launcher_would(ks: list[int], schedules: list[str]) -> None:
+    """Every candidate's K and schedule, checked with the launcher's own rules before the first
+    server starts: a bad last candidate would otherwise fail after the others ran for minutes."""
+    from peagle.local.cli import LOCAL_MAX_NUM_SEQS, parse_schedule
+    from peagle.local.tiny_pair import TRAINED_SPECULATIVE_TOKENS
+    from peagle_serve.contract import schedule_coverage_problems, schedule_problems
+
+    trained_k = TRAINED_SPECULATIVE_TOKENS
+    problems = [
+        f"--k {k}: above the {trained_k} tokens the local drafters are trained for; use K <= {trained_k}"
+        for k in ks
+        if k > trained_k
+    ]
+    for text in schedules:
+        try:
+            bands = parse_schedule(text)
+        except argparse.ArgumentTypeError as error:
+            problems.append(f"--schedule {text}: {error}")
+            continue
+        found = schedule_problems(bands, trained_k=trained_k)
+        found = found or schedule_coverage_problems(bands, LOCAL_MAX_NUM_SEQS)
+        problems += [f"--schedule {text}: {problem}" for problem in found]
+    if problems:
+        raise ValueError("nothing was started:\n  - " + "\n  - ".join(problems))
 
 
 def _folder_name(label: str) -> str:

@@ -150,6 +150,20 @@ def test_a_bad_repeat_is_refused(tmp_path, capsys):
     assert "--repeat takes a number of rounds >= 1" in capsys.readouterr().err
 
 
+def test_every_candidate_is_checked_before_the_first_server_starts(tmp_path, capsys):
+    # K=0 alone would serve for minutes before K=99 or the gapped schedule failed at its turn.
+    out = tmp_path / "out"
+    argv = ["tune", "--pair", "demo", "--k", "0,99", "--schedule", "1-2:4,4-16:0", "--schedule", "1-16:9"]
+    argv += ["--schedule", "1-8:4"]  # `peagle local` runs up to 16 requests at once
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing was started" in err and "--k 99: above the 8 tokens" in err and "use K <= 8" in err
+    assert "--schedule 1-2:4,4-16:0: no band covers batch size 3" in err
+    assert "--schedule 1-16:9: band 1 (1-16: K=9): K=9 is above the 8 tokens" in err
+    assert "--schedule 1-8:4: the bands end at batch size 8, but the server runs up to max_num_seqs=16" in err
+    assert not out.exists()  # no server log, no folder: nothing to clean up
+
+
 def test_runs_without_a_shared_level_are_refused_naming_what_each_measured():
     low = _candidate("K=2", {1: 20.0, 4: 60.0})
     high = _candidate("K=8", {16: 80.0})
