@@ -169,12 +169,24 @@ class Plan:
             if c.scales_to_zero
             else ""
         )
+        cold_start_budget = self.model_download_timeout_seconds + self.container_startup_timeout_seconds
+        cold_start = (
+            [
+                f"cold start      a copy from zero: an instance if none runs, then the model download (up to "
+                f"{self.model_download_timeout_seconds} s) and vLLM's start-up with the self-check (up to "
+                f"{self.container_startup_timeout_seconds} s); clients: --cold-start-wait "
+                f"{cold_start_budget} covers both (the instance's own start comes on top)"
+            ]
+            if c.scales_to_zero
+            else []
+        )
         return [
             f"components      {c.copies_per_instance} cop{'y' if c.copies_per_instance == 1 else 'ies'} per instance, "
             f"each {c.accelerators_per_copy} GPU(s) (tensor_parallel_size), {c.cpu_cores_per_copy} vCPUs, "
             f"{c.memory_mb_per_copy:,} MiB host memory (the memory lines above are one copy's)",
             f"scaling         copies {c.min_copies}..{c.max_copies} (deploy starts {c.initial_copies}), instances "
             f"{c.min_instances}..{c.max_instances} (managed instance scaling){idle}",
+            *cold_start,
         ]
 
     def _driver_text(self) -> str:

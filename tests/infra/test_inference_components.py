@@ -70,6 +70,9 @@ def test_the_plan_says_copies_per_instance_and_what_idle_costs(capsys):
     assert "8 copies per instance, each 1 GPU(s) (tensor_parallel_size), 21 vCPUs" in out
     assert "copies 0..16 (deploy starts 1), instances 0..2 (managed instance scaling)" in out
     assert "$0 while scaled to zero" in out
+    # The plan's own budgets (600 s download + 1053 s start-up) tell clients how long to wait.
+    assert "model download (up to 600 s) and vLLM's start-up with the self-check (up to 1053 s)" in out
+    assert "clients: --cold-start-wait 1653 covers both" in out
 
 
 # --- the stack ----------------------------------------------------------------------------
