@@ -174,8 +174,8 @@ class Plan:
             [
                 f"cold start      a copy from zero: an instance if none runs, then the model download (up to "
                 f"{self.model_download_timeout_seconds} s) and vLLM's start-up with the self-check (up to "
-                f"{self.container_startup_timeout_seconds} s); clients: --cold-start-wait "
-                f"{cold_start_budget} covers both (the instance's own start comes on top)"
+                f"{self.container_startup_timeout_seconds} s), {cold_start_budget} s in all; invoke, bench and "
+                "smoke wait that long plus an instance's launch by default"
             ]
             if c.scales_to_zero
             else []

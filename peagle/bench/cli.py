@@ -19,6 +19,7 @@ from peagle.client.cli import (
     add_target_variant_argument,
     cold_start_wait_error,
 )
+from peagle.client.cold_start import COLD_START_DEFAULT_HELP
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
 DEFAULT_MAX_TOKENS = 128
@@ -63,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser,
         help_text="with --inference-component: when the component has no copy (scaled to zero), the warm-up waits "
         "this long for SageMaker to start one, and measuring begins after it; measured requests never wait (one "
-        "that finds no copy counts as an error). Default 900; 0: fail the warm-up at once",
+        "that finds no copy counts as an error). Default: " + COLD_START_DEFAULT_HELP + "; 0: fail the warm-up at once",
     )
     parser.add_argument(
         "--from-results",

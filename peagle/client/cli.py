@@ -10,14 +10,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from peagle.catalog import ProfileName
+from peagle.client.cold_start import (
+    COLD_START_DEFAULT_HELP,
+    DEFAULT_COLD_START_WAIT_S,
+    ColdStartWait,
+    component_cold_start_wait,
+    given_wait,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2
-# A cold start from zero is an instance (if none runs), the weights download, vLLM's start-up and the
-# launcher's speculation self-check: minutes. 15 minutes covers the small pairs; the plan's download
-# and start-up timeouts bound it for large ones (raise --cold-start-wait to match).
-DEFAULT_COLD_START_WAIT_S = 900.0
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -53,17 +56,17 @@ def add_cold_start_wait_argument(parser: argparse.ArgumentParser, *, help_text: 
     parser.add_argument(
         "--cold-start-wait",
         type=float,
-        default=DEFAULT_COLD_START_WAIT_S,
+        default=None,
         metavar="SECONDS",
         help=help_text
         or "with --endpoint: when the inference component has no copy (scaled to zero), retry with backoff this "
-        f"long while SageMaker starts one (default {DEFAULT_COLD_START_WAIT_S:.0f}; 0: fail at once)",
+        f"long while SageMaker starts one (default: {COLD_START_DEFAULT_HELP}; 0: fail at once)",
     )
 
 
-def cold_start_wait_error(seconds: float) -> str | None:
+def cold_start_wait_error(seconds: float | None) -> str | None:
     """Why a --cold-start-wait value is refused (None when it is fine): the wait must be bounded."""
-    if math.isfinite(seconds) and seconds >= 0:
+    if seconds is None or (math.isfinite(seconds) and seconds >= 0):
         return None
     return f"--cold-start-wait takes seconds, a finite number >= 0, got {seconds:g}"
 
@@ -160,8 +163,8 @@ def build_client(
     from peagle.client.client import PeagleClient
     from peagle.client.retry import RetryPolicy
 
-    cold_start_wait = getattr(args, "cold_start_wait", None)
-    policy = RetryPolicy(max_attempts=args.max_attempts, cold_start_wait_s=cold_start_wait or 0.0)
+    wait = resolve_cold_start_wait(getattr(args, "cold_start_wait", None), endpoint, inference_component, args.region)
+    policy = RetryPolicy(max_attempts=args.max_attempts, cold_start_wait_s=wait.seconds, cold_start_basis=wait.basis)
     if url:
         return PeagleClient.for_url(url, retry_policy=policy, notify=print_notice)
     return PeagleClient.for_endpoint(
@@ -172,6 +175,21 @@ def build_client(
         target_variant=target_variant,
         inference_component=inference_component,
     )
+
+
+def resolve_cold_start_wait(
+    given: float | None, endpoint: str | None, component: str | None, region: str | None
+) -> ColdStartWait:
+    """--cold-start-wait when given; else, for an endpoint's inference component, its own start-up budgets
+    (one DescribeInferenceComponent before the first request); else the default (nothing to wait for on a
+    --url server)."""
+    if given is not None:
+        return given_wait(given)
+    if not endpoint:
+        return ColdStartWait(0.0, "a --url server has no inference components")
+    if component:
+        return component_cold_start_wait(component, region=region)
+    return ColdStartWait(DEFAULT_COLD_START_WAIT_S, "the default; --cold-start-wait to change")
 
 
 def _request_content(args: argparse.Namespace) -> dict:

@@ -90,6 +90,7 @@ class RetryPolicy:
     # How long to wait for an inference component scaled to zero to get a copy (0: fail at once with
     # what to do). A cold start is minutes, so it has its own, slower backoff.
     cold_start_wait_s: float = 0.0
+    cold_start_basis: str = "--cold-start-wait"  # why that long, for the notice (peagle/client/cold_start.py)
     cold_start_base_delay_s: float = 5.0
     cold_start_max_delay_s: float = 30.0
 
@@ -178,7 +179,7 @@ def _cold_start_notice(error: NoCapacityError, policy: RetryPolicy) -> str:
         f"cold start: {error.message} If the component scales out from zero, SageMaker is starting a copy "
         "now: an instance if none runs, then the model download, vLLM's start-up and the speculation "
         f"self-check (minutes). Retrying with backoff for up to {policy.cold_start_wait_s:.0f} s "
-        "(--cold-start-wait); the wait is not counted in the request's timings."
+        f"({policy.cold_start_basis}); the wait is not counted in the request's timings."
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from peagle.client.cold_start import ColdStartWait
 from peagle.smoke.step import (
     ALARMS_OK,
     ENDPOINT_IN_SERVICE,
@@ -44,7 +45,9 @@ class SmokeOptions:
     # TargetVariant is sent (the endpoint's one variant is the instance pool) and its KPI lines carry the
     # component's name as their VariantName (stacks/endpoint_stack.py, "the KPI lines name the component").
     inference_component: str | None = None
-    cold_start_wait_seconds: float = 0.0  # how long the invocations wait for a component scaled to zero
+    # How long the invocations wait for a component scaled to zero; None: the component's own start-up
+    # budgets, read from SageMaker (peagle/client/cold_start.py).
+    cold_start_wait_seconds: float | None = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
     request = smoke_request(options.max_tokens)
     before = scrape_metrics(options.url) if options.expect_speculation else None
     plain = record(check_plain_invocation(invoke_plain_url(options.url), request, timing))
-    with _client(HttpTransport(options.url), options, timing) as client:
+    with _client(HttpTransport(options.url), options, timing, ColdStartWait(0.0, "a --url server")) as client:
         streamed = record(check_streamed_invocation(client, request))
     if not options.expect_speculation:
         record(skip(SPECULATION_ON, f"speculation expected off ({options.speculation_source})"))
@@ -154,11 +157,12 @@ def _run_endpoint_steps(
 
     request = smoke_request(options.max_tokens)
     component = options.inference_component
+    wait = _cold_start_wait(options, aws)
     target_variant = None if component else options.variant_name
     invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, target_variant, inference_component=component)
     # One send, as before, except that a component scaled to zero is waited for (the first invocation
     # is the one that finds it cold, so the streamed one after it normally finds the copy ready).
-    plain_policy = RetryPolicy(max_attempts=1, cold_start_wait_s=options.cold_start_wait_seconds)
+    plain_policy = RetryPolicy(max_attempts=1, cold_start_wait_s=wait.seconds, cold_start_basis=wait.basis)
     plain = record(check_plain_invocation(invoke, request, timing, policy=plain_policy, notify=print_notice))
     transport = SageMakerTransport(
         options.endpoint_name,
@@ -171,7 +175,7 @@ def _run_endpoint_steps(
         record(skip(STREAMED_INVOCATION, f"{PLAIN_INVOCATION} found no copy of the inference component"))
     else:
         # Not closed: the runtime client is the caller's (the transport's close would close it).
-        record(check_streamed_invocation(_client(transport, options, timing), request))
+        record(check_streamed_invocation(_client(transport, options, timing, wait), request))
 
     reader = KpiMetricReader(
         aws.cloudwatch,
@@ -196,12 +200,22 @@ def _run_endpoint_steps(
     record(_reporting_aws_failures(KPI_METRICS, lambda: check_kpi_reports(reader, deadline=deadline, timing=timing)))
 
 
-def _client(transport: Any, options: SmokeOptions, timing: Timing):
+def _cold_start_wait(options: SmokeOptions, aws: AwsClients) -> ColdStartWait:
+    from peagle.client.cold_start import component_cold_start_wait, given_wait
+
+    if options.cold_start_wait_seconds is not None:
+        return given_wait(options.cold_start_wait_seconds)
+    if options.inference_component is None:
+        return ColdStartWait(0.0, "no inference component")
+    return component_cold_start_wait(options.inference_component, region=None, sagemaker=aws.sagemaker)
+
+
+def _client(transport: Any, options: SmokeOptions, timing: Timing, wait: ColdStartWait):
     from peagle.client.cli import print_notice
     from peagle.client.client import PeagleClient
     from peagle.client.retry import RetryPolicy
 
-    policy = RetryPolicy(max_attempts=options.max_attempts, cold_start_wait_s=options.cold_start_wait_seconds)
+    policy = RetryPolicy(max_attempts=options.max_attempts, cold_start_wait_s=wait.seconds, cold_start_basis=wait.basis)
     return PeagleClient(
         transport,
         retry_policy=policy,

@@ -58,10 +58,11 @@ def endpoint(monkeypatch):
 
     stubbed = StubbedEndpoint()
     stubbed.clock = FakeClock()
-    monkeypatch.setattr("peagle.client.sagemaker_transport.make_runtime_client", lambda *a, **k: stubbed.runtime)
+    stubbed.patch_clients(monkeypatch)
     monkeypatch.setattr("peagle.client.client.time", stubbed.clock.as_time_module())
-    with stubbed.stubber:
+    with stubbed.stubber, stubbed.control_stubber:
         yield stubbed
+        stubbed.control_stubber.assert_no_pending_responses()
 
 
 def _stream():
@@ -77,6 +78,7 @@ def _bench(tmp_path, *extra: str) -> int:
 
 
 def test_a_cold_start_is_waited_for_in_the_warm_up_and_kept_out_of_every_figure(endpoint, tmp_path, capsys):
+    endpoint.add_component_budgets(COMPONENT, download_s=600, startup_s=1053)  # the warm-up's wait: 2253 s
     endpoint.add_no_capacity(3)
     for _ in range(3):  # the warm-up's answer, then the two measured ones
         endpoint.add_stream(_stream())
@@ -87,6 +89,7 @@ def test_a_cold_start_is_waited_for_in_the_warm_up_and_kept_out_of_every_figure(
     err = capsys.readouterr().err
     assert exit_code == 0, err
     assert err.count("cold start: Inference component peagle-primary has no copy") == 1
+    assert "Retrying with backoff for up to 2253 s (peagle-primary's model download 600 s" in err
     waited = sum(endpoint.clock.sleeps)
     assert len(endpoint.clock.sleeps) == 3 and waited >= 17.5  # 3 jittered waits of at least 2.5, 5, 10 s
     assert f"bench: {ENDPOINT}/{COMPONENT}: cold start: the warm-up waited {waited:.0f} s" in err
@@ -103,6 +106,7 @@ def test_a_cold_start_is_waited_for_in_the_warm_up_and_kept_out_of_every_figure(
 
 
 def test_a_measured_request_that_finds_no_copy_is_an_error_not_a_wait(endpoint, tmp_path, capsys):
+    endpoint.add_component_budgets(COMPONENT, download_s=600, startup_s=1053)
     endpoint.add_stream(_stream())  # the warm-up finds a copy
     endpoint.add_no_capacity(1)  # ... which is gone when measuring starts
     endpoint.add_stream(_stream())
@@ -131,6 +135,8 @@ def test_a_cold_start_longer_than_the_wait_fails_the_warm_up_with_what_to_do(end
 
 
 def test_components_pair_with_endpoints_like_target_variants(endpoint, tmp_path, capsys):
+    for component in ("ic-a", "ic-b"):  # each target reads its own component's budgets
+        endpoint.add_component_budgets(component, download_s=600, startup_s=1053)
     endpoint.add_stream(_stream())  # warm-up and one request per target
     endpoint.add_stream(_stream())
     endpoint.add_stream(_stream())

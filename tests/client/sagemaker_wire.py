@@ -10,6 +10,7 @@ import struct
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+import boto3
 from botocore.eventstream import EventStream
 from botocore.parsers import EventStreamJSONParser
 from botocore.stub import Stubber
@@ -24,6 +25,34 @@ NO_CAPACITY_MESSAGE = (
     "Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress "
     "(if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API."
 )
+
+
+def described_component(component: str, *, download_s: int | None, startup_s: int | None) -> dict:
+    """A DescribeInferenceComponent answer (the Stubber checks it against botocore's SageMaker model):
+    the component's start-up timeouts, or none when a value is None."""
+    from datetime import UTC, datetime
+
+    arn = "arn:aws:sagemaker:us-east-1:123456789012"
+    startup = {
+        key: value
+        for key, value in (
+            ("ModelDataDownloadTimeoutInSeconds", download_s),
+            ("ContainerStartupHealthCheckTimeoutInSeconds", startup_s),
+        )
+        if value is not None
+    }
+    return {
+        "InferenceComponentName": component,
+        "InferenceComponentArn": f"{arn}:inference-component/{component}",
+        "EndpointName": "peagle-test",
+        "EndpointArn": f"{arn}:endpoint/peagle-test",
+        "VariantName": "AllTraffic",
+        "Specification": {"ModelName": f"{component}-model", **({"StartupParameters": startup} if startup else {})},
+        "RuntimeConfig": {"DesiredCopyCount": 0, "CurrentCopyCount": 0},
+        "InferenceComponentStatus": "InService",
+        "CreationTime": datetime(2026, 11, 30, tzinfo=UTC),
+        "LastModifiedTime": datetime(2026, 11, 30, tzinfo=UTC),
+    }
 
 
 @dataclass
@@ -154,6 +183,9 @@ class StubbedEndpoint:
     def __init__(self) -> None:
         self.runtime = make_runtime_client("us-east-1")
         self.stubber = Stubber(self.runtime)
+        # The control plane, for DescribeInferenceComponent (peagle/client/cold_start.py).
+        self.control = boto3.client("sagemaker", region_name="us-east-1")
+        self.control_stubber = Stubber(self.control)
         self._bodies: list[list[bytes]] = []
         operation = self.runtime.meta.service_model.operation_model("InvokeEndpointWithResponseStream")
         self._body_shape = operation.output_shape.members["Body"]
@@ -187,6 +219,18 @@ class StubbedEndpoint:
                 service_message=NO_CAPACITY_MESSAGE,
                 http_status_code=400,
             )
+
+    def patch_clients(self, monkeypatch) -> None:
+        """Hand these clients to every client the CLIs build: the runtime one and the control plane's."""
+        monkeypatch.setattr("peagle.client.sagemaker_transport.make_runtime_client", lambda *a, **k: self.runtime)
+        monkeypatch.setattr("peagle.client.cold_start.make_sagemaker_client", lambda region: self.control)
+
+    def add_component_budgets(self, component: str, *, download_s: int | None, startup_s: int | None) -> None:
+        self.control_stubber.add_response(
+            "describe_inference_component",
+            described_component(component, download_s=download_s, startup_s=startup_s),
+            {"InferenceComponentName": component},
+        )
 
     def record_sends(self) -> list[dict]:
         """The parameters of every InvokeEndpoint(WithResponseStream) call from now on, one dict per send."""

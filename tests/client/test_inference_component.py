@@ -34,9 +34,10 @@ def streamed_params(**routing) -> dict:
 def endpoint(monkeypatch):
     """The Stubber-ed runtime client, handed to every client the CLI builds."""
     stubbed = StubbedEndpoint()
-    monkeypatch.setattr("peagle.client.sagemaker_transport.make_runtime_client", lambda *a, **k: stubbed.runtime)
-    with stubbed.stubber:
+    stubbed.patch_clients(monkeypatch)
+    with stubbed.stubber, stubbed.control_stubber:
         yield stubbed
+        stubbed.control_stubber.assert_no_pending_responses()
 
 
 @pytest.fixture
@@ -50,6 +51,7 @@ def clock(monkeypatch):
 
 
 def test_inference_component_is_sent_as_inference_component_name(endpoint, clock, capsys):
+    endpoint.add_component_budgets(COMPONENT, download_s=600, startup_s=1053)  # the default wait
     endpoint.add_stream(OK_STREAM, expected_params=streamed_params(InferenceComponentName=COMPONENT))
 
     assert main([*INVOKE, "--inference-component", COMPONENT]) == 0
@@ -59,6 +61,7 @@ def test_inference_component_is_sent_as_inference_component_name(endpoint, clock
 
 
 def test_inference_component_and_target_variant_are_both_sent(endpoint, clock, capsys):
+    endpoint.add_component_budgets(COMPONENT, download_s=600, startup_s=1053)  # the default wait
     endpoint.add_stream(
         OK_STREAM, expected_params=streamed_params(TargetVariant="Primary", InferenceComponentName=COMPONENT)
     )
@@ -100,6 +103,7 @@ def test_refused_combinations_exit_2_with_one_line(capsys, argv, message):
 
 
 def test_a_cold_start_is_explained_once_waited_for_and_then_answered(endpoint, clock, capsys):
+    endpoint.add_component_budgets(COMPONENT, download_s=600, startup_s=1053)
     endpoint.add_no_capacity(3)
     endpoint.add_stream(OK_STREAM)
     sends = endpoint.record_sends()
@@ -110,7 +114,10 @@ def test_a_cold_start_is_explained_once_waited_for_and_then_answered(endpoint, c
     assert exit_code == 0, err
     assert out == "Hi there\n"
     assert err.count(EXPLANATION) == 1
-    assert "Retrying with backoff for up to 900 s (--cold-start-wait)" in err
+    assert (
+        "Retrying with backoff for up to 2253 s (peagle-primary's model download 600 s + container start-up "
+        "1053 s timeouts + 600 s for an instance to launch; --cold-start-wait to change)" in err
+    )
     assert err.count("cold start over: a copy answered after") == 1
     assert len(sends) == 4 and all(send["InferenceComponentName"] == COMPONENT for send in sends)
     # Backoff with equal jitter: before cold-start retry n, between half and all of min(30, 5 * 2**(n-1)) s.
@@ -143,6 +150,55 @@ def test_a_cold_start_that_outlasts_the_wait_says_what_to_do(endpoint, clock, ca
     assert sum(clock.sleeps) == pytest.approx(60.0)
     assert len(sends) == len(clock.sleeps) + 1
     assert 5 <= len(sends) <= 7  # 5 with the longest jittered waits (5+10+20+25), 7 with the shortest
+
+
+def test_the_default_wait_is_the_components_own_budgets_and_bounds_the_retries(endpoint, clock, capsys):
+    # Past its download and start-up timeouts SageMaker has given up on the copy: no point waiting longer.
+    endpoint.add_component_budgets(COMPONENT, download_s=300, startup_s=400)
+    endpoint.add_no_capacity(120)  # more than the wait can use up (sleeps of 15-30 s once at the cap)
+
+    assert main([*INVOKE, "--inference-component", COMPONENT]) == 1
+
+    assert "No copy was ready after 1300 s (cold-start wait 1300 s)." in capsys.readouterr().err
+    assert sum(clock.sleeps) == pytest.approx(300 + 400 + 600)
+
+
+@pytest.mark.parametrize(
+    ("describe", "reason"),
+    [
+        (
+            "AccessDeniedException",
+            "access denied while reading peagle-primary's start-up timeouts: the caller needs "
+            "sagemaker:DescribeInferenceComponent",
+        ),
+        ("no timeouts", "peagle-primary sets no model download and container start-up timeouts"),
+    ],
+)
+def test_budgets_that_cannot_be_read_leave_the_default_and_say_why(endpoint, clock, capsys, describe, reason):
+    if describe == "no timeouts":
+        endpoint.add_component_budgets(COMPONENT, download_s=None, startup_s=None)
+    else:
+        endpoint.control_stubber.add_client_error(
+            "describe_inference_component", service_error_code=describe, http_status_code=400
+        )
+    endpoint.add_no_capacity(1)
+    endpoint.add_stream(OK_STREAM)
+
+    assert main([*INVOKE, "--inference-component", COMPONENT]) == 0
+
+    err = capsys.readouterr().err
+    assert "Retrying with backoff for up to 900 s (the default, as the component's own budgets were not read: " in err
+    assert reason in err
+
+
+def test_a_given_wait_reads_no_budgets(endpoint, clock, capsys):
+    endpoint.add_no_capacity(1)
+    endpoint.add_stream(OK_STREAM)
+
+    assert main([*INVOKE, "--inference-component", COMPONENT, "--cold-start-wait", "120"]) == 0
+
+    # No DescribeInferenceComponent was queued: had one been sent, the notice would name the default.
+    assert "Retrying with backoff for up to 120 s (--cold-start-wait)" in capsys.readouterr().err
 
 
 def test_no_cold_start_wait_fails_at_the_first_answer(endpoint, clock, capsys):

@@ -72,7 +72,7 @@ def test_the_plan_says_copies_per_instance_and_what_idle_costs(capsys):
     assert "$0 while scaled to zero" in out
     # The plan's own budgets (600 s download + 1053 s start-up) tell clients how long to wait.
     assert "model download (up to 600 s) and vLLM's start-up with the self-check (up to 1053 s)" in out
-    assert "clients: --cold-start-wait 1653 covers both" in out
+    assert "(up to 1053 s), 1653 s in all; invoke, bench and smoke wait that long" in out
 
 
 # --- the stack ----------------------------------------------------------------------------

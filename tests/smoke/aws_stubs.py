@@ -10,7 +10,7 @@ import boto3
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from client.sagemaker_wire import FakeClock as WireClock
-from client.sagemaker_wire import StubbedEndpoint, payload_part, vllm_sse_stream
+from client.sagemaker_wire import StubbedEndpoint, described_component, payload_part, vllm_sse_stream
 
 from peagle.smoke.runner import AwsClients
 from peagle.smoke.step import Timing
@@ -76,6 +76,14 @@ class StubbedAws:
         if failure_reason:
             response["FailureReason"] = failure_reason
         self.stubbers["sagemaker"].add_response("describe_endpoint", response, {"EndpointName": endpoint})
+
+    def describe_component(self, component: str, *, download_s: int | None, startup_s: int | None):
+        """DescribeInferenceComponent: the component's start-up timeouts (the default cold-start wait)."""
+        self.stubbers["sagemaker"].add_response(
+            "describe_inference_component",
+            described_component(component, download_s=download_s, startup_s=startup_s),
+            {"InferenceComponentName": component},
+        )
 
     def describe_endpoint_error(self, code: str, message: str, status: int = 400):
         self.stubbers["sagemaker"].add_client_error(

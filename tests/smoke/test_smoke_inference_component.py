@@ -45,6 +45,7 @@ def healthy_metrics(aws: StubbedAws) -> None:
 
 def test_the_component_reaches_both_invocations(aws, clock, capsys):
     aws.describe_endpoint("InService", variants=(POOL,))
+    aws.describe_component(COMPONENT, download_s=600, startup_s=1053)  # the default cold-start wait
     aws.plain_completion(inference_component=COMPONENT)  # the Stubber checks the parameters
     aws.streamed_completion(inference_component=COMPONENT)
     healthy_metrics(aws)
@@ -74,6 +75,7 @@ def test_a_deployment_in_component_mode_names_the_component(tmp_path):
 
 def test_a_cold_start_is_waited_for_once_and_the_smoke_test_passes(aws, clock, capsys):
     aws.describe_endpoint("InService", variants=(POOL,))
+    aws.describe_component(COMPONENT, download_s=600, startup_s=1053)
     aws.plain_no_capacity(3)
     aws.plain_completion(inference_component=COMPONENT)
     aws.streamed_completion(inference_component=COMPONENT)  # the copy is up: no second wait
@@ -85,6 +87,7 @@ def test_a_cold_start_is_waited_for_once_and_the_smoke_test_passes(aws, clock, c
     steps = step_lines(out)
     assert exit_code == 0, out + err
     assert err.count(EXPLANATION) == 1
+    assert "for up to 2253 s (peagle-primary's model download 600 s + container start-up 1053 s timeouts" in err
     assert err.count("cold start over: a copy answered after") == 1
     assert clock.sleeps == [5.0, 10.0, 20.0]  # 4 sends of the plain invocation: 3 without a copy, then the answer
     waited = sum(clock.sleeps)
