@@ -19,7 +19,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from peagle.local.tiny_pair import PAIRS
@@ -212,13 +215,37 @@ def _bench_local_candidate(args: argparse.Namespace, label: str, options: list[s
         command += ["--pair", args.pair]
     print(f"tune: serving {label}: {' '.join(command[2:])}", file=sys.stderr)
     log = (args.out / f"server-{_folder_name(label)}.log").open("w")
+    # Its own session, so that a terminal's Ctrl-C reaches tune (KeyboardInterrupt) and not the server
+    # directly; tune then stops it below. SIGTERM and SIGHUP would end tune without that cleanup and
+    # leave the server running (seen here: `timeout` killed tune, the engine lived on), so while a
+    # server runs they raise SystemExit and take the same way out.
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_ready(server, f"http://127.0.0.1:{port}", label, log.name)
-        return _bench(args, label=label, url=f"http://127.0.0.1:{port}")
+        with _termination_raises():
+            _wait_ready(server, f"http://127.0.0.1:{port}", label, log.name)
+            return _bench(args, label=label, url=f"http://127.0.0.1:{port}")
     finally:
         _stop(server)
         log.close()
+
+
+@contextmanager
+def _termination_raises() -> Iterator[None]:
+    """SIGTERM / SIGHUP raise SystemExit(128 + signal) while inside (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum: int, frame: object) -> None:
+        print(f"tune: {signal.Signals(signum).name} received: stopping the server, then exiting", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    previous = {number: signal.signal(number, leave) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _free_port() -> int:
