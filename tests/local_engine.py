@@ -124,3 +124,39 @@ def spawn(command: list[str], *, port: int, env: dict[str, str] | None = None) -
 
 def peagle_local_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "peagle.cli", "local", *args]
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat after "pid (comm)" (comm may hold spaces and parentheses): state, ppid, ...;
+    None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def process_gone(pid: int) -> bool:
+    """No such process, or a zombie (dead, only its exit status left for a parent to collect)."""
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] == "Z"
+
+
+def descendants(root: int) -> dict[int, str]:
+    """pid -> command line of every live process below ``root`` (by parent pid, at this moment)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        fields = _stat_fields(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: dict[int, str] = {}
+    todo = [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                found[pid] = command.decode(errors="replace")
+            except OSError:
+                continue  # ended meanwhile
+            todo.append(pid)
+    return found

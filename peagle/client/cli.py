@@ -178,7 +178,7 @@ def build_client(
 
 
 def resolve_cold_start_wait(
-    given: float | None, endpoint: str | None, component: str | None, region: str | None
+    given: float | None, endpoint: str | None, component: str | None, region: str | None, *, sagemaker=None
 ) -> ColdStartWait:
     """--cold-start-wait when given; else, for an endpoint's inference component, its own start-up budgets
     (one DescribeInferenceComponent before the first request); else the default (nothing to wait for on a
@@ -188,7 +188,7 @@ def resolve_cold_start_wait(
     if not endpoint:
         return ColdStartWait(0.0, "a --url server has no inference components")
     if component:
-        return component_cold_start_wait(component, region=region)
+        return component_cold_start_wait(component, region=region, sagemaker=sagemaker)
     return ColdStartWait(DEFAULT_COLD_START_WAIT_S, "the default; --cold-start-wait to change")
 
 

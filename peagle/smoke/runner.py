@@ -143,7 +143,7 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
 def _run_endpoint_steps(
     options: SmokeOptions, aws: AwsClients, timing: Timing, record: Callable[[StepResult], StepResult]
 ) -> None:
-    from peagle.client.cli import print_notice
+    from peagle.client.cli import print_notice, resolve_cold_start_wait
     from peagle.client.errors import NoCapacityError
     from peagle.client.retry import RetryPolicy
     from peagle.client.sagemaker_transport import SageMakerTransport
@@ -157,7 +157,9 @@ def _run_endpoint_steps(
 
     request = smoke_request(options.max_tokens)
     component = options.inference_component
-    wait = _cold_start_wait(options, aws)
+    wait = resolve_cold_start_wait(
+        options.cold_start_wait_seconds, options.endpoint_name, component, None, sagemaker=aws.sagemaker
+    )
     target_variant = None if component else options.variant_name
     invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, target_variant, inference_component=component)
     # One send, as before, except that a component scaled to zero is waited for (the first invocation
@@ -198,16 +200,6 @@ def _run_endpoint_steps(
     else:
         record(skip(SPECULATION_ON, f"speculation expected off ({options.speculation_source})"))
     record(_reporting_aws_failures(KPI_METRICS, lambda: check_kpi_reports(reader, deadline=deadline, timing=timing)))
-
-
-def _cold_start_wait(options: SmokeOptions, aws: AwsClients) -> ColdStartWait:
-    from peagle.client.cold_start import component_cold_start_wait, given_wait
-
-    if options.cold_start_wait_seconds is not None:
-        return given_wait(options.cold_start_wait_seconds)
-    if options.inference_component is None:
-        return ColdStartWait(0.0, "no inference component")
-    return component_cold_start_wait(options.inference_component, region=None, sagemaker=aws.sagemaker)
 
 
 def _client(transport: Any, options: SmokeOptions, timing: Timing, wait: ColdStartWait):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from local_engine import REPO_ROOT, LocalServer, free_port, spawn
+from local_engine import REPO_ROOT, LocalServer, free_port, process_gone, spawn
 from serving_requests import metrics, post_json
 
 from peagle_serve.contract import KPI_EVENT, VllmMetric
@@ -41,15 +41,6 @@ def wait_for(condition: Callable[[], object], what: str, server: LocalServer, ti
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}; launcher output:\n{server.output_tail()}")
-
-
-def process_gone(pid: int) -> bool:
-    """No such process, or a zombie (dead, only its exit status left for a parent to collect)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def read_pid(pid_dir: Path, name: str, server: LocalServer) -> int:
