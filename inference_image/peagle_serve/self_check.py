@@ -1,10 +1,16 @@
-"""Warm-up request and speculation self-check, run once after vLLM is healthy.
+"""Warm-up requests and speculation self-check, run once after vLLM is healthy.
 
 "Speculation configured but silently off" is a known field failure (a drafter that
 never runs still lets the endpoint answer, just slower). With speculation
-configured, the warm-up request must move ``vllm:spec_decode_num_drafts_total``
+configured, the greedy warm-up request must move ``vllm:spec_decode_num_drafts_total``
 and get at least one draft token accepted; otherwise the start fails, so SageMaker
 marks the deployment failed instead of serving without its drafter.
+
+Then a second warm-up at the sampling the server applies by default (the profile's,
+``--override-generation-config``), because that is what requests get: its acceptance
+rate is compared with the greedy one's, and a collapse (a fault in sampled
+verification, as vLLM's CPU build had, or a drafter that only guesses the greedy path)
+is logged loudly or fails the start (``PEAGLE_SELF_CHECK_SAMPLED_COLLAPSE``).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings, *, deadline: fl
         )
 
     model_name = _served_model_name(base, plan, timeout=_time_left(deadline, 10.0))
-    greedy = _warm_up(base, model_name, settings, {"temperature": 0.0}, before, deadline=deadline, plan=plan)
+    greedy = _warm_up(base, model_name, settings, {"temperature": 0.0}, "greedy", before, deadline=deadline, plan=plan)
     if plan.speculation is None:
         return
     drafter = plan.speculation.config.get("model")
@@ -69,8 +75,9 @@ def run_self_check(plan: LaunchPlan, settings: LauncherSettings, *, deadline: fl
     sampling = served_sampling(plan)
     if settings.self_check_sampled_min_ratio > 0 and sampling.get("temperature", 1.0) > 0:
         # No sampling fields: the server's defaults apply, as for a client that leaves them to the endpoint.
-        sampled = _warm_up(base, model_name, settings, {}, greedy.after, deadline=deadline, plan=plan)
-        summary += "; " + _judge_sampled(sampled, greedy, describe_sampling(sampling), settings)
+        label = describe_sampling(sampling)
+        sampled = _warm_up(base, model_name, settings, {}, label, greedy.after, deadline=deadline, plan=plan)
+        summary += "; " + _judge_sampled(sampled, greedy, label, settings)
     log.info("speculation self-check passed on the warm-up requests: %s", summary)
 
 
@@ -97,6 +104,7 @@ def _warm_up(
     model_name: str,
     settings: LauncherSettings,
     sampling: dict,
+    label: str,
     before: MetricsSnapshot,
     *,
     deadline: float,
@@ -116,7 +124,7 @@ def _warm_up(
         ) from None
     if status != 200:
         raise SelfCheckError(f"warm-up request failed with HTTP {status}: {str(answer)[:500]}")
-    log.info("warm-up request (%s) answered in %.2f s", describe_sampling(sampling), time.monotonic() - started)
+    log.info("warm-up request (%s) answered in %.2f s", label, time.monotonic() - started)
     if plan.speculation is None:
         return WarmUp(0, 0, 0, before)
     settle_until = time.monotonic() + _COUNTER_SETTLE_SECONDS
@@ -167,12 +175,11 @@ def served_sampling(plan: LaunchPlan) -> dict:
     return values if isinstance(values, dict) else {}
 
 
-def describe_sampling(sampling: dict) -> str:
-    if sampling.get("temperature") == 0.0 and len(sampling) == 1:
-        return "greedy"
-    if not sampling:
-        return "the model's default sampling"
-    return "sampled, " + ", ".join(f"{name} {value}" for name, value in sorted(sampling.items()))
+def describe_sampling(served: dict) -> str:
+    """The served default sampling, for the log."""
+    if not served:
+        return "sampled at the model's defaults (no --override-generation-config)"
+    return "sampled at the served defaults, " + ", ".join(f"{name} {value}" for name, value in sorted(served.items()))
 
 
 def _time_left(deadline: float, at_most: float) -> float:
