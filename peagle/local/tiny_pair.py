@@ -30,12 +30,12 @@ The target (a ``LlamaForCausalLM``). Vocabulary 256 = 8 specials + 248 character
   0/1 matrix with a single 1 per column, at [rule(t), t]: the greedy next token is
   rule(current token). ``rule`` is P for ``tiny`` and ``demo``: one seeded cycle through
   all 248 characters (specials map onto characters), so greedy generations never emit
-  EOS or a chat marker, run to ``max_tokens`` and are deterministic. With sampling
-  (temperature > 0, vLLM's default 1) and speculation on, vLLM 0.32 now and then ends a
-  generation with EOS all the same (2 of 120 four-token requests at K=4 here, 0 of 120
-  with speculation off), so anything that counts tokens asks for temperature 0, as bench
-  and the self-check do. For ``partial`` it is T: P, except at a seeded set S of tokens
-  where the target skips a step, T(t) = P(P(t)).
+  EOS or a chat marker, run to ``max_tokens`` and are deterministic, greedy or sampled:
+  the logit gap of 320 nats puts all probability on rule(t) at any temperature up to 2.
+  (vLLM 0.32's CPU build broke that with speculation on, ending generations early on EOS
+  now and then and accepting almost no draft at temperature > 0; the launcher corrects
+  it, peagle_serve/vllm_corrections.py.) For ``partial`` it is T: P, except at a seeded
+  set S of tokens where the target skips a step, T(t) = P(P(t)).
 
 The drafter (an ``Eagle3LlamaForCausalLM``, one layer, hidden 256). How vLLM 0.32 feeds
 it with parallel drafting (vllm/v1/spec_decode/llm_base_proposer.py, ``set_inputs_first_pass``;

@@ -6,6 +6,13 @@ pair runs on the session's shared server (K=4); the demo and partial pairs get o
 engine each, started as a user would (`peagle local --pair NAME`), class-scoped so
 that only one runs at a time.
 
+Greedy and sampled alike: target and drafter put all probability on one token (a logit
+gap of 320 nats, beyond float32 at any temperature up to 2), so lossless speculative
+sampling must emit the target's chain and accept exactly the drafts greedy decoding
+accepts, at any temperature, top_p or top_k. That is the property vLLM 0.32's CPU
+build broke (peagle_serve/vllm_corrections.py): at T > 0 it accepted almost no draft and
+left the chain.
+
 "Lossless" without a second engine: the output with speculation must be the target's
 rule chain, and the demo target run without any speculation (transformers' Llama, an
 independent implementation, on the very weights served) must give that same rule.
@@ -17,7 +24,7 @@ from collections.abc import Iterator
 
 import pytest
 from local_engine import TEST_KPI_INTERVAL_SECONDS, LocalServer, free_port, peagle_local_command, spawn
-from serving_requests import greedy_completion, metrics
+from serving_requests import GREEDY, SAMPLINGS, completion, metrics
 from speculation_model import PARTIAL_RATE_BAND_AT_K4, Speculation, chain, speculate
 
 from peagle.local.cli import default_models_dir
@@ -58,17 +65,18 @@ def serve(pair: TinyPair) -> Iterator[LocalServer]:
         server.stop()
 
 
-def run_prompts(url: str, pair: str, max_tokens: int) -> tuple[dict[str, float], Speculation]:
-    """Send PROMPTS one by one; check each output against the target's rule; return
-    the engine's spec-decode counter deltas and what the rules say they must be."""
+def run_prompts(url: str, pair: str, max_tokens: int, sampling: dict) -> tuple[dict[str, float], Speculation]:
+    """Send PROMPTS one by one with ``sampling``; check each output against the target's rule; return
+    the engine's spec-decode counter deltas and what the rules say they must be (greedy or not)."""
     target_rule, drafter_rule = target_rule_for(PAIRS[pair]), rule_p()
     before = metrics(url)
     steps, accepted = 0, [0] * K
     for prompt in PROMPTS:
-        choice = greedy_completion(url, prompt, max_tokens)["choices"][0]
+        choice = completion(url, prompt, max_tokens, sampling)["choices"][0]
         first = target_rule[choice["prompt_token_ids"][-1]]
-        # Lossless: exactly the target's own greedy continuation, whatever was drafted.
-        assert choice["token_ids"] == chain(target_rule, first, max_tokens), prompt
+        # Lossless: exactly the target's own continuation (its only token of nonzero probability), whatever
+        # was drafted and however it was sampled.
+        assert choice["token_ids"] == chain(target_rule, first, max_tokens), (prompt, sampling)
         expected = speculate(target_rule, drafter_rule, first, max_tokens, K)
         steps += expected.steps
         accepted = [a + b for a, b in zip(accepted, expected.accepted_per_position, strict=True)]
@@ -88,8 +96,14 @@ def run_prompts(url: str, pair: str, max_tokens: int) -> tuple[dict[str, float],
     return observed, Speculation(steps=steps, accepted_per_position=tuple(accepted))
 
 
-def test_the_tiny_pair_accepts_drafts_at_every_position(local_server):
-    observed, expected = run_prompts(local_server.url, "tiny", max_tokens=48)
+# Every case on the shared tiny server; the heavier pairs take a few, to keep engine time short.
+CASES = {"greedy": GREEDY, **SAMPLINGS}
+FEW_CASES = {name: CASES[name] for name in ("greedy", "chatbot T0.7 top_p0.9", "T1.0 top_p0.9 top_k20")}
+
+
+@pytest.mark.parametrize("sampling", list(CASES.values()), ids=list(CASES))
+def test_the_tiny_pair_accepts_drafts_at_every_position(local_server, sampling):
+    observed, expected = run_prompts(local_server.url, "tiny", max_tokens=48, sampling=sampling)
     assert observed["drafts"] > 0 and observed["draft_tokens"] == K * observed["drafts"]
     # Every draft at every position accepted: the histogram is [0, 0, 0, 0, steps].
     assert [observed[f"position_{j}"] for j in range(K)] == [observed["drafts"]] * K, observed
@@ -112,8 +126,9 @@ def partial_server() -> Iterator[LocalServer]:
 
 
 class TestDemoPair:
-    def test_every_draft_is_accepted_and_the_output_is_the_targets(self, demo_server):
-        observed, expected = run_prompts(demo_server.url, "demo", max_tokens=96)
+    @pytest.mark.parametrize("sampling", list(FEW_CASES.values()), ids=list(FEW_CASES))
+    def test_every_draft_is_accepted_and_the_output_is_the_targets(self, demo_server, sampling):
+        observed, expected = run_prompts(demo_server.url, "demo", max_tokens=96, sampling=sampling)
         assert [observed[f"position_{j}"] for j in range(K)] == [observed["drafts"]] * K, observed
         mean_acceptance_length = 1 + observed["accepted"] / observed["drafts"]
         assert mean_acceptance_length >= 4.5, observed
@@ -133,8 +148,13 @@ class TestDemoPair:
 
 
 class TestPartialPair:
-    def test_acceptance_is_partial_falls_with_the_position_and_is_what_the_rules_predict(self, partial_server):
-        observed, expected = run_prompts(partial_server.url, "partial", max_tokens=128)
+    @pytest.mark.parametrize("sampling", list(FEW_CASES.values()), ids=list(FEW_CASES))
+    def test_acceptance_is_partial_falls_with_the_position_and_is_what_the_rules_predict(
+        self, partial_server, sampling
+    ):
+        # Tolerance: none. The construction predicts every step (speculation_model.speculate), sampled or not;
+        # the band is the construction's own spread over where a request starts on the target's loop.
+        observed, expected = run_prompts(partial_server.url, "partial", max_tokens=128, sampling=sampling)
         rate = observed["accepted"] / observed["draft_tokens"]
         assert PARTIAL_RATE_BAND_AT_K4[0] <= rate <= PARTIAL_RATE_BAND_AT_K4[1], observed
         per_position = [observed[f"position_{j}"] for j in range(K)]
