@@ -9,6 +9,7 @@ non-zero, and never let /ping say 200.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -18,7 +19,9 @@ from local_engine import free_port, spawn
 
 from peagle.cli import build_parser
 from peagle.local.cli import local_environment
-from peagle_serve.errors import EXIT_SELF_CHECK_FAILED
+from peagle_serve.errors import EXIT_SELF_CHECK_FAILED, SelfCheckError
+from peagle_serve.self_check import WarmUp, _judge_sampled
+from peagle_serve.settings import load_settings
 
 pytestmark = pytest.mark.engine
 
@@ -57,3 +60,30 @@ def test_self_check_fails_a_start_whose_drafter_is_not_in_use(tiny_pair, tmp_pat
         "Overriding draft model max_position_embeddings from 16 to the target model's max_model_len (1024)"
     ) in "\n".join(server.stdout_lines + server.stderr_lines)
     assert 200 not in server.ping_statuses_before_ready
+
+
+@pytest.mark.engine
+def test_the_self_check_reports_acceptance_greedy_and_at_the_profiles_sampling(local_server):
+    log = local_server.launcher_log()
+    # `peagle local` serves the chatbot profile's sampling by default (--override-generation-config).
+    assert "greedy: 3 drafts, mean acceptance length 5.00" in log, log
+    assert "sampled at the served defaults, temperature 0.7, top_p 0.9: mean acceptance length 5.00" in log, log
+
+
+def _warm_up(drafts: int, accepted: int, k: int = 4) -> WarmUp:
+    return WarmUp(drafts=drafts, draft_tokens=drafts * k, accepted=accepted, after=None)
+
+
+@pytest.mark.parametrize("action", ["warn", "fail"])
+def test_a_sampled_acceptance_collapse_warns_or_fails_as_set(action, caplog):
+    settings = dataclasses.replace(
+        load_settings({}), self_check_sampled_collapse=action, self_check_sampled_min_ratio=0.5
+    )
+    greedy, held, collapsed = _warm_up(10, 40), _warm_up(12, 30), _warm_up(30, 4)
+    assert "0.62 x greedy's 1.00" in _judge_sampled(held, greedy, "sampled", settings)  # 30/48 vs 40/40
+    if action == "fail":
+        with pytest.raises(SelfCheckError, match="PEAGLE SAMPLED ACCEPTANCE COLLAPSED: sampled: .* 0.03 x greedy"):
+            _judge_sampled(collapsed, greedy, "sampled", settings)
+    else:
+        assert "(COLLAPSED, see above)" in _judge_sampled(collapsed, greedy, "sampled", settings)
+        assert "PEAGLE SAMPLED ACCEPTANCE COLLAPSED" in caplog.text and "serving on" in caplog.text
