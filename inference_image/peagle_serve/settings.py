@@ -52,6 +52,10 @@ def _parse_float(raw: str) -> float:
     return float(raw.strip())
 
 
+def _parse_share(raw: str) -> float:
+    return float(raw.strip())
+
+
 def _parse_str(raw: str) -> str:
     return raw.strip()
 
@@ -77,6 +81,7 @@ class Setting:
             _parse_bool: "bool",
             _parse_int: "int",
             _parse_float: "float (s)",
+            _parse_share: "float (0-1)",
             _parse_str: "string",
             _parse_optional_int: "int",
         }[self.parse]
@@ -241,7 +246,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         contract.ENV_SELF_CHECK_SAMPLED_MIN_RATIO,
         "self_check_sampled_min_ratio",
-        _parse_float,
+        _parse_share,
         0.5,
         "With speculation on and a sampling default above temperature 0 (the profile's, from "
         "`--override-generation-config`), the self-check sends a second warm-up at that sampling: its "
