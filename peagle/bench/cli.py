@@ -13,11 +13,13 @@ from pathlib import Path
 
 from peagle.bench.prompts import BUCKET_WORDS, DEFAULT_BUCKETS
 from peagle.client.cli import (
+    MEASURED_PROFILE_DEFAULT,
     add_cold_start_wait_argument,
     add_inference_component_argument,
     add_sampling_arguments,
     add_target_variant_argument,
     cold_start_wait_error,
+    sampling_error,
 )
 from peagle.client.cold_start import COLD_START_DEFAULT_HELP
 
@@ -87,7 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--prompts-file", type=Path, help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompt set")
-    add_sampling_arguments(parser)
+    add_sampling_arguments(
+        parser,
+        default_profile=MEASURED_PROFILE_DEFAULT,
+        max_tokens_help=f"output tokens per request (default: the profile's max_tokens when --profile is given, "
+        f"else {DEFAULT_MAX_TOKENS}, so local runs stay short)",
+    )
     parser.add_argument(
         "--no-ignore-eos",
         dest="ignore_eos",
@@ -237,6 +244,7 @@ def _per_endpoint(args: argparse.Namespace, values: list[str], flag: str, what: 
 
 def _settings(args: argparse.Namespace):
     from peagle.bench.prompts import load_prompt_file, synthetic_prompts
+    from peagle.bench.results import Sampling
     from peagle.bench.runner import BenchSettings
 
     try:
@@ -248,12 +256,19 @@ def _settings(args: argparse.Namespace):
     if args.requests < 1:
         raise BadArguments("--requests must be >= 1")
 
+    refused = sampling_error(args.temperature, args.top_p)
+    if refused:
+        raise BadArguments(refused)
+
     buckets = [] if args.buckets == "none" else [b.strip() for b in args.buckets.split(",") if b.strip()]
     try:
         prompts = synthetic_prompts(buckets, seed=args.seed) if buckets else []
         if args.prompts_file:
             prompts += load_prompt_file(args.prompts_file)
         template = _request_template(args)
+        sampling = Sampling.of_profile(
+            args.profile or MEASURED_PROFILE_DEFAULT, temperature=template.temperature, top_p=template.top_p
+        )
     except (ValueError, OSError) as error:
         raise BadArguments(str(error)) from error
     if not prompts:
@@ -266,14 +281,16 @@ def _settings(args: argparse.Namespace):
         "warmup_requests": args.warmup,
         "prompts": f"synthetic buckets {','.join(buckets) or 'none'} (seed {args.seed})"
         + (f" + {args.prompts_file}" if args.prompts_file else ""),
-        "sampling": f"profile {args.profile or 'none'}, max_tokens {template.max_tokens}, "
-        f"temperature {template.temperature}, top_p {_or_server_default(template.top_p)}, ignore_eos {args.ignore_eos}",
+        "sampling": sampling.describe(),
+        "max_tokens": f"{template.max_tokens} ({_max_tokens_source(args)})",
+        "ignore_eos": args.ignore_eos,
     }
     return BenchSettings(
         concurrency=concurrency,
         requests_per_level=args.requests,
         prompts=prompts,
         request_template=template,
+        sampling=sampling,
         warmup_requests=args.warmup,
         price_per_hour_usd=price,
         price_source=price_source,
@@ -281,17 +298,28 @@ def _settings(args: argparse.Namespace):
     )
 
 
-def _or_server_default(value) -> str:
-    return "server default" if value is None else str(value)
-
-
 def _request_template(args: argparse.Namespace):
-    """Sampling for every request: the profile's, else greedy (deterministic, and the
-    setting under which speculation on and off produce the same tokens)."""
+    """Every request is sampled as the profile deploys (--profile, default chatbot): acceptance, and so
+    the speed-up, depends on the temperature, and greedy overstates what a real drafter gets at the
+    temperature users are served. --temperature 0 still measures greedy, labelled as a comparison."""
     from peagle.client.cli import build_request
 
     extra = {"ignore_eos": True} if args.ignore_eos else {}
-    return build_request(args, defaults={"temperature": 0.0, "max_tokens": DEFAULT_MAX_TOKENS}, prompt="", extra=extra)
+    return build_request(
+        args,
+        default_profile=MEASURED_PROFILE_DEFAULT,
+        default_max_tokens=DEFAULT_MAX_TOKENS,
+        prompt="",
+        extra=extra,
+    )
+
+
+def _max_tokens_source(args: argparse.Namespace) -> str:
+    if args.max_tokens is not None:
+        return "--max-tokens"
+    if args.profile:
+        return f"profile {args.profile}"
+    return "bench's default, so local runs stay short; --max-tokens or --profile to change"
 
 
 def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
@@ -349,7 +377,11 @@ def _one_line(values: dict) -> str:
 
 
 def _print_summary(results, out_dir: Path) -> None:
+    from peagle.bench.report_md import sampling_lines
+
     print(f"Report: {out_dir / 'report.md'}")
+    for line in sampling_lines(results):
+        print(f"  {line}")
     for run in results.runs:
         for level in run.levels:
             tpot = f"{level.tpot_s.p50 * 1000:.1f} ms" if level.tpot_s else "n/a"

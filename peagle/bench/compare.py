@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from peagle.bench.results import BenchResults, LevelResult, RunResult
+from peagle.bench.results import BenchResults, LevelResult, RunResult, describe_sampling
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,34 @@ def matching_baseline_run(run: RunResult, baseline: BenchResults) -> RunResult |
     if same_label:
         return same_label[0]
     return baseline.runs[0] if len(baseline.runs) == 1 else None
+
+
+def sampling_differs(runs: Sequence[RunResult]) -> str | None:
+    """A sentence naming each sampling and its runs, when the runs were not all sampled alike."""
+    if len({run.sampling.key if run.sampling else None for run in runs}) < 2:
+        return None
+    by_sampling: dict[str, list[str]] = {}
+    for run in runs:
+        by_sampling.setdefault(describe_sampling(run.sampling), []).append(f"`{run.label}`")
+    listed = "; ".join(f"{sampling}: {', '.join(labels)}" for sampling, labels in by_sampling.items())
+    return (
+        f"The runs' sampling differs ({listed}). Acceptance, and so speed, changes with temperature: "
+        "these runs are not compared like for like."
+    )
+
+
+def sampling_differs_from_baseline(runs: Sequence[RunResult], baseline: BenchResults) -> list[str]:
+    """One sentence per run whose --compare-to baseline run was sampled otherwise."""
+    notes = []
+    for run in runs:
+        before = matching_baseline_run(run, baseline)
+        if before is None or (run.sampling and run.sampling.key) == (before.sampling and before.sampling.key):
+            continue
+        notes.append(
+            f"`{run.label}` was sampled at {describe_sampling(run.sampling)}, its baseline `{before.label}` at "
+            f"{describe_sampling(before.sampling)}: a change against it may come from the sampling, not a regression."
+        )
+    return notes
 
 
 def find_regressions(current: RunResult, baseline: RunResult, tolerance: float) -> list[dict]:

@@ -7,7 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from peagle.bench.compare import find_regressions, matching_baseline_run
+from peagle.bench.compare import (
+    find_regressions,
+    matching_baseline_run,
+    sampling_differs,
+    sampling_differs_from_baseline,
+)
 from peagle.bench.plots import write_plots
 from peagle.bench.report_md import write_report
 from peagle.bench.results import BenchResults, RunResult, results_to_json
@@ -24,7 +29,10 @@ def write_report_folder(
     tolerance: float = 0.10,
 ) -> tuple[BenchResults, list[dict]]:
     regressions: list[dict] = []
+    side_by_side = sampling_differs(runs)
+    sampling_notes = [side_by_side] if side_by_side else []
     if baseline is not None:
+        sampling_notes += sampling_differs_from_baseline(runs, baseline)
         for run in runs:
             baseline_run = matching_baseline_run(run, baseline)
             if baseline_run is not None:
@@ -36,6 +44,7 @@ def write_report_folder(
         runs=list(runs),
         regressions=regressions,
         compared_to=str(baseline_path) if baseline_path else None,
+        sampling_notes=sampling_notes,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(results_to_json(results), encoding="utf-8")

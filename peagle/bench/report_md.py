@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from peagle.bench.compare import METRICS, SIDE_BY_SIDE_METRICS, concurrency_levels, ratio, reference_run
-from peagle.bench.results import BenchResults, Distribution, LevelResult, RunResult, Speculation
+from peagle.bench.results import BenchResults, Distribution, LevelResult, RunResult, Speculation, describe_sampling
 
 
 def write_report(results: BenchResults, path: Path, plot_names: Sequence[str]) -> Path:
     lines = ["# Benchmark report", ""]
+    lines += [f"**{line}**" if results.sampling_notes else line for line in sampling_lines(results)] + [""]
     lines += _environment(results)
     for run in results.runs:
         lines += _run_section(run)
@@ -23,6 +24,15 @@ def write_report(results: BenchResults, path: Path, plot_names: Sequence[str]) -
     lines += _definitions()
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def sampling_lines(results: BenchResults) -> list[str]:
+    """What the runs were sampled at, in plain words: one line when they agree, else what differs."""
+    if results.sampling_notes:
+        return list(results.sampling_notes)
+    if not results.runs:
+        return []
+    return [f"Sampling: {describe_sampling(results.runs[0].sampling)}."]
 
 
 def _environment(results: BenchResults) -> list[str]:
@@ -42,6 +52,7 @@ def _run_section(run: RunResult) -> list[str]:
         f"- target: {run.target}; model: {run.model or 'unknown'}; server: {run.server_version or 'unknown'}; "
         f"max model len: {run.max_model_len or 'unknown'}",
         f"- speculation: {run.speculation}{k}; instance price: {price}",
+        f"- sampling: {describe_sampling(run.sampling)}",
     ]
     lines += [f"- note: {note}" for note in run.notes]
     lines += [

@@ -7,6 +7,7 @@ stored file back (for ``--compare-to`` and ``--from-results``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,60 @@ SCHEMA = "peagle-bench/1"
 # (any target whose server sends them, SageMaker endpoints included).
 SOURCE_METRICS = "/metrics"
 SOURCE_RESPONSES = "responses"
+
+
+GREEDY_AS_COMPARISON = "greedy (temperature 0), a comparison: deployed profiles sample"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The sampling every request of a run was sent with.
+
+    Acceptance, and so speed, depends on it: a drafter's guesses match the target's greedy choice more
+    often than a sample at the temperature users get, so runs compare like for like only at one sampling.
+    """
+
+    temperature: float | None  # None: not sent, the server's default
+    top_p: float | None  # None: not sent, the server's default
+    profile: str | None = None  # the catalog profile the values came from
+    overridden: bool = False  # --temperature / --top-p replaced the profile's values
+
+    @classmethod
+    def of_profile(cls, profile: str, *, temperature: float | None = None, top_p: float | None = None) -> Sampling:
+        """Catalog profile ``profile``'s sampling, with the values given (not None) in place of its own."""
+        from peagle.catalog import load_catalog
+
+        own = load_catalog().profiles[profile].sampling
+        chosen = (own.temperature if temperature is None else temperature, own.top_p if top_p is None else top_p)
+        return cls(*chosen, profile=profile, overridden=chosen != (own.temperature, own.top_p))
+
+    @property
+    def key(self) -> tuple[float | None, float | None]:
+        """What two runs must share to have been sampled alike."""
+        return (self.temperature, self.top_p)
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.temperature == 0
+
+    def describe(self) -> str:
+        """One plain phrase, e.g. "temperature 0.7, top_p 0.9 (profile chatbot)"."""
+        if self.is_greedy:
+            if self.profile and not self.overridden:  # a profile that deploys greedy
+                return f"greedy (temperature 0, profile {self.profile})"
+            return GREEDY_AS_COMPARISON
+        values = f"temperature {_or_server_default(self.temperature)}, top_p {_or_server_default(self.top_p)}"
+        if not self.profile:
+            return values
+        return values + (f" (overriding profile {self.profile})" if self.overridden else f" (profile {self.profile})")
+
+
+def describe_sampling(sampling: Sampling | None) -> str:
+    return sampling.describe() if sampling is not None else "not recorded"
+
+
+def _or_server_default(value: float | None) -> str:
+    return "server default" if value is None else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -118,6 +173,7 @@ class RunResult:
     price_source: str | None
     notes: list[str]
     levels: list[LevelResult]
+    sampling: Sampling | None = None  # None: a file from before runs recorded it, and no legacy settings line
 
     def level(self, concurrency: int) -> LevelResult | None:
         return next((level for level in self.levels if level.concurrency == concurrency), None)
@@ -131,6 +187,8 @@ class BenchResults:
     runs: list[RunResult]
     regressions: list[dict[str, Any]] = field(default_factory=list)
     compared_to: str | None = None
+    # Runs (or a run and its --compare-to baseline) sampled differently: compared, but not like for like.
+    sampling_notes: list[str] = field(default_factory=list)
     schema: str = SCHEMA
 
 
@@ -151,7 +209,8 @@ def load_results(path: Path) -> BenchResults:
         raise ValueError(
             f"{path} is not a peagle bench results file (schema {payload.get('schema')!r}, want {SCHEMA!r})"
         )
-    runs = [_run_from_dict(run) for run in payload["runs"]]
+    legacy_sampling = _sampling_from_settings_line(payload["settings"].get("sampling"))
+    runs = [_run_from_dict(run, legacy_sampling) for run in payload["runs"]]
     return BenchResults(
         created_utc=payload["created_utc"],
         environment=payload["environment"],
@@ -159,12 +218,33 @@ def load_results(path: Path) -> BenchResults:
         runs=runs,
         regressions=payload.get("regressions", []),
         compared_to=payload.get("compared_to"),
+        sampling_notes=payload.get("sampling_notes", []),
     )
 
 
-def _run_from_dict(raw: dict[str, Any]) -> RunResult:
+def _run_from_dict(raw: dict[str, Any], legacy_sampling: Sampling | None) -> RunResult:
     levels = [_level_from_dict(level) for level in raw["levels"]]
-    return RunResult(**{**_known(RunResult, raw), "levels": levels})
+    sampling = Sampling(**raw["sampling"]) if raw.get("sampling") else legacy_sampling
+    return RunResult(**{**_known(RunResult, raw), "levels": levels, "sampling": sampling})
+
+
+# Files from before runs recorded their sampling said it in one settings line, e.g. "profile none,
+# max_tokens 128, temperature 0.0, top_p server default, ignore_eos True" (docs/baselines/ has them).
+_LEGACY_SAMPLING = re.compile(
+    r"profile (?P<profile>\S+), .*temperature (?P<temperature>[0-9.]+), top_p (?P<top_p>[^,]+)"
+)
+
+
+def _sampling_from_settings_line(line: object) -> Sampling | None:
+    found = _LEGACY_SAMPLING.match(line) if isinstance(line, str) else None
+    if found is None:
+        return None
+    top_p = found["top_p"]
+    return Sampling(
+        temperature=float(found["temperature"]),
+        top_p=None if top_p == "server default" else float(top_p),
+        profile=None if found["profile"] == "none" else found["profile"],
+    )
 
 
 def _level_from_dict(raw: dict[str, Any]) -> LevelResult:

@@ -10,7 +10,7 @@ from typing import Any
 
 from peagle.bench.load import run_closed_loop
 from peagle.bench.prompts import PromptCase
-from peagle.bench.results import LevelResult, RunResult
+from peagle.bench.results import LevelResult, RunResult, Sampling
 from peagle.bench.server_probe import (
     ENDPOINT_METRICS_NOTE,
     ENDPOINT_RESPONSES_NOTE,
@@ -59,6 +59,7 @@ class BenchSettings:
     requests_per_level: int
     prompts: Sequence[PromptCase]
     request_template: GenerationRequest  # sampling and body extras; the prompt is replaced
+    sampling: Sampling | None = None  # the template's sampling and where it came from, recorded with each run
     warmup_requests: int = 1
     price_per_hour_usd: float | None = None
     price_source: str | None = None
@@ -159,6 +160,7 @@ def run_target(
         price_source=settings.price_source,
         notes=notes,
         levels=levels,
+        sampling=settings.sampling,
     )
 
 

@@ -93,16 +93,43 @@ def print_notice(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    """--profile and sampling overrides, shared with `peagle bench`."""
+# The profile the measuring commands (bench, tune, smoke) sample at unless told otherwise:
+# DeploymentConfig.profile's default, the profile of deployments/default.yaml (a test keeps them equal).
+MEASURED_PROFILE_DEFAULT = ProfileName.CHATBOT.value
+# The sampling a profile may take (peagle/catalog/schema.py Sampling, peagle/config.py ProfileOverrides).
+TEMPERATURE_ALLOWED = "a number from 0 (greedy) to 2"
+TOP_P_ALLOWED = "a number above 0 and at most 1"
+
+
+def add_sampling_arguments(
+    parser: argparse.ArgumentParser, *, default_profile: str | None = None, max_tokens_help: str | None = None
+) -> None:
+    """--profile and sampling overrides, shared with `peagle bench`. With ``default_profile`` (the
+    measuring commands) the requests are sampled as that profile deploys when --profile is not given."""
+    profile_help = "catalog workload profile for sampling defaults"
+    if default_profile:
+        profile_help = (
+            f"catalog workload profile whose temperature and top_p every request is sent with (default "
+            f"{default_profile}, the profile of deployments/default.yaml): the sampling users get"
+        )
+    parser.add_argument("--profile", choices=[profile.value for profile in ProfileName], help=profile_help)
+    parser.add_argument("--max-tokens", type=int, help=max_tokens_help or "override the profile's max_tokens")
     parser.add_argument(
-        "--profile",
-        choices=[profile.value for profile in ProfileName],
-        help="catalog workload profile for sampling defaults",
+        "--temperature",
+        type=float,
+        help="override the profile's temperature"
+        + ("; 0 measures greedy decoding, as a labelled comparison" if default_profile else ""),
     )
-    parser.add_argument("--max-tokens", type=int, help="override the profile's max_tokens")
-    parser.add_argument("--temperature", type=float, help="override the profile's temperature")
     parser.add_argument("--top-p", type=float, help="override the profile's top_p")
+
+
+def sampling_error(temperature: float | None, top_p: float | None) -> str | None:
+    """Why a --temperature / --top-p is refused (None when both are fine or not given)."""
+    if temperature is not None and not 0 <= temperature <= 2:
+        return f"--temperature takes {TEMPERATURE_ALLOWED}, got {temperature:g}"
+    if top_p is not None and not 0 < top_p <= 1:
+        return f"--top-p takes {TOP_P_ALLOWED}, got {top_p:g}"
+    return None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -136,19 +163,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_invoke)
 
 
-def build_request(args: argparse.Namespace, *, defaults: dict | None = None, **fields):
-    """A GenerationRequest from --profile and the sampling overrides.
+def build_request(
+    args: argparse.Namespace, *, default_profile: str | None = None, default_max_tokens: int | None = None, **fields
+):
+    """A GenerationRequest from --profile and the sampling overrides (the ones given win).
 
-    ``defaults`` apply when no profile is given (sampling fields a command wants
-    fixed, e.g. greedy for benchmarks); ``fields`` are the content and body extras.
+    Without --profile: ``default_profile``'s sampling (the measuring commands, which sample as users
+    get it) with ``default_max_tokens`` as the request length; with neither, the server's sampling
+    defaults. ``fields`` are the content and body extras.
     """
     from peagle.client.request import GenerationRequest
 
     overrides = {"max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p}
-    if args.profile:
-        return GenerationRequest.with_profile(args.profile, **fields, **overrides)
-    chosen = {**(defaults or {}), **{name: value for name, value in overrides.items() if value is not None}}
-    return GenerationRequest(**fields, **chosen)
+    if not args.profile and overrides["max_tokens"] is None:
+        overrides["max_tokens"] = default_max_tokens
+    profile = args.profile or default_profile
+    if profile:
+        return GenerationRequest.with_profile(profile, **fields, **overrides)
+    return GenerationRequest(**fields, **{name: value for name, value in overrides.items() if value is not None})
 
 
 def build_client(
