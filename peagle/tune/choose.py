@@ -8,11 +8,16 @@ level first; the deployable answer for a band is the static setting that loses l
 against the best at every level of the band. A dynamic schedule is recommended only when it
 delivered at least as much as every static candidate at every measured level of the band:
 vLLM's dynamic speculation has a cost of its own and must be earned by measurement.
+
+Acceptance, and so the best K, depends on the sampling: a drafter's guesses match the target's
+greedy choice more often than a sample at the temperature users are served, so greedy decoding
+overstates what drafting pays. The candidates are compared per temperature, and the deployment
+is decided at the deployed (the profile's) temperature, never at greedy unless that is it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -128,3 +133,41 @@ def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = No
             dynamic = best_schedule
             verdict = f"{best_schedule.label} delivered at least as much as every static K at every level"
     return Recommendation(tuple(choices), static, shortfall(static), dynamic, verdict)
+
+
+def decision_temperature(measured: Collection[float | None], deployed: float) -> tuple[float | None, str]:
+    """The measured temperature to decide the deployment at (None: runs that do not record their sampling),
+    and why, as a phrase. Raises ValueError when only greedy was measured and the deployment samples."""
+    if deployed in measured:
+        return deployed, f"the deployed temperature {deployed:g}"
+    sampled = sorted((t for t in measured if t), key=lambda t: abs(t - deployed))  # neither None nor 0
+    if sampled:
+        return sampled[0], (
+            f"temperature {sampled[0]:g}, the sampled temperature measured nearest the deployed {deployed:g} "
+            "(not measured)"
+        )
+    if None in measured:
+        return None, f"the runs' sampling, which they do not record, taken to be the deployed temperature {deployed:g}"
+    raise ValueError(
+        f"only greedy decoding (temperature 0) was measured, and the deployment samples at temperature {deployed:g}: "
+        "the recommendation is made at the deployed temperature, never at greedy (which overstates acceptance on a "
+        f"real drafter); measure at it too, e.g. --temperatures 0,{deployed:g}"
+    )
+
+
+def greedy_versus_sampled(chosen: Mapping[float | None, str]) -> str | None:
+    """A sentence comparing the setting chosen at greedy (temperature 0) with the ones chosen at the sampled
+    temperatures (``chosen``: temperature -> label); None unless both were measured."""
+    sampled = {temperature: label for temperature, label in chosen.items() if temperature}
+    if 0 not in chosen or not sampled:
+        return None
+    greedy = chosen[0]
+    differing = {temperature: label for temperature, label in sampled.items() if label != greedy}
+    if not differing:
+        temperatures = ", ".join(f"{temperature:g}" for temperature in sampled)
+        return f"Greedy and sampled agree: {greedy} is the best setting at temperature 0 and at {temperatures}."
+    at = ", ".join(f"{label} at temperature {temperature:g}" for temperature, label in differing.items())
+    return (
+        f"The best setting differs between greedy and sampled: {greedy} at temperature 0 (greedy), {at}. "
+        "Greedy decoding accepts more drafts than sampling does, so it is not the one to deploy by."
+    )

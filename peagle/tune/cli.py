@@ -25,13 +25,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from peagle.bench.results import describe_sampling
+from peagle.catalog import ProfileName
+from peagle.client.cli import MEASURED_PROFILE_DEFAULT, TEMPERATURE_ALLOWED
 from peagle.local.tiny_pair import PAIRS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 READY_TIMEOUT_SECONDS = 300.0
 DESCRIPTION = (
     "Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
-    "measure it with `peagle bench` at every --concurrency level, and recommend the setting with the evidence: "
+    "measure it with `peagle bench` at every --concurrency level and --temperatures value (default: the "
+    "--profile's temperature, what users get), and recommend the setting, decided at the profile's temperature, "
+    "with the evidence: "
     "recommendation.md (table, per-level winners, the choice and why), deployment-snippet.yaml, comparison/ "
     "(bench's side-by-side report and plots). --url/--endpoint measure a running server or a deployed endpoint "
     "as it is; --from-results decides from stored runs. Exit 0 ok, 1 a candidate failed, 2 bad arguments."
@@ -73,6 +78,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="rounds over all candidates, interleaved; the choice uses each level's median, the table shows the "
         "spread (default 1)",
     )
+    parser.add_argument(
+        "--profile",
+        choices=[profile.value for profile in ProfileName],
+        help=f"catalog workload profile the requests are sampled as, whose temperature the recommendation is made at "
+        f"(default {MEASURED_PROFILE_DEFAULT}, the profile of deployments/default.yaml)",
+    )
+    parser.add_argument(
+        "--temperatures",
+        "--temperature",
+        dest="temperatures",
+        metavar="T,...",
+        help="measure every candidate at each of these temperatures, comma-separated, each "
+        f"{TEMPERATURE_ALLOWED}; e.g. 0,0.7 sets greedy beside the deployed sampling (default: the profile's "
+        "temperature). The recommendation is made at the profile's temperature (not measured: at the nearest "
+        "sampled one measured), never at greedy unless the profile is greedy",
+    )
+    parser.add_argument("--top-p", type=float, help="override the profile's top_p")
     parser.add_argument("--concurrency", default="1,4,8", help="concurrency levels (default 1,4,8)")
     parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
     parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
@@ -105,38 +127,102 @@ class TuneFailed(RuntimeError):
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from peagle.bench.results import load_results
+    from peagle.tune.choose import decision_temperature
 
     band = _band(args.band)
     if args.inference_component and not args.endpoint:
         raise ValueError("--inference-component names an inference component of an --endpoint; give --endpoint")
     if args.repeat < 1:
         raise ValueError(f"--repeat takes a number of rounds >= 1, got {args.repeat}")
+    deployed = _deployed_sampling(args)
+    temperatures = _temperatures(args, deployed.temperature)
+    if temperatures:
+        decision_temperature(temperatures, deployed.temperature)  # greedy alone is refused before serving
     local = not (args.from_results or args.url or args.endpoint)
     candidates = _local_candidates(args) if local else []  # checked before anything is written or started
+    if args.from_results:  # stored runs: refused before anything is written when all of them are greedy
+        decision_temperature({_temperature_of(run) for run in _runs(args.from_results)}, deployed.temperature)
+    rounds = range(1, args.repeat + 1)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.from_results:
         result_files = list(args.from_results)
     elif args.url or args.endpoint:
         result_files = [
-            _bench(args, label=_round_label("deployed", round_, args.repeat), url=args.url, endpoint=args.endpoint)
-            for round_ in range(1, args.repeat + 1)
+            _bench(
+                args,
+                label=_run_label("deployed", temperature, temperatures, round_, args.repeat),
+                temperature=temperature,
+                url=args.url,
+                endpoint=args.endpoint,
+            )
+            for round_ in rounds
+            for temperature in temperatures
         ]
     else:
         # Rounds interleave the candidates (off, K=2, K=4, off, K=2, ...) so that a slow spell of the
-        # machine lands on several candidates rather than on every run of one.
+        # machine lands on several candidates rather than on every run of one; each candidate's server
+        # is measured at every temperature in turn, so the temperatures interleave the same way.
         result_files = [
-            _bench_local_candidate(args, _round_label(label, round_, args.repeat), options)
-            for round_ in range(1, args.repeat + 1)
+            path
+            for round_ in rounds
             for label, options in candidates
+            for path in _bench_local_candidate(args, label, round_, options, temperatures)
         ]
-    runs = [run for path in result_files for run in load_results(path).runs]
     _compare(args, result_files)
-    return _write_recommendation(args, runs, band)
+    return _write_recommendation(args, _runs(result_files), band, deployed)
 
 
-def _round_label(label: str, round_: int, rounds: int) -> str:
+def _runs(result_files: list[Path]) -> list:
+    from peagle.bench.results import load_results
+
+    return [run for path in result_files for run in load_results(path).runs]
+
+
+def _run_label(setting: str, temperature: float, temperatures: list[float], round_: int, rounds: int) -> str:
+    """ "K=4", with " T=0.7" when several temperatures are measured and " #2" when several rounds are."""
+    label = setting if len(temperatures) == 1 else f"{setting} T={temperature:g}"
     return label if rounds == 1 else f"{label} #{round_}"
+
+
+def _deployed_sampling(args: argparse.Namespace):
+    """The profile's sampling (--profile, default chatbot), with --top-p in place of its top_p."""
+    from peagle.bench.results import Sampling
+    from peagle.client.cli import sampling_error
+
+    refused = sampling_error(None, args.top_p)
+    if refused:
+        raise ValueError(refused)
+    return Sampling.of_profile(args.profile or MEASURED_PROFILE_DEFAULT, top_p=args.top_p)
+
+
+def _temperatures(args: argparse.Namespace, deployed: float) -> list[float]:
+    """--temperatures, checked (each 0-2, duplicates dropped); default the profile's; none for --from-results."""
+    if args.from_results:
+        if args.temperatures is not None:
+            raise ValueError(
+                "--temperatures chooses what to measure; --from-results runs keep the sampling they were measured at"
+            )
+        return []
+    if args.temperatures is None:
+        return [deployed]
+    temperatures: list[float] = []
+    for part in args.temperatures.split(","):
+        try:
+            temperature = float(part)
+        except ValueError:
+            temperature = None
+        if temperature is None or not 0 <= temperature <= 2:
+            raise ValueError(
+                f"--temperatures takes comma-separated temperatures, each {TEMPERATURE_ALLOWED}; "
+                f"got {part.strip()!r} in {args.temperatures!r}"
+            )
+        if temperature not in temperatures:
+            temperatures.append(temperature)
+    return temperatures
+
+
+def _temperature_of(run) -> float | None:
+    return run.sampling.temperature if run.sampling else None
 
 
 def _band(text: str | None) -> tuple[int, int] | None:
@@ -192,12 +278,16 @@ def _folder_name(label: str) -> str:
     return label.replace(" #", "-round").replace(" ", "_").replace("=", "").replace(":", "").replace(",", "_")
 
 
-def _bench(args: argparse.Namespace, *, label: str, url: str | None = None, endpoint: str | None = None) -> Path:
+def _bench(
+    args: argparse.Namespace, *, label: str, temperature: float, url: str | None = None, endpoint: str | None = None
+) -> Path:
     from peagle.cli import main
 
     out = args.out / _folder_name(label)
     argv = ["bench", "--label", label, "--concurrency", args.concurrency, "--requests", str(args.requests)]
     argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
+    argv += ["--profile", args.profile or MEASURED_PROFILE_DEFAULT, "--temperature", str(temperature)]
+    argv += ["--top-p", str(args.top_p)] if args.top_p is not None else []
     argv += ["--url", url] if url else ["--endpoint", endpoint] + (["--region", args.region] if args.region else [])
     if endpoint and args.inference_component:
         argv += ["--inference-component", args.inference_component]
@@ -206,15 +296,19 @@ def _bench(args: argparse.Namespace, *, label: str, url: str | None = None, endp
     return out / "results.json"
 
 
-def _bench_local_candidate(args: argparse.Namespace, label: str, options: list[str]) -> Path:
+def _bench_local_candidate(
+    args: argparse.Namespace, setting: str, round_: int, options: list[str], temperatures: list[float]
+) -> list[Path]:
+    """Serve one candidate and measure it at every temperature; one results file per temperature."""
     from peagle.client.http_transport import HttpTransport  # noqa: F401 (httpx present: fail early)
 
+    served = setting if args.repeat == 1 else f"{setting} #{round_}"
     port = _free_port()
     command = [sys.executable, "-m", "peagle", "local", "--port", str(port), *options]
     if args.pair:
         command += ["--pair", args.pair]
-    print(f"tune: serving {label}: {' '.join(command[2:])}", file=sys.stderr)
-    log = (args.out / f"server-{_folder_name(label)}.log").open("w")
+    print(f"tune: serving {served}: {' '.join(command[2:])}", file=sys.stderr)
+    log = (args.out / f"server-{_folder_name(served)}.log").open("w")
     # Its own session, so that a terminal's Ctrl-C reaches tune (KeyboardInterrupt) and not the server
     # directly; tune then stops it below. SIGTERM and SIGHUP would end tune without that cleanup and
     # leave the server running (seen here: `timeout` killed tune, the engine lived on), so while a
@@ -222,8 +316,16 @@ def _bench_local_candidate(args: argparse.Namespace, label: str, options: list[s
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         with _termination_raises():
-            _wait_ready(server, f"http://127.0.0.1:{port}", label, log.name)
-            return _bench(args, label=label, url=f"http://127.0.0.1:{port}")
+            _wait_ready(server, f"http://127.0.0.1:{port}", served, log.name)
+            return [
+                _bench(
+                    args,
+                    label=_run_label(setting, temperature, temperatures, round_, args.repeat),
+                    temperature=temperature,
+                    url=f"http://127.0.0.1:{port}",
+                )
+                for temperature in temperatures
+            ]
     finally:
         _stop(server)
         log.close()
@@ -292,10 +394,19 @@ def _compare(args: argparse.Namespace, result_files: list[Path]) -> None:
     main(argv)
 
 
+def candidates_by_sampling(runs) -> dict:
+    """The runs' candidates per sampling: ``{Sampling.key (None: not recorded): (Sampling, [Candidate])}``,
+    in the order first measured."""
+    groups: dict = {}
+    for run in runs:
+        groups.setdefault(run.sampling.key if run.sampling else None, []).append(run)
+    return {key: (group[0].sampling, candidates_from_runs(group)) for key, group in groups.items()}
+
+
 def candidates_from_runs(runs) -> list:
     """One Candidate per setting, its K from the run label ("off", "K=4", "schedule ...", each with an
-    optional round suffix " #2"). Repeated runs of a setting are summarised per level by their median
-    (tokens/s and TPOT p50) and their range."""
+    optional temperature " T=0.7" and round suffix " #2"). Repeated runs of a setting are summarised per
+    level by their median (tokens/s and TPOT p50) and their range."""
     import re
     from statistics import median
 
@@ -303,7 +414,7 @@ def candidates_from_runs(runs) -> list:
 
     by_label: dict[str, list] = {}
     for run in runs:
-        by_label.setdefault(re.sub(r" #\d+$", "", run.label), []).append(run)
+        by_label.setdefault(re.sub(r"( T=[0-9.]+)?( #\d+)?$", "", run.label), []).append(run)
     candidates = []
     for label, group in by_label.items():
         schedule = _schedule_from_label(label)
@@ -356,18 +467,79 @@ def _cell(candidate, concurrency: int) -> str:
     return f"{text} ({tpot * 1000:.1f})" if tpot else text
 
 
-def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] | None) -> int:
-    from peagle.tune.choose import recommend
+def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] | None, deployed) -> int:
+    """recommendation.md (a table and a decision per sampling, the deployed one first) and the snippet,
+    decided at the deployed temperature (choose.decision_temperature)."""
+    from peagle.tune.choose import decision_temperature, greedy_versus_sampled, recommend
 
-    candidates = candidates_from_runs(runs)
-    recommendation = recommend(candidates, band)
-    lines = ["# Speculation settings measured, and the one to deploy", ""]
+    groups = candidates_by_sampling(runs)
+    temperature, why = decision_temperature({key[0] if key else None for key in groups}, deployed.temperature)
+    decided_key = _decided_key(groups, temperature, deployed.top_p)
+    recommendations = {key: recommend(candidates, band) for key, (_, candidates) in groups.items()}
+    lines = [
+        "# Speculation settings measured, and the one to deploy",
+        "",
+        f"Deployed sampling: {deployed.describe()}. The recommendation is made at {why}: acceptance, and so the "
+        "best K, depends on the temperature, and greedy decoding overstates it on a real drafter.",
+        "",
+    ]
+    for key in sorted(groups, key=lambda key: key != decided_key):  # the decided sampling first
+        sampling, candidates = groups[key]
+        lines += _sampling_section(sampling, candidates, recommendations[key], band, decided=key == decided_key)
+    # Greedy against the sampled temperatures, at the decided top_p (recorded samplings only).
+    same_top_p = [key for key in groups if key and decided_key and key[1] == decided_key[1]]
+    comparison = greedy_versus_sampled({key[0]: recommendations[key].chosen.label for key in same_top_p})
+    if comparison:
+        lines += [comparison, ""]
+    decided = recommendations[decided_key]
+    lines += _recommended_lines(decided, band, why)
+    (args.out / "recommendation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (args.out / "deployment-snippet.yaml").write_text(decided.deployment_snippet(), encoding="utf-8")
+    print("\n".join(lines[2:]))
+    print(
+        f"\nwritten: {args.out / 'recommendation.md'}, {args.out / 'deployment-snippet.yaml'}, {args.out / 'comparison'}"
+    )
+    return EXIT_OK
+
+
+def _recommended_lines(decided, band: tuple[int, int] | None, why: str) -> list[str]:
+    """The choice at the decided sampling, why, and the deployment-file lines that apply it."""
+    return [
+        f"Recommended: **{decided.chosen.label}**"
+        + (f" for concurrency {band[0]}-{band[1]}" if band else " over the measured levels")
+        + f", at {why} (static choice gives up at most {decided.worst_shortfall:.0%} against the best at any level).",
+        f"Dynamic schedules: {decided.dynamic_verdict}.",
+        "",
+        "Apply it in the deployment file:",
+        "",
+        "```yaml",
+        decided.deployment_snippet().rstrip(),
+        "```",
+        "",
+        "Plots and per-run reports: `comparison/`. Measurements on one machine at one time: re-run when the "
+        "instance type, the pair, the profile or the traffic (prompt lengths, concurrency) change.",
+    ]
+
+
+def _decided_key(groups: dict, temperature: float | None, top_p: float | None):
+    """The sampling group measured at ``temperature``, the one at the deployed top_p when several are."""
+    matching = [key for key in groups if (key[0] if key else None) == temperature]
+    return next((key for key in matching if key and key[1] == top_p), matching[0])
+
+
+def _sampling_section(
+    sampling, candidates, recommendation, band: tuple[int, int] | None, *, decided: bool
+) -> list[str]:
+    """One sampling's table, per-level winners and band choice."""
     levels = [choice.concurrency for choice in recommendation.levels]
-    repeated = max(candidate.runs for candidate in candidates) > 1
-    if repeated:
+    lines = ["## Sampling: " + (describe_sampling(sampling) if sampling else "not recorded by these runs"), ""]
+    if decided:
+        lines += ["The recommendation below is made at this sampling.", ""]
+    runs = max(candidate.runs for candidate in candidates)
+    if runs > 1:
         lines += [
-            f"Each setting was measured {max(c.runs for c in candidates)} times, in interleaved rounds: cells are "
-            "medians, with the lowest-highest run in brackets.",
+            f"Each setting was measured {runs} times, in interleaved rounds: cells are medians, with the "
+            "lowest-highest run in brackets.",
             "",
         ]
     lines.append("| setting | " + " | ".join(f"c={c} tok/s (TPOT p50 ms)" for c in levels) + " |")
@@ -385,26 +557,12 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
         lines.append(
             f"- concurrency {choice.concurrency}: {choice.best} ({choice.tokens_per_s:.1f} tok/s{speedup}{close})"
         )
+    where = f"concurrency {band[0]}-{band[1]}" if band else "the measured levels"
     lines += [
         "",
-        f"Recommended: **{recommendation.chosen.label}**"
-        + (f" for concurrency {band[0]}-{band[1]}" if band else " over the measured levels")
-        + f" (static choice gives up at most {recommendation.worst_shortfall:.0%} against the best at any level).",
-        f"Dynamic schedules: {recommendation.dynamic_verdict}.",
+        f"Best for {where}: {recommendation.chosen.label} (static choice gives up at most "
+        f"{recommendation.worst_shortfall:.0%} against the best at any level). Dynamic schedules: "
+        f"{recommendation.dynamic_verdict}.",
         "",
-        "Apply it in the deployment file:",
-        "",
-        "```yaml",
-        recommendation.deployment_snippet().rstrip(),
-        "```",
-        "",
-        "Plots and per-run reports: `comparison/`. Measurements on one machine at one time: re-run when the "
-        "instance type, the pair or the traffic (prompt lengths, concurrency) change.",
     ]
-    (args.out / "recommendation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (args.out / "deployment-snippet.yaml").write_text(recommendation.deployment_snippet(), encoding="utf-8")
-    print("\n".join(lines[lines.index("Best at each level:") :]))
-    print(
-        f"\nwritten: {args.out / 'recommendation.md'}, {args.out / 'deployment-snippet.yaml'}, {args.out / 'comparison'}"
-    )
-    return EXIT_OK
+    return lines
