@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from peagle.catalog import ProfileName
 from peagle.client.cli import (
+    MEASURED_PROFILE_DEFAULT,
     add_cold_start_wait_argument,
     add_inference_component_argument,
     add_target_arguments,
@@ -75,6 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--metrics-window-minutes", type=int, default=10, help="how far back to look for KPI datapoints (default 10)"
     )
     parser.add_argument("--max-tokens", type=int, default=32, help="tokens per smoke completion (default 32)")
+    parser.add_argument(
+        "--profile",
+        choices=[profile.value for profile in ProfileName],
+        help="catalog profile whose temperature and top_p the streamed request, and so the speculation check, is "
+        f"sampled at (default: --deployment's profile, with its profile_overrides, else {MEASURED_PROFILE_DEFAULT}); "
+        "the plain request stays greedy, for acceptance beside it",
+    )
     parser.set_defaults(handler=run_smoke_command)
 
 
@@ -169,6 +178,7 @@ def resolve_options(args: argparse.Namespace):
         metrics_window_minutes=args.metrics_window_minutes,
         max_tokens=args.max_tokens,
         max_attempts=args.max_attempts,
+        sampling=_deployed_sampling(args, config),
         inference_component=component,
         cold_start_wait_seconds=args.cold_start_wait,
     )
@@ -186,6 +196,24 @@ def _expected_speculation(args: argparse.Namespace, config) -> tuple[bool, str]:
     baseline = args.variant == BASELINE_VARIANT_NAME and config.ab_test.enabled
     plan = plan_ab_baseline(config) if baseline else plan_deployment(config)
     return plan.speculation_enabled, f"{args.deployment}: K={plan.speculative_tokens} for variant {args.variant}"
+
+
+def _deployed_sampling(args: argparse.Namespace, config):
+    """--profile's sampling; else the deployment's (its profile, with its profile_overrides, as the plan has
+    it); else the default profile's."""
+    from peagle.bench.results import Sampling
+
+    if args.profile or config is None:
+        return Sampling.of_profile(args.profile or MEASURED_PROFILE_DEFAULT)
+    from peagle.planner import plan_deployment
+
+    plan = plan_deployment(config)
+    profile, served = plan.profile_name.value, plan.profile.sampling
+    catalogs = Sampling.of_profile(profile)
+    if (served.temperature, served.top_p) == catalogs.key:
+        return catalogs
+    # What the deployment serves, not a deviation from it: a greedy override is the deployed sampling here.
+    return Sampling(served.temperature, served.top_p, profile=f"{profile} with profile_overrides")
 
 
 def connect_aws(region: str | None):

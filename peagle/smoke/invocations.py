@@ -1,6 +1,12 @@
 """The smoke steps that talk to the model: one plain and one streamed completion, and, for a
 server whose /metrics is reachable (``--url``), whether its drafts were accepted meanwhile.
 
+The plain request is greedy (reproducible, and never empty by sampling a special token); the
+streamed one is sampled as the deployment serves (its profile's temperature and top_p), since
+that is what users get and what acceptance must hold at: a drafter's guesses match greedy
+decoding more often than a sample. Each answer's own acceptance (``metrics.speculative_decoding``)
+goes to the speculation step, which is judged at the deployed sampling.
+
 The streamed request goes through ``PeagleClient`` exactly as `peagle invoke` sends it. The
 client only streams, so the plain request is sent here: the same body with ``stream: false``,
 over InvokeEndpoint or ``POST /invocations``, with failures mapped by the client's own
@@ -13,18 +19,39 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from peagle.bench.results import Sampling
 from peagle.client.errors import ConnectionFailedError, PeagleClientError
 from peagle.client.request import GenerationRequest
 from peagle.client.retry import RetryPolicy, send_with_retries
-from peagle.smoke.step import PLAIN_INVOCATION, SPECULATION_ON, STREAMED_INVOCATION, StepResult, Timing, fail, ok
+from peagle.client.stream_chunks import spec_decode_metrics_in
+from peagle.smoke.step import (
+    PLAIN_INVOCATION,
+    SPECULATION_ON,
+    STREAMED_INVOCATION,
+    StepResult,
+    StepStatus,
+    Timing,
+    fail,
+    ok,
+)
 
 SMOKE_PROMPT = "Explain speculative decoding in one sentence."
 PLAIN_READ_TIMEOUT_S = 75.0  # above SageMaker's 60 s invocation limit, as the client's transports
 
 
-def smoke_request(max_tokens: int) -> GenerationRequest:
-    """Greedy, so the answer is reproducible and never empty by sampling a special token."""
-    return GenerationRequest(prompt=SMOKE_PROMPT, max_tokens=max_tokens, temperature=0.0)
+GREEDY = Sampling(temperature=0.0, top_p=None)
+
+
+def smoke_request(max_tokens: int, sampling: Sampling = GREEDY) -> GenerationRequest:
+    """The smoke prompt at ``sampling``: greedy unless told (the plain request), or the deployed sampling."""
+    return GenerationRequest(
+        prompt=SMOKE_PROMPT, max_tokens=max_tokens, temperature=sampling.temperature, top_p=sampling.top_p
+    )
+
+
+def sampling_phrase(sampling: Sampling) -> str:
+    """How a step line names a request's sampling: "greedy", or e.g. "temperature 0.7, top_p 0.9 (profile chatbot)"."""
+    return "greedy" if sampling == GREEDY else sampling.describe()
 
 
 def plain_body(request: GenerationRequest) -> bytes:
@@ -100,11 +127,13 @@ def check_plain_invocation(
     request: GenerationRequest,
     timing: Timing,
     *,
+    sampling: str = "greedy",
     policy: RetryPolicy | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> StepResult:
     """One non-streamed request through the client's retry loop: ``policy`` defaults to one send and no
-    cold-start wait; with ``cold_start_wait_s`` a component scaled to zero is waited for (``notify`` says so)."""
+    cold-start wait; with ``cold_start_wait_s`` a component scaled to zero is waited for (``notify`` says so).
+    ``sampling`` names the request's sampling in the step line."""
     body = plain_body(request)
     started = timing.monotonic()
     try:
@@ -132,11 +161,16 @@ def check_plain_invocation(
         return fail(PLAIN_INVOCATION, f"200 but no text in the answer: {json.dumps(answer)[:200]}")
     tokens = (answer.get("usage") or {}).get("completion_tokens")
     cold = f" after a {sent.cold_start_wait_s:.0f} s cold start" if sent.cold_start_wait_s else ""
-    return ok(PLAIN_INVOCATION, f"200, {tokens} token(s) in {elapsed:.1f} s{cold}: {_preview(text)}")
+    return ok(
+        PLAIN_INVOCATION,
+        f"200, {tokens} token(s) in {elapsed:.1f} s{cold}, {sampling}: {_preview(text)}",
+        acceptance=spec_decode_metrics_in(answer),
+    )
 
 
-def check_streamed_invocation(client: Any, request: GenerationRequest) -> StepResult:
-    """``client`` is a ``PeagleClient`` (streams through InvokeEndpointWithResponseStream or /invocations)."""
+def check_streamed_invocation(client: Any, request: GenerationRequest, *, sampling: str) -> StepResult:
+    """``client`` is a ``PeagleClient`` (streams through InvokeEndpointWithResponseStream or /invocations);
+    ``sampling`` names the request's sampling in the step line."""
     try:
         result = client.generate(request)
     except PeagleClientError as error:
@@ -149,7 +183,8 @@ def check_streamed_invocation(client: Any, request: GenerationRequest) -> StepRe
     return ok(
         STREAMED_INVOCATION,
         f"{tokens} token(s) in {len(result.timings.chunk_times_s)} chunk(s), {ttft}e2e {result.timings.e2e_s:.1f} s"
-        f"{cold}: {_preview(result.text)}",
+        f"{cold}, {sampling}: {_preview(result.text)}",
+        acceptance=result.spec_decode_metrics,
     )
 
 
@@ -186,6 +221,38 @@ def check_speculation_from_counters(before: Any, after: Any, base_url: str) -> S
         f"(acceptance rate {_number(speculation.acceptance_rate)}, mean acceptance length "
         f"{_number(speculation.mean_acceptance_length)})",
     )
+
+
+def judged_at_deployed_sampling(
+    step: StepResult, greedy: StepResult, sampled: StepResult, sampling: Sampling
+) -> StepResult:
+    """The speculation step (from /metrics or CloudWatch), with the acceptance of the two answers beside it:
+    the sampled one (``sampling``, what the deployment serves) and the greedy one. A passing step fails when
+    the sampled answer accepted none of its drafts: users, served at that sampling, would get no speed-up."""
+    if step.status is not StepStatus.OK:
+        return step
+    at = sampling.describe()
+    figures = sampled.acceptance
+    if figures is None:
+        why = (
+            "the sampled request failed"
+            if sampled.status is StepStatus.FAIL
+            else "its answer carried no metrics.speculative_decoding"
+        )
+        return ok(step.name, f"{step.detail}; acceptance at {at} not known: {why}")
+    beside = "" if sampling.is_greedy or greedy.acceptance is None else f"; {_length(greedy.acceptance)} greedy"
+    measured = f"mean acceptance length {_length(figures)} at {at}{beside}"
+    if figures.num_accepted_draft_tokens == 0:
+        return fail(
+            step.name,
+            f"{step.detail}; but at {at} the answer accepted none of its {figures.num_draft_tokens} drafted token(s) "
+            f"({measured}): users, served at this sampling, get no speed-up from the drafter",
+        )
+    return ok(step.name, f"{step.detail}; {measured}")
+
+
+def _length(metrics: Any) -> str:
+    return f"{metrics.mean_acceptance_length:.2f}"
 
 
 def _preview(text: str, limit: int = 40) -> str:

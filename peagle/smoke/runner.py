@@ -1,7 +1,9 @@
 """Runs the smoke steps in order and reports each as it finishes.
 
 Over SageMaker every step runs; with ``--url`` (a local server) only the HTTP ones, and
-speculation is read from the server's own /metrics counters instead of CloudWatch.
+speculation is read from the server's own /metrics counters instead of CloudWatch. Either way
+the speculation step is judged at the deployed sampling too: the streamed request is sent at it,
+and its answer's acceptance is reported beside the greedy plain request's.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from peagle.bench.results import Sampling
 from peagle.client.cold_start import ColdStartWait
 from peagle.smoke.step import (
     ALARMS_OK,
@@ -41,6 +44,7 @@ class SmokeOptions:
     metrics_window_minutes: int
     max_tokens: int
     max_attempts: int
+    sampling: Sampling  # what the deployment serves (its profile's): the streamed request is sent at it
     # InvokeEndpoint InferenceComponentName (component mode). The component then picks the model: no
     # TargetVariant is sent (the endpoint's one variant is the instance pool) and its KPI lines carry the
     # component's name as their VariantName (stacks/endpoint_stack.py, "the KPI lines name the component").
@@ -121,20 +125,23 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
         check_speculation_from_counters,
         check_streamed_invocation,
         invoke_plain_url,
+        judged_at_deployed_sampling,
+        sampling_phrase,
         smoke_request,
     )
 
-    request = smoke_request(options.max_tokens)
     before = scrape_metrics(options.url) if options.expect_speculation else None
-    plain = record(check_plain_invocation(invoke_plain_url(options.url), request, timing))
+    plain = record(check_plain_invocation(invoke_plain_url(options.url), smoke_request(options.max_tokens), timing))
     with _client(HttpTransport(options.url), options, timing, ColdStartWait(0.0, "a --url server")) as client:
-        streamed = record(check_streamed_invocation(client, request))
+        sampled = smoke_request(options.max_tokens, options.sampling)
+        streamed = record(check_streamed_invocation(client, sampled, sampling=sampling_phrase(options.sampling)))
     if not options.expect_speculation:
         record(skip(SPECULATION_ON, f"speculation expected off ({options.speculation_source})"))
     elif plain.status is StepStatus.FAIL and streamed.status is StepStatus.FAIL:
         record(skip(SPECULATION_ON, "no smoke request succeeded, so no drafts to count"))
     else:
-        record(check_speculation_from_counters(before, scrape_metrics(options.url), options.url))
+        counted = check_speculation_from_counters(before, scrape_metrics(options.url), options.url)
+        record(judged_at_deployed_sampling(counted, plain, streamed, options.sampling))
     record(
         skip(KPI_METRICS, "--url: KPI metrics live in CloudWatch; a local server prints its peagle_kpi lines on stdout")
     )
@@ -152,10 +159,11 @@ def _run_endpoint_steps(
         check_plain_invocation,
         check_streamed_invocation,
         invoke_plain_sagemaker,
+        judged_at_deployed_sampling,
+        sampling_phrase,
         smoke_request,
     )
 
-    request = smoke_request(options.max_tokens)
     component = options.inference_component
     wait = resolve_cold_start_wait(
         options.cold_start_wait_seconds, options.endpoint_name, component, None, sagemaker=aws.sagemaker
@@ -165,7 +173,11 @@ def _run_endpoint_steps(
     # One send, as before, except that a component scaled to zero is waited for (the first invocation
     # is the one that finds it cold, so the streamed one after it normally finds the copy ready).
     plain_policy = RetryPolicy(max_attempts=1, cold_start_wait_s=wait.seconds, cold_start_basis=wait.basis)
-    plain = record(check_plain_invocation(invoke, request, timing, policy=plain_policy, notify=print_notice))
+    plain = record(
+        check_plain_invocation(
+            invoke, smoke_request(options.max_tokens), timing, policy=plain_policy, notify=print_notice
+        )
+    )
     transport = SageMakerTransport(
         options.endpoint_name,
         runtime_client=aws.runtime,
@@ -174,10 +186,16 @@ def _run_endpoint_steps(
     )
     if isinstance(plain.error, NoCapacityError):
         # The plain request already waited the whole --cold-start-wait: a second wait would see the same.
-        record(skip(STREAMED_INVOCATION, f"{PLAIN_INVOCATION} found no copy of the inference component"))
+        streamed = record(skip(STREAMED_INVOCATION, f"{PLAIN_INVOCATION} found no copy of the inference component"))
     else:
         # Not closed: the runtime client is the caller's (the transport's close would close it).
-        record(check_streamed_invocation(_client(transport, options, timing, wait), request))
+        streamed = record(
+            check_streamed_invocation(
+                _client(transport, options, timing, wait),
+                smoke_request(options.max_tokens, options.sampling),
+                sampling=sampling_phrase(options.sampling),
+            )
+        )
 
     reader = KpiMetricReader(
         aws.cloudwatch,
@@ -192,11 +210,10 @@ def _run_endpoint_steps(
     # that proves KPI reporting too, so waiting for it twice would only double a failure's wait.
     deadline = timing.monotonic() + options.kpi_wait_seconds
     if options.expect_speculation:
-        record(
-            _reporting_aws_failures(
-                SPECULATION_ON, lambda: check_acceptance_in_cloudwatch(reader, deadline=deadline, timing=timing)
-            )
+        in_cloudwatch = _reporting_aws_failures(
+            SPECULATION_ON, lambda: check_acceptance_in_cloudwatch(reader, deadline=deadline, timing=timing)
         )
+        record(judged_at_deployed_sampling(in_cloudwatch, plain, streamed, options.sampling))
     else:
         record(skip(SPECULATION_ON, f"speculation expected off ({options.speculation_source})"))
     record(_reporting_aws_failures(KPI_METRICS, lambda: check_kpi_reports(reader, deadline=deadline, timing=timing)))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Any
 
 ENDPOINT_IN_SERVICE = "endpoint-in-service"
 PLAIN_INVOCATION = "plain-invocation"
@@ -31,13 +32,15 @@ class StepResult:
     status: StepStatus
     detail: str
     error: Exception | None = field(default=None, compare=False, repr=False)  # what failed it, if an error did
+    # An invocation's answer's metrics.speculative_decoding (SpecDecodeMetrics), for the speculation step.
+    acceptance: Any = field(default=None, compare=False, repr=False)
 
     def line(self) -> str:
         return f"{self.status.value:<5}{self.name:<21}{self.detail}"
 
 
-def ok(name: str, detail: str) -> StepResult:
-    return StepResult(name, StepStatus.OK, detail)
+def ok(name: str, detail: str, *, acceptance: Any = None) -> StepResult:
+    return StepResult(name, StepStatus.OK, detail, acceptance=acceptance)
 
 
 def fail(name: str, detail: str, error: Exception | None = None) -> StepResult:

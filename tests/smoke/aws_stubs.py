@@ -91,12 +91,20 @@ class StubbedAws:
         )
 
     def plain_completion(
-        self, text: str = "Drafts, then one check.", *, variant=VARIANT, endpoint=ENDPOINT, inference_component=None
+        self,
+        text: str = "Drafts, then one check.",
+        *,
+        variant=VARIANT,
+        endpoint=ENDPOINT,
+        inference_component=None,
+        spec_decode: dict | None = None,
     ):
-        choice = f'{{"index":0,"text":{_json_string(text)},"finish_reason":"length"}}'
+        """A non-streamed completion; ``spec_decode`` goes where vLLM puts the answer's acceptance."""
+        choice = f'{{"index":0,"text":{_json(text)},"finish_reason":"length"}}'
+        metrics = f',"metrics":{{"speculative_decoding":{_json(spec_decode)}}}' if spec_decode else ""
         body = (
             f'{{"id":"cmpl-1","object":"text_completion","choices":[{choice}],'
-            '"usage":{"prompt_tokens":9,"completion_tokens":8,"total_tokens":17}}'
+            f'"usage":{{"prompt_tokens":9,"completion_tokens":8,"total_tokens":17}}{metrics}}}'
         ).encode()
         self.endpoint.stubber.add_response(
             "invoke_endpoint",
@@ -120,7 +128,9 @@ class StubbedAws:
         """InvokeEndpoint answers of an inference component scaled to zero."""
         self.endpoint.add_no_capacity(times, operation="invoke_endpoint")
 
-    def streamed_completion(self, pieces=("Drafts", ", then", " one check."), *, inference_component=None):
+    def streamed_completion(
+        self, pieces=("Drafts", ", then", " one check."), *, inference_component=None, spec_decode: dict | None = None
+    ):
         expected = None
         if inference_component:
             expected = {
@@ -131,7 +141,8 @@ class StubbedAws:
                 "CustomAttributes": ANY,
                 "InferenceComponentName": inference_component,
             }
-        self.endpoint.add_stream([payload_part(vllm_sse_stream(list(pieces)))], expected_params=expected)
+        stream = vllm_sse_stream(list(pieces), spec_decode=spec_decode)
+        self.endpoint.add_stream([payload_part(stream)], expected_params=expected)
 
     # -- CloudWatch ---------------------------------------------------------------------------
 
@@ -240,10 +251,10 @@ class StubbedAws:
         )
 
 
-def _json_string(text: str) -> str:
+def _json(value: object) -> str:
     import json
 
-    return json.dumps(text)
+    return json.dumps(value)
 
 
 def step_lines(out: str) -> dict[str, tuple[str, str]]:
