@@ -26,16 +26,21 @@ The target (a ``LlamaForCausalLM``). Vocabulary 256 = 8 specials + 248 character
 - every layer's ``o_proj`` and ``down_proj`` are zero, so attention and MLP add nothing
   to the residual stream; their other weights (q/k/v, gate/up) are seeded random, so
   the engine's real kernels run and cost what a model of that shape costs.
-- the final RMSNorm scales the one-hot to sqrt(hidden), and ``lm_head`` is 10 x a
-  0/1 matrix with a single 1 per column, at [rule(t), t]: the greedy next token is
-  rule(current token). ``rule`` is P for ``tiny`` and ``demo``: one seeded cycle through
-  all 248 characters (specials map onto characters), so greedy generations never emit
-  EOS or a chat marker, run to ``max_tokens`` and are deterministic, greedy or sampled:
-  the logit gap of 320 nats puts all probability on rule(t) at any temperature up to 2.
-  (vLLM 0.32's CPU build broke that with speculation on, ending generations early on EOS
-  now and then and accepting almost no draft at temperature > 0; the launcher corrects
-  it, peagle_serve/vllm_corrections.py.) For ``partial`` it is T: P, except at a seeded
-  set S of tokens where the target skips a step, T(t) = P(P(t)).
+- the final RMSNorm scales the one-hot to sqrt(hidden), and ``lm_head`` is a 0/1 matrix
+  with a single 1 per column, at [rule(t), t], scaled so that the rule token's logit is the
+  pair's ``logit_gap`` above every other character's (the specials' rows sit at -320, so
+  nothing ever samples EOS or a chat marker): the greedy next token is rule(current token).
+  ``rule`` is P for ``tiny`` and ``demo``: one seeded cycle through all 248 characters
+  (specials map onto characters). Their gap is 320 nats, so all probability is on rule(t)
+  at any temperature up to 2: generations run to ``max_tokens`` and are the same chain
+  greedy or sampled. (vLLM 0.32's CPU build broke that with speculation on, accepting
+  almost no draft at temperature > 0 and leaving the chain; the launcher corrects it,
+  peagle_serve/vllm_corrections.py.) For ``partial`` it is T: P, except at a seeded set S
+  of tokens where the target skips a step, T(t) = P(P(t)); and its gap is 4.6 nats, so
+  sampling leaves the rule as a real model's does: rule(t) has probability 0.83 at the
+  chatbot profile's temperature 0.7 and top_p 0.9, 0.29 at 1.0, all but 1 at 0.2-0.3.
+  Sampled, its drafts are accepted less often than greedy, by an amount the construction
+  predicts (tests/serving/speculation_model.py simulates it).
 
 The drafter (an ``Eagle3LlamaForCausalLM``, one layer, hidden 256). How vLLM 0.32 feeds
 it with parallel drafting (vllm/v1/spec_decode/llm_base_proposer.py, ``set_inputs_first_pass``;
@@ -94,7 +99,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Bump when the construction changes: a stale pair on disk is then rebuilt.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 MANIFEST_NAME = "tiny-pair.json"
 
 VOCAB_SIZE = 256
@@ -142,6 +147,14 @@ CHAT_TEMPLATE = (
 )
 
 
+# The rule token over the other characters: 320 nats (10 x the demo target's normalized one-hot), so exp(-gap / T)
+# underflows float32 for every temperature up to 2.
+DETERMINISTIC_LOGIT_GAP = 320.0
+# The partial target: its rule token has probability 0.75 at temperature 0.7 before top_p (0.83 within
+# the chatbot profile's top_p 0.9), all but 1 at 0.2-0.3 (codegen, batch), 0.29 at 1.0 (rule_probability).
+PARTIAL_LOGIT_GAP = 4.6
+
+
 @dataclass(frozen=True)
 class TargetShape:
     """The target's Llama dimensions (its weights are constructed the same way at any size)."""
@@ -166,6 +179,10 @@ class PairSpec:
     target: TargetShape
     # Share of the tokens on the target's path where it leaves rule P (0: never).
     off_rule_share: float = 0.0
+    # The target's logit for its rule token over every other character (specials sit far below):
+    # DETERMINISTIC_LOGIT_GAP puts all probability on the rule at any temperature up to 2; a small gap
+    # lets sampling leave it, as a real model's does (rule_probability).
+    logit_gap: float = DETERMINISTIC_LOGIT_GAP
 
     @property
     def served_model_name(self) -> str:
@@ -188,9 +205,11 @@ PAIRS = {
         PairSpec("demo", "heavy target; drafts accepted at every position, speculation pays", DEMO_TARGET),
         PairSpec(
             "partial",
-            "heavy target that leaves its rule at 15 percent of its tokens; acceptance ~0.67 at K=4",
+            "heavy target that leaves its rule at 15 percent of its tokens and samples off it at T > 0.3; "
+            "acceptance ~0.67 at K=4 greedy, lower sampled",
             DEMO_TARGET,
             off_rule_share=0.15,
+            logit_gap=PARTIAL_LOGIT_GAP,
         ),
     )
 }
@@ -255,7 +274,7 @@ def ensure_tiny_pair(root: Path, spec: PairSpec = DEFAULT_PAIR) -> TinyPair:
                 f"{root} holds the {recorded_name!r} pair, not {spec.name!r}: use another directory "
                 "(--models-dir), or --rebuild to replace it"
             )
-        if recorded.get("builder_version") == BUILDER_VERSION:
+        if recorded.get("builder_version") == BUILDER_VERSION and recorded.get("target_logit_gap") == spec.logit_gap:
             return TinyPair(root=root, spec=spec)
     return build_tiny_pair(root, spec)
 
@@ -272,7 +291,7 @@ def build_tiny_pair(root: Path, spec: PairSpec = DEFAULT_PAIR) -> TinyPair:
     drafter_rule = rule_p()
     target_rule = target_rule_for(spec)
     _write_tokenizer(staging / "target")
-    _write_target(staging / "target", spec.target, target_rule)
+    _write_target(staging / "target", spec.target, target_rule, spec.logit_gap)
     _write_drafter(staging / "drafter", spec.target, drafter_rule)
     (staging / MANIFEST_NAME).write_text(
         json.dumps(
@@ -285,6 +304,7 @@ def build_tiny_pair(root: Path, spec: PairSpec = DEFAULT_PAIR) -> TinyPair:
                 # token id -> the target's greedy next token / the rule the drafter applies
                 "target_rule": target_rule,
                 "drafter_rule": drafter_rule,
+                "target_logit_gap": spec.logit_gap,
             },
             indent=1,
         )
@@ -345,6 +365,14 @@ def target_rule_for(spec: PairSpec) -> list[int]:
     p = rule_p()
     skip = off_rule_tokens(spec)
     return [p[p[t]] if t in skip else p[t] for t in range(VOCAB_SIZE)]
+
+
+def rule_probability(spec: PairSpec, temperature: float) -> float:
+    """The target's probability of its rule token when sampling at ``temperature`` (> 0), before top_p
+    or top_k: the rule token's logit is ``logit_gap`` above the n other characters', the specials' far
+    below, so softmax gives 1 / (1 + n exp(-gap / T))."""
+    others = len(CHARACTER_IDS) - 1
+    return 1.0 / (1.0 + others * math.exp(-spec.logit_gap / temperature))
 
 
 def rule_matrix(rule: list[int], width: int):
@@ -409,7 +437,7 @@ def _target_layer(prefix: str, generator, shape: TargetShape) -> dict:
     }
 
 
-def target_tensors(shape: TargetShape, rule: list[int]) -> dict:
+def target_tensors(shape: TargetShape, rule: list[int], logit_gap: float = DETERMINISTIC_LOGIT_GAP) -> dict:
     """The target's weights (HF Llama names)."""
     import torch
 
@@ -418,14 +446,20 @@ def target_tensors(shape: TargetShape, rule: list[int]) -> dict:
     for layer in range(shape.num_layers):
         tensors.update(_target_layer(f"model.layers.{layer}", generator, shape))
     tensors["model.norm.weight"] = torch.ones(shape.hidden_size)
-    tensors["lm_head.weight"] = rule_matrix(rule, shape.hidden_size) * LM_HEAD_SCALE
+    # The final norm turns the one-hot into sqrt(hidden) x one-hot: the rule token's logit is
+    # lm_head[rule(t), t] x sqrt(hidden) = logit_gap, the other characters' 0, the specials' -320, so
+    # sampling never emits EOS or a chat marker.
+    normalized = math.sqrt(shape.hidden_size)
+    lm_head = rule_matrix(rule, shape.hidden_size) * (logit_gap / normalized)
+    lm_head[: len(SPECIAL_TOKENS), :VOCAB_SIZE] = -DETERMINISTIC_LOGIT_GAP / normalized
+    tensors["lm_head.weight"] = lm_head
     return tensors
 
 
-def _write_target(directory: Path, shape: TargetShape, rule: list[int]) -> None:
+def _write_target(directory: Path, shape: TargetShape, rule: list[int], logit_gap: float) -> None:
     from safetensors.torch import save_file
 
-    tensors = target_tensors(shape, rule)
+    tensors = target_tensors(shape, rule, logit_gap)
     save_file({k: v.contiguous() for k, v in tensors.items()}, directory / "model.safetensors")
     config = {
         "architectures": ["LlamaForCausalLM"],

@@ -62,3 +62,75 @@ def speculate(
         generated += run + 1
         bonus = truth[run]
     return Speculation(steps=steps, accepted_per_position=tuple(accepted))
+
+
+def simulate_sampled(
+    target_rule: list[int], drafter_rule: list[int], first_token: int, max_tokens: int, k: int, q: float, rng
+) -> tuple[Speculation, list[int]]:
+    """One request of lossless speculative sampling (Leviathan et al. 2023, as vLLM's rejection sampler
+    does it for a drafter without draft probabilities): draft j is accepted with the target's probability
+    of it; on a rejection the token comes from the target's distribution without the rejected draft;
+    after K acceptances a bonus token from the target. The target puts ``q`` on its rule token and the
+    rest evenly on the other characters (the constructed pairs' specials are never sampled)."""
+    characters = sorted(set(target_rule))
+    others = len(characters) - 1
+
+    def sample(context: int, excluded: int | None) -> int:
+        rule = target_rule[context]
+        if excluded != rule and rng.random() < q:
+            return rule
+        while True:  # another character, evenly (excluding a rejected draft changes q by < 0.1 %)
+            token = characters[rng.randrange(len(characters))]
+            if token not in (rule, excluded):
+                return token
+
+    accepted = [0] * k
+    tokens, steps, bonus = [first_token], 0, first_token
+    while len(tokens) < max_tokens:
+        drafts = chain(drafter_rule, bonus, k + 1)[1:]
+        context, out = bonus, []
+        for j, draft in enumerate(drafts):
+            if rng.random() < (q if draft == target_rule[context] else (1 - q) / others):
+                accepted[j] += 1
+                out.append(draft)
+                context = draft
+            else:
+                out.append(sample(context, draft))
+                break
+        else:
+            out.append(sample(context, None))
+        steps += 1
+        tokens += out
+        bonus = out[-1]
+    return Speculation(steps=steps, accepted_per_position=tuple(accepted)), tokens[:max_tokens]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The acceptance rate a set of requests should show: mean and spread over simulated repeats."""
+
+    mean: float
+    sd: float
+
+
+def predict_sampled_acceptance(
+    target_rule: list[int],
+    drafter_rule: list[int],
+    first_tokens: list[int],
+    max_tokens: int,
+    k: int,
+    q: float,
+    *,
+    repeats: int = 300,
+    seed: int = 0,
+) -> Prediction:
+    """The acceptance rate (accepted / drafted tokens) over requests starting at ``first_tokens``."""
+    import random
+    import statistics
+
+    rng = random.Random(seed)
+    rates = []
+    for _ in range(repeats):
+        results = [simulate_sampled(target_rule, drafter_rule, t, max_tokens, k, q, rng)[0] for t in first_tokens]
+        rates.append(sum(r.accepted for r in results) / sum(r.steps * k for r in results))
+    return Prediction(mean=statistics.fmean(rates), sd=statistics.stdev(rates))

@@ -142,7 +142,7 @@ def test_the_targets_greedy_next_token_is_its_rule(name):
         tie_word_embeddings=False,
     )
     model = LlamaForCausalLM(config).eval()
-    model.load_state_dict(target_tensors(shape, rule))
+    model.load_state_dict(target_tensors(shape, rule, spec.logit_gap))
     tokens = torch.tensor([list(range(construction.VOCAB_SIZE))])
     with torch.no_grad():
         greedy = model(tokens).logits[0].argmax(-1).tolist()
