@@ -88,8 +88,9 @@ class InstalledVllm:
 
 
 def installed_vllm() -> InstalledVllm | None:
-    """Which vLLM distribution this Python has, without importing vLLM (None: none)."""
-    for distribution in ("vllm", CORRECTED_DISTRIBUTION):
+    """Which vLLM distribution this Python has, without importing vLLM (None: none). The CPU build is
+    looked for first: in a process that ran vllm_cli, ``vllm`` answers with the CPU build's version."""
+    for distribution in (CORRECTED_DISTRIBUTION, "vllm"):
         try:
             return InstalledVllm(distribution, metadata.version(distribution))
         except metadata.PackageNotFoundError:
