@@ -110,14 +110,18 @@ def test_a_bad_band_is_refused(tmp_path, capsys):
 
 @pytest.mark.engine
 def test_tune_serves_each_candidate_through_the_launcher_and_recommends_from_what_it_measured(tmp_path, capsys):
-    # The real path: `peagle local` per candidate (one at a time), `peagle bench` against it, the choice.
+    # The real path: `peagle local` per candidate (one at a time), `peagle bench` against it at the
+    # deployed temperature and greedy beside it, the choice.
     out = tmp_path / "tune"
     argv = ["tune", "--pair", "tiny", "--k", "0,2", "--concurrency", "1", "--requests", "2", "--max-tokens", "32"]
-    assert main([*argv, "--buckets", "short", "--out", str(out)]) == 0
+    assert main([*argv, "--temperatures", "0.7,0", "--buckets", "short", "--out", str(out)]) == 0
     report = (out / "recommendation.md").read_text()
     assert "| off |" in report and "| K=2 |" in report and "Recommended: **" in report
-    measured = {run.label for path in out.glob("*/results.json") for run in load_results(path).runs}
-    assert measured == {"off", "K=2"}
+    assert "## Sampling: temperature 0.7, top_p 0.9 (profile chatbot)" in report and "## Sampling: greedy" in report
+    runs = {
+        run.label: run.sampling.temperature for path in out.glob("*/results.json") for run in load_results(path).runs
+    }
+    assert runs == {"off T=0.7": 0.7, "off T=0": 0.0, "K=2 T=0.7": 0.7, "K=2 T=0": 0.0}, runs
     assert (out / "deployment-snippet.yaml").read_text().startswith("speculation:\n  speculative_tokens: ")
 
 
