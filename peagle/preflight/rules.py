@@ -510,4 +510,8 @@ RULES: tuple[Rule, ...] = (
 
 
 def check_transition(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
-    return [finding for rule in RULES for finding in rule(old, new, context)]
+    # The inference-component rules build on this module's Finding and helpers; imported here, not at the
+    # top, so that neither module's import depends on the other having finished.
+    from peagle.preflight.component_rules import COMPONENT_RULES
+
+    return [finding for rule in (*RULES, *COMPONENT_RULES) for finding in rule(old, new, context)]

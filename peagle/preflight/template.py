@@ -1,8 +1,8 @@
 """Read a CloudFormation template (JSON, or YAML with the short-form intrinsic tags) and
 answer the questions the preflight rules ask of it, by resource *type*, never by logical
-id: which endpoints, with which variants and rollout settings; which variants are
-registered with Application Auto Scaling; which log groups have explicit names; where
-each Model reads its weights.
+id: which endpoints, with which variants and rollout settings; which variants, and which
+inference components' copy counts, are registered with Application Auto Scaling; which
+log groups have explicit names; where each Model reads its weights.
 
 Values in a template may be intrinsic functions. ``resolve`` turns the simple ones
 (literals, ``Fn::Join``, ``Fn::Sub``, ``Ref`` to pseudo parameters, ``Fn::GetAtt`` of a
@@ -25,6 +25,7 @@ from peagle.errors import PeagleError
 ENDPOINT = "AWS::SageMaker::Endpoint"
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
 MODEL = "AWS::SageMaker::Model"
+INFERENCE_COMPONENT = "AWS::SageMaker::InferenceComponent"
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 LOG_GROUP = "AWS::Logs::LogGroup"
 
@@ -34,10 +35,20 @@ LOG_GROUP = "AWS::Logs::LogGroup"
 # Example: endpoint/my-end-point/variant/KMeansClustering.")
 _VARIANT_RESOURCE_ID = re.compile(r"^endpoint/(?P<endpoint>[^/]+)/variant/(?P<variant>[^/]+)$")
 VARIANT_INSTANCE_COUNT = "sagemaker:variant:DesiredInstanceCount"
+# The same operation for inference components (botocore 1.44.5, application-autoscaling
+# RegisterScalableTarget ResourceId: "SageMaker inference component - The resource type is
+# inference-component and the unique identifier is the resource ID. Example:
+# inference-component/my-inference-component."; ScalableDimension:
+# "sagemaker:inference-component:DesiredCopyCount - The number of copies across an endpoint for a
+# SageMaker inference component.").
+_COMPONENT_RESOURCE_ID = re.compile(r"^inference-component/(?P<component>[^/]+)$")
+COMPONENT_COPY_COUNT = "sagemaker:inference-component:DesiredCopyCount"
 
 # Fn::GetAtt attributes that return the value of the same-named property when the
 # template sets it (the physical names the SageMaker and Logs resources take).
-_ECHOED_ATTRIBUTES = frozenset({"EndpointName", "EndpointConfigName", "ModelName", "LogGroupName"})
+_ECHOED_ATTRIBUTES = frozenset(
+    {"EndpointName", "EndpointConfigName", "ModelName", "LogGroupName", "InferenceComponentName"}
+)
 _SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]*)\}")
 
 
@@ -82,6 +93,34 @@ class Endpoint:
         if "BlueGreenUpdatePolicy" in config:
             return "blue/green"
         return None
+
+
+@dataclass(frozen=True)
+class Component:
+    """An AWS::SageMaker::InferenceComponent: one model placed on an endpoint's variant."""
+
+    logical_id: str
+    name: str | None  # InferenceComponentName; None when generated or not resolvable
+    endpoint_name: str | None
+    variant: str | None
+    model_id: str | None  # logical id of the AWS::SageMaker::Model in its Specification, if referenced
+    copy_count: Any  # RuntimeConfig.CopyCount as written (a number, or an intrinsic function); None if absent
+    deployment_config: Mapping[str, Any] | None
+    properties: Mapping[str, Any]  # all of them, to tell whether CloudFormation updates the component
+
+    @property
+    def rolling_update_policy(self) -> Mapping[str, Any] | None:
+        return (self.deployment_config or {}).get("RollingUpdatePolicy") or None
+
+
+@dataclass(frozen=True)
+class CopyCountTarget:
+    """A component's copy count registered with Application Auto Scaling."""
+
+    logical_id: str
+    component: str  # the InferenceComponentName in its ResourceId
+    min_capacity: Any  # as written
+    max_capacity: Any
 
 
 @dataclass(frozen=True)
@@ -228,6 +267,41 @@ class StackTemplate:
             if match:
                 registered.add((match["endpoint"], match["variant"]))
         return registered
+
+    def components(self) -> list[Component]:
+        components = []
+        for logical_id, resource in self.of_type(INFERENCE_COMPONENT).items():
+            props = resource.get("Properties") or {}
+            specification = props.get("Specification") or {}
+            components.append(
+                Component(
+                    logical_id=logical_id,
+                    name=self.resolve(props.get("InferenceComponentName"))
+                    if "InferenceComponentName" in props
+                    else None,
+                    endpoint_name=self.resolve(props.get("EndpointName")),
+                    variant=self.resolve(props.get("VariantName")),
+                    model_id=self._referenced(specification.get("ModelName"), MODEL),
+                    copy_count=(props.get("RuntimeConfig") or {}).get("CopyCount"),
+                    deployment_config=props.get("DeploymentConfig") or None,
+                    properties=props,
+                )
+            )
+        return components
+
+    def copy_count_targets(self) -> dict[str, CopyCountTarget]:
+        """Component name -> its copy count's scalable target."""
+        targets = {}
+        for logical_id, resource in self.of_type(SCALABLE_TARGET).items():
+            props = resource.get("Properties") or {}
+            if props.get("ServiceNamespace") != "sagemaker" or props.get("ScalableDimension") != COMPONENT_COPY_COUNT:
+                continue
+            match = _COMPONENT_RESOURCE_ID.match(self.resolve(props.get("ResourceId")) or "")
+            if match:
+                targets[match["component"]] = CopyCountTarget(
+                    logical_id, match["component"], props.get("MinCapacity"), props.get("MaxCapacity")
+                )
+        return targets
 
     def named_log_groups(self) -> dict[str, LogGroup]:
         """Log groups with an explicit name, by name."""
