@@ -19,6 +19,16 @@ shipped with cfn-lint 1.58.0, unless a URL is given):
 - ExecutionRoleArn on the endpoint config: AWS's own example passes it with inference
   components (the launch post of scale to zero) and a config without it is refused in practice;
   the API reference does not say so. We always set it.
+- EnableNetworkIsolation and VpcConfig on the endpoint config: CreateEndpointConfig gained them,
+  with ExecutionRoleArn, in the release that added CreateInferenceComponent (botocore 1.33.3, commit
+  c7af083fb, botocore/data/sagemaker/2017-07-24/service-2.json; EnableNetworkIsolation: "Sets whether
+  all model containers deployed to the endpoint are isolated. If they are, no inbound or outbound
+  network calls can be made to or from the model containers."). AWS's Python SDK sets all three on the
+  endpoint config for an inference-component endpoint only, from the model's own settings
+  (aws/sagemaker-python-sdk a24812666d25, sagemaker-serve/src/sagemaker/serve/model_builder.py, the
+  INFERENCE_COMPONENT_BASED branch: ``vpc_config=self.vpc_config,
+  enable_network_isolation=self._enable_network_isolation, role=self.role_arn``; the single-model
+  branch passes none of them). So the config carries the Models' isolation and VPC placement.
 - ComputeResourceRequirements: NumberOfAcceleratorDevicesRequired "minimum": 1,
   NumberOfCpuCoresRequired "minimum": 0.25, MinMemoryRequiredInMb "minimum": 128 and required by
   the API (botocore: 'required': ['MinMemoryRequiredInMb']) though not by CloudFormation.
@@ -46,7 +56,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from cdk_constructs.endpoint_logs import EndpointLogGroup, component_log_group_name
 from cdk_constructs.endpoint_scaling import ScalableCopyCount
@@ -91,11 +101,24 @@ class ComponentEndpoint(Construct, ServingMetrics):
         inference_ami_version: str | None,
         execution_role: iam.IRole,
         components: list[ComponentSpec],
+        execution_role_policy: IDependable | None = None,
+        network_isolation: bool = True,
+        subnet_ids: list[str] | None = None,
+        security_group_ids: list[str] | None = None,
         volume_key: kms.IKey | None = None,
         log_retention_days: int = 365,
         detailed_observability: bool = True,
         metric_publish_frequency_seconds: int = 60,
     ) -> None:
+        """
+        :param execution_role_policy: the policy that grants ``execution_role`` its permissions when it
+            is not part of the role construct (a customer-managed policy); the endpoint waits for it.
+            Default: the role alone, whose default (inline) policy it already covers.
+        :param network_isolation: no network or AWS credentials in the containers (default: on). Give
+            the components' Models the same value.
+        :param subnet_ids: private subnets the instances run in, with ``security_group_ids``
+            (default: SageMaker's managed network). Give the components' Models the same placement.
+        """
         super().__init__(scope, id)
         if not components:
             raise ValueError("ComponentEndpoint needs at least one component")
@@ -116,6 +139,14 @@ class ComponentEndpoint(Construct, ServingMetrics):
             self,
             "EndpointConfig",
             execution_role_arn=execution_role.role_arn,
+            enable_network_isolation=network_isolation,
+            vpc_config=(
+                sagemaker.CfnEndpointConfig.VpcConfigProperty(
+                    subnets=subnet_ids, security_group_ids=security_group_ids or []
+                )
+                if subnet_ids
+                else None
+            ),
             kms_key_id=volume_key.key_arn if volume_key else None,
             metrics_config=sagemaker.CfnEndpointConfig.MetricsConfigProperty(
                 enable_detailed_observability=detailed_observability,
@@ -148,6 +179,17 @@ class ComponentEndpoint(Construct, ServingMetrics):
             endpoint_name=endpoint_name,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
+        # The variant names no Model, so nothing else makes the endpoint wait for the role's permissions
+        # (in variant mode the Model it names does); yet the endpoint is created with the config's role:
+        # "For Amazon SageMaker inference component based endpoint, it will not pass Model names during
+        # endpoint creation. Instead, ExecutionRoleArn will be needed in the endpoint config to create
+        # Endpoint" (aws/sagemaker-python-sdk, sagemaker-core/src/sagemaker/core/helper/session_helper.py,
+        # endpoint_from_production_variants). CDK's SageMaker Model waits on its role for that reason:
+        # "the following line ensures that the role and its AWS::IAM::Policy resource are deployed prior
+        # to model creation" (aws/aws-cdk, packages/@aws-cdk/aws-sagemaker-alpha/lib/model.ts).
+        self.endpoint.node.add_dependency(execution_role)
+        if execution_role_policy is not None:
+            self.endpoint.node.add_dependency(execution_role_policy)
         self.inference_components: dict[str, sagemaker.CfnInferenceComponent] = {}
         for index, spec in enumerate(components):
             component = sagemaker.CfnInferenceComponent(

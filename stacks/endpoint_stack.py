@@ -109,7 +109,7 @@ class EndpointStack(Stack):
         baseline_model = model("BaselineModel", baseline_plan, BASELINE_VARIANT_NAME) if baseline_plan else None
         volume_key = self._volume_key(plan)
         if config.uses_inference_components:
-            self._component_endpoint(baseline_plan, baseline_model, volume_key)
+            self._component_endpoint(baseline_plan, baseline_model, volume_key, subnet_ids, security_group_ids)
         else:
             self._variant_endpoint(baseline_plan, baseline_model, volume_key)
         if config.batch.enabled:
@@ -160,8 +160,16 @@ class EndpointStack(Stack):
     def _units(self, baseline_plan: Plan | None) -> list[str]:
         return [DEFAULT_VARIANT_NAME] + ([BASELINE_VARIANT_NAME] if baseline_plan is not None else [])
 
-    def _component_endpoint(self, baseline_plan: Plan | None, baseline_model: PeagleModel | None, volume_key) -> None:
-        """Inference components: copies packed per instance, copies and instances scaled to zero."""
+    def _component_endpoint(
+        self,
+        baseline_plan: Plan | None,
+        baseline_model: PeagleModel | None,
+        volume_key,
+        subnet_ids: list[str] | None,
+        security_group_ids: list[str] | None,
+    ) -> None:
+        """Inference components: copies packed per instance, copies and instances scaled to zero. The endpoint
+        config carries the Models' network isolation and VPC placement (ComponentEndpoint says why)."""
         config, plan = self.config, self.plan
         components = plan.components
         specs = [self._component(config.inference_component_name(DEFAULT_VARIANT_NAME), self.model, plan)]
@@ -180,7 +188,11 @@ class EndpointStack(Stack):
             max_instances=components.max_instances,
             inference_ami_version=plan.inference_ami_version,
             execution_role=self.execution_role.role,
+            execution_role_policy=self.execution_role.policy,
             components=specs,
+            network_isolation=config.network.isolation,
+            subnet_ids=subnet_ids,
+            security_group_ids=security_group_ids,
             volume_key=volume_key,
             log_retention_days=observability.log_retention_days,
             detailed_observability=observability.detailed_observability,

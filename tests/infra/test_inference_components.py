@@ -104,6 +104,34 @@ def test_the_endpoint_config_has_managed_instance_scaling_down_to_zero_and_no_mo
     assert "ModelName" not in config["Properties"]["ProductionVariants"][0]
 
 
+@pytest.mark.parametrize("isolation", [True, False])
+def test_the_endpoint_config_isolates_the_containers_as_their_model_does(synth, tmp_path, isolation):
+    result = synth(deployment=_deployment(tmp_path, **{"network.isolation": isolation}))
+    template = result.template()
+    template.has_resource_properties("AWS::SageMaker::Model", {"EnableNetworkIsolation": isolation})
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig", {"EnableNetworkIsolation": isolation, "VpcConfig": Match.absent()}
+    )
+
+
+def test_in_a_vpc_the_endpoint_config_places_the_instances_where_the_model_runs(synth, tmp_path):
+    data = yaml.safe_load((REPO_ROOT / "deployments" / "private-vpc.yaml").read_text())
+    data["endpoint"] = {"mode": "inference_components"}
+    result = synth(deployment=write_deployment(tmp_path, yaml.safe_dump(data)))
+    (model,) = result.resources("PeagleEndpoint", "AWS::SageMaker::Model").values()
+    vpc_config = model["Properties"]["VpcConfig"]
+    assert len(vpc_config["Subnets"]) == 2 and len(vpc_config["SecurityGroupIds"]) == 1  # the private network's
+    result.template().has_resource_properties(
+        "AWS::SageMaker::EndpointConfig", {"EnableNetworkIsolation": True, "VpcConfig": vpc_config}
+    )
+
+
+def test_the_endpoint_waits_for_the_execution_roles_policy(s2z):
+    # In variant mode the Model the endpoint config names waits for it; here the config names none.
+    (policy_id,) = s2z.resources("PeagleEndpoint", "AWS::IAM::ManagedPolicy")
+    s2z.template().has_resource("AWS::SageMaker::Endpoint", {"DependsOn": Match.array_with([policy_id])})
+
+
 def test_the_components_compute_requirements_are_the_plans(s2z, s2z_plan):
     components = s2z_plan.components
     s2z.template().has_resource_properties(
