@@ -125,8 +125,9 @@ class PeagleEndpoint(Construct, ServingMetrics):
         """
         :param endpoint_name: a physical name, so the log group (and with it the KPI metric filters)
             can exist before the endpoint starts logging. Changing it replaces the endpoint.
-        :param volume_key: KMS key for the ML storage volume (default: none; instance types with
-            local NVMe storage reject one).
+        :param volume_key: KMS key for the ML storage volume (default: none; on instance types with
+            local NVMe storage a key does not encrypt that storage, and older API texts say the call
+            fails: peagle.deployment_rules.volume_key_allowed).
         :param log_retention_days: retention of the endpoint's log group (default one year).
         :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics (default on).
         :param async_inference: makes this an asynchronous endpoint (default: real-time).

@@ -394,12 +394,28 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
 
 
 def volume_key_allowed(instance_type: str) -> bool:
-    """Whether EndpointConfig.KmsKeyId may be set for this instance type.
+    """Whether the stack sets EndpointConfig.KmsKeyId for this instance type: not on types with
+    local NVMe instance storage.
 
-    CreateEndpointConfig, KmsKeyId: "Certain Nitro-based instances include local storage,
-    dependent on the instance type. Local storage volumes are encrypted using a hardware module
-    on the instance. You can't request a KmsKeyId when using an instance type with local
-    storage." (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html)
+    CreateEndpointConfig, KmsKeyId, as botocore 1.43.27 and later have it (boto/botocore commit
+    29b0ded26, botocore/data/sagemaker/2017-07-24/service-2.json; API reference:
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html):
+    "Certain Nitro-based instances include local storage, dependent on the instance type. Local
+    storage volumes are encrypted using a hardware module on the instance. If any of the models that
+    you specify in the ProductionVariants parameter use nitro-based instances with local storage,
+    the KmsKeyId parameter does not encrypt instance local storage."
+
+    Up to botocore 1.43.26 (since 1.12.236, 2019) the same note said the call is refused:
+    "You can't request a KmsKeyId when using an instance type with local storage. ... If you specify
+    a value for KmsKeyId when using any nitro-based instances with local storage, the call to
+    CreateEndpointConfig fails.", as users met it (aws/sagemaker-python-sdk issue #3677, closed
+    "won't fix"); AWS's SDK still leaves its configured default key off these types
+    (sagemaker-core/src/sagemaker/core/common_utils.py, instance_supports_kms).
+
+    The rule stands under either text: where a key is accepted it does not encrypt the storage these
+    instances have, which the hardware already encrypts, and where the older behaviour holds it fails
+    the deploy. So no key is made there, and the stack acknowledges cdk-nag's KMS finding with that
+    reason. Nothing is refused: the deployment file has no volume-key setting to check.
     """
     return not load_catalog().instances[instance_type].local_nvme
 

@@ -366,8 +366,9 @@ class EndpointStack(Stack):
             acknowledge(
                 endpoint.endpoint_config,
                 "NIST.800.53.R5-SageMakerEndpointConfigurationKMSKeyConfigured",
-                f"{plan.instance_type} has local NVMe instance storage: SageMaker rejects a KmsKeyId "
-                "there, and NVMe instance store is encrypted at rest by the Nitro hardware.",
+                f"{plan.instance_type} has local NVMe instance storage, encrypted at rest by a hardware "
+                "module on the instance; a KmsKeyId does not encrypt it (SageMaker API reference; its "
+                "texts before botocore 1.43.27 said the call fails). See deployment_rules.volume_key_allowed.",
             )
 
     def _autoscaling(self):
