@@ -38,11 +38,15 @@ shipped with cfn-lint 1.58.0, unless a URL is given):
   must be between 5% to 50% of the copy count of the inference component."
   (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentRollingUpdatePolicy.html)
 - Per-component metrics: AWS/SageMaker with dimension InferenceComponentName (Invocations,
-  InvocationsPerCopy, ModelLatency, Invocation4XXErrors, Invocation5XXErrors,
-  NoCapacityInvocationFailures); /aws/sagemaker/InferenceComponents for GPUUtilizationNormalized
-  and GPUMemoryUtilizationNormalized, "reported by each copy", 0-100 over the copy's reservation
-  ("Amazon SageMaker AI metrics in Amazon CloudWatch",
-  https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
+  InvocationsPerCopy, ModelLatency, Invocation4XXErrors, Invocation5XXErrors);
+  /aws/sagemaker/InferenceComponents for GPUUtilizationNormalized and GPUMemoryUtilizationNormalized,
+  "reported by each copy", 0-100 over the copy's reservation ("Amazon SageMaker AI metrics in Amazon
+  CloudWatch", https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
+- NoCapacityInvocationFailures (AWS/SageMaker, dimension InferenceComponentName) is not on that
+  page; the page that documents it is "Scale an endpoint to zero instances"
+  (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html), whose
+  scale-out alarm is on it: "your endpoint will automatically provision an instance soon after it
+  receives an inference request that it can't respond to".
 - Container logs: /aws/sagemaker/InferenceComponents/<component name>. No AWS page we found
   states it; public tooling that reads component logs uses that group. Unverified (README).
 """
@@ -299,4 +303,6 @@ class ComponentEndpoint(Construct, ServingMetrics):
         return self.metric("ConcurrentRequestsPerCopy", statistic="Maximum", **kwargs)
 
     def metric_no_capacity_invocation_failures(self, **kwargs) -> cloudwatch.Metric:
+        """Requests refused for lack of a copy (documented on "Scale an endpoint to zero instances",
+        https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html)."""
         return self.metric("NoCapacityInvocationFailures", statistic="Sum", **kwargs)
