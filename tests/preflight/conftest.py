@@ -38,6 +38,17 @@ DEPLOYMENTS = {
     "renamed": _deployment("default.yaml", name="peagle-b"),
     "own-prefix": _deployment("default.yaml", artifacts__s3_uri="s3://my-weights-bucket/models/gpt-oss-20b/"),
     "components": _deployment("default.yaml", endpoint__mode="inference_components", rollout__strategy="rolling"),
+    # Inference components scaled to zero (copy counts registered, MinCapacity 0, rolling updates), and
+    # one change each: the component renamed (with the deployment's name), the instances, autoscaling
+    # off, a new Model (another K: the component rolls), a floor of one copy.
+    "s2z": _deployment("scale-to-zero.yaml"),
+    "s2z-renamed": _deployment("scale-to-zero.yaml", name="peagle-s2z-b"),
+    "s2z-other-instance": _deployment("scale-to-zero.yaml", instance__type="ml.g6e.12xlarge"),
+    "s2z-no-autoscaling": _deployment(
+        "scale-to-zero.yaml", autoscaling__enabled=False, endpoint__inference_components__min_copies=1
+    ),
+    "s2z-new-model": _deployment("scale-to-zero.yaml", speculation__speculative_tokens=3),
+    "s2z-min-one": _deployment("scale-to-zero.yaml", endpoint__inference_components__min_copies=1),
 }
 
 
