@@ -1,0 +1,262 @@
+"""Application Auto Scaling acting on one scalable target, as its documentation describes it.
+
+Step scaling (API reference, StepScalingPolicyConfiguration and StepAdjustment,
+https://docs.aws.amazon.com/autoscaling/application/APIReference/API_StepScalingPolicyConfiguration.html):
+- bounds are relative to the alarm threshold: "The lower bound for the difference between the alarm
+  threshold and the CloudWatch metric ... the metric value must be greater than or equal to the
+  threshold plus the lower bound"; "the metric value must be less than the threshold plus the upper bound";
+- ``ExactCapacity`` sets the capacity, ``ChangeInCapacity`` adds, ``PercentChangeInCapacity`` scales;
+- Cooldown: "With scale-out policies ... The scaling policy won't increase the desired capacity again
+  unless either a larger scale out is triggered or the cooldown period ends. While the cooldown period
+  is in effect, capacity added by the initiating scale-out activity is calculated as part of the desired
+  capacity for the next scale-out activity." "With scale-in policies ... scale-in activities are blocked
+  until the cooldown period has expired. However, if another alarm triggers a scale-out activity during
+  the cooldown period after a scale-in activity, Application Auto Scaling scales out the target
+  immediately. In this case, the cooldown period for the scale-in activity stops and doesn't complete."
+- Default cooldowns (TargetTrackingScalingPolicyConfiguration ScaleOutCooldown): "Application Auto
+  Scaling provides a default value of 300 for ... Amazon SageMaker endpoint variants ... For all other
+  scalable targets, the default value is 0". Inference components are not in the list: 0.
+
+Target tracking ("Target tracking scaling policies for Application Auto Scaling",
+https://docs.aws.amazon.com/autoscaling/application/userguide/application-auto-scaling-target-tracking.html):
+"Application Auto Scaling creates and manages the CloudWatch alarms that trigger the scaling policy and
+calculates the scaling adjustment based on the metric and the target value"; the metric "must increase
+or decrease proportionally to the capacity", so the new capacity here is ceil(units x metric / target).
+The managed alarms are not part of the API; ``TRACKING_ALARMS`` holds the shape AWS shows for them.
+
+Several policies: "Application Auto Scaling gives precedence to the policy that provides the largest
+capacity for both scale out and scale in" (PutScalingPolicy); ``Assumptions.conflicts`` says whether
+that rule or one-action-after-another applies to alarms acting in the same minute. Capacity stays
+within MinCapacity and MaxCapacity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from peagle.simulate.cloudwatch import ALARM, AlarmState
+from peagle.simulate.scaling_template import (
+    Alarm,
+    ScalableTarget,
+    StepPolicy,
+    TargetTrackingPolicy,
+)
+from peagle.simulate.service import Datapoint
+
+VARIANT_DEFAULT_COOLDOWN_SECONDS = 300
+
+# The alarms of a target-tracking policy, (datapoints above the target to scale out, datapoints under
+# SCALE_IN_SHARE of it to scale in), in one-minute datapoints. One-minute metrics: 3 of 3 above and 15 of
+# 15 below, as the AlarmHigh/AlarmLow pair AWS creates is shown in the Application Auto Scaling user
+# guide's examples. The 10-second SageMaker metrics: scale-out within a minute, and scale-in after "90
+# 10-second data points" (15 minutes) of low load ("Unlock cost savings with the new scale down to zero
+# feature in SageMaker Inference", AWS Machine Learning Blog, 2024-12-03).
+TRACKING_ALARMS = {False: (3, 15), True: (1, 15)}
+SCALE_IN_SHARE = 0.9
+
+
+@dataclass
+class Proposal:
+    policy: str
+    capacity: int
+    direction: str  # "out" | "in"
+
+
+class _Cooldowns:
+    def __init__(self, out_seconds: int, in_seconds: int) -> None:
+        self.out_seconds, self.in_seconds = out_seconds, in_seconds
+        self.out_until = -math.inf
+        self.out_base = 0
+        self.in_until = -math.inf
+
+    def scale_out(self, current: int, change, minute: int) -> int:
+        """``change(base)`` -> capacity; during the cooldown the base is the capacity before the initiating
+        scale-out, so what it added counts as part of the desired capacity."""
+        return max(current, change(self.out_base if minute < self.out_until else current))
+
+    def record(self, before: int, after: int, minute: int) -> None:
+        if after > before:
+            if minute >= self.out_until:
+                self.out_base = before
+                self.out_until = minute + self.out_seconds / 60
+        elif after < before:
+            self.in_until = minute + self.in_seconds / 60
+
+
+class PolicyRuntime:
+    """One policy and its alarms."""
+
+    label: str
+    alarms: list[AlarmState]
+
+    def propose(self, current: int, serving: int, minute: int) -> Proposal | None: ...
+
+    def record(self, before: int, after: int, minute: int) -> None: ...
+
+    def cancel_scale_in_cooldown(self) -> None: ...
+
+
+class StepRuntime(PolicyRuntime):
+    def __init__(self, policy: StepPolicy, alarms: list[AlarmState], default_cooldown: int) -> None:
+        self.policy, self.alarms, self.label = policy, alarms, policy.logical_id
+        cooldown = default_cooldown if policy.cooldown_seconds is None else policy.cooldown_seconds
+        self.cooldowns = _Cooldowns(cooldown, cooldown)
+
+    def propose(self, current: int, serving: int, minute: int) -> Proposal | None:
+        proposals = []
+        for alarm_state in self.alarms:
+            if alarm_state.state != ALARM:
+                continue
+            step = _step_for(self.policy, alarm_state.alarm, alarm_state.last_value)
+            if step is None:
+                continue
+            adjusted = _adjusted(self.policy, step)
+            if adjusted(current) > current:
+                proposals.append(Proposal(self.label, self.cooldowns.scale_out(current, adjusted, minute), "out"))
+            elif adjusted(current) < current and minute >= self.cooldowns.in_until:
+                proposals.append(Proposal(self.label, adjusted(current), "in"))
+        return max(proposals, key=lambda proposal: proposal.capacity, default=None)
+
+    def record(self, before: int, after: int, minute: int) -> None:
+        self.cooldowns.record(before, after, minute)
+
+    def cancel_scale_in_cooldown(self) -> None:
+        self.cooldowns.in_until = -math.inf
+
+
+class TrackingRuntime(PolicyRuntime):
+    def __init__(self, policy: TargetTrackingPolicy, default_cooldown: int) -> None:
+        self.policy, self.label = policy, policy.logical_id
+        out_datapoints, in_datapoints = TRACKING_ALARMS[policy.high_resolution]
+        self.high = AlarmState(
+            Alarm(
+                logical_id=f"{policy.logical_id}-AlarmHigh",
+                description=f"target tracking: above {policy.target_value:g}",
+                query=policy.query,
+                comparison="GreaterThanThreshold",
+                threshold=policy.target_value,
+                evaluation_periods=out_datapoints,
+                datapoints_to_alarm=out_datapoints,
+                treat_missing_data="missing",
+                policy_ids=(policy.logical_id,),
+            )
+        )
+        self.low = AlarmState(
+            Alarm(
+                logical_id=f"{policy.logical_id}-AlarmLow",
+                description=f"target tracking: under {SCALE_IN_SHARE * policy.target_value:g}",
+                query=policy.query,
+                comparison="LessThanThreshold",
+                threshold=SCALE_IN_SHARE * policy.target_value,
+                evaluation_periods=in_datapoints,
+                datapoints_to_alarm=in_datapoints,
+                treat_missing_data="missing",
+                policy_ids=(policy.logical_id,),
+            )
+        )
+        self.alarms = [self.high] if policy.disable_scale_in else [self.high, self.low]
+        self.cooldowns = _Cooldowns(
+            default_cooldown if policy.scale_out_cooldown_seconds is None else policy.scale_out_cooldown_seconds,
+            default_cooldown if policy.scale_in_cooldown_seconds is None else policy.scale_in_cooldown_seconds,
+        )
+
+    def propose(self, current: int, serving: int, minute: int) -> Proposal | None:
+        value = self.high.last_value
+        if value is None or serving == 0:
+            return None  # no metric, or no unit to divide the load by: target tracking cannot compute
+        needed = math.ceil(round(serving * value / self.policy.target_value, 9))
+        if self.high.state == ALARM and needed > current:
+            return Proposal(self.label, self.cooldowns.scale_out(current, lambda base: needed, minute), "out")
+        if (
+            self.low in self.alarms
+            and self.low.state == ALARM
+            and needed < current
+            and minute >= self.cooldowns.in_until
+        ):
+            return Proposal(self.label, needed, "in")
+        return None
+
+    def record(self, before: int, after: int, minute: int) -> None:
+        self.cooldowns.record(before, after, minute)
+
+    def cancel_scale_in_cooldown(self) -> None:
+        self.cooldowns.in_until = -math.inf
+
+
+class TargetScaling:
+    """All of one scalable target's policies and alarms."""
+
+    def __init__(self, target: ScalableTarget, conflicts: str) -> None:
+        self.target, self.conflicts = target, conflicts
+        default = VARIANT_DEFAULT_COOLDOWN_SECONDS if target.unit == "instances" else 0
+        states = {alarm.logical_id: AlarmState(alarm) for alarm in target.alarms}
+        self.policies: list[PolicyRuntime] = [
+            StepRuntime(
+                policy,
+                [state for state in states.values() if policy.logical_id in state.alarm.policy_ids],
+                default,
+            )
+            for policy in target.step_policies
+        ] + [TrackingRuntime(policy, default) for policy in target.target_tracking]
+
+    def alarm_states(self) -> list[AlarmState]:
+        return [state for policy in self.policies for state in policy.alarms]
+
+    def act(self, current: int, serving: int, minute: int) -> tuple[int, list[str]]:
+        """The capacity after this minute's actions, and what acted."""
+        proposals = [
+            (policy, proposal)
+            for policy in self.policies
+            if (proposal := policy.propose(current, serving, minute)) is not None
+        ]
+        if not proposals:
+            return current, []
+        if self.conflicts == "largest":
+            outs = [item for item in proposals if item[1].direction == "out"]
+            policy, proposal = max(outs or proposals, key=lambda item: item[1].capacity)
+            return self._apply(policy, proposal, current, minute), [self._said(proposal, current)]
+        said = []
+        for policy, _ in sorted(proposals, key=lambda item: item[1].direction != "out"):
+            proposal = policy.propose(current, serving, minute)  # again, from what the previous action left
+            if proposal is not None:
+                before = current
+                current = self._apply(policy, proposal, current, minute)
+                said.append(self._said(proposal, before))
+        return current, said
+
+    def _apply(self, policy: PolicyRuntime, proposal: Proposal, current: int, minute: int) -> int:
+        capacity = min(self.target.max_capacity, max(self.target.min_capacity, proposal.capacity))
+        policy.record(current, capacity, minute)
+        if capacity > current:
+            for other in self.policies:
+                other.cancel_scale_in_cooldown()
+        return capacity
+
+    @staticmethod
+    def _said(proposal: Proposal, before: int) -> str:
+        return f"{proposal.policy}: {before} -> {proposal.capacity}"
+
+
+def _step_for(policy: StepPolicy, alarm: Alarm, value: Datapoint):
+    # In ALARM through missing data treated as breaching: the breach is at the threshold itself.
+    at_threshold = 0.0 if alarm.upward else -1e-9
+    difference = at_threshold if value is None else value - alarm.threshold
+    for step in policy.steps:
+        if (step.lower is None or difference >= step.lower) and (step.upper is None or difference < step.upper):
+            return step
+    return None
+
+
+def _adjusted(policy: StepPolicy, step):
+    if policy.adjustment_type == "ExactCapacity":
+        return lambda base: step.adjustment
+    if policy.adjustment_type == "PercentChangeInCapacity":
+
+        def percent(base: int) -> int:
+            change = base * step.adjustment / 100
+            magnitude = max(abs(change), policy.min_adjustment_magnitude or 0)
+            return base + int(math.copysign(math.floor(magnitude) or 1, change))
+
+        return percent
+    return lambda base: base + step.adjustment
