@@ -36,7 +36,9 @@ class _SageMakerCapacity(appscaling.BaseScalableAttribute):
     ) -> None:
         """Step out while p90 ModelLatency (microseconds) stays over the SLA; never steps in.
 
-        Scale-in is left to the target-tracking policies, which know the load.
+        Scale-in is left to the target-tracking policies, which know the load. ``cooldown`` should be the
+        unit's start budget: ModelLatency stays over the SLA until the added unit serves, and the alarm
+        acts every minute it stays in ALARM, so a shorter cooldown adds a unit per cooldown meanwhile.
         """
         threshold_us = threshold_seconds * MICROSECONDS_PER_SECOND
         self._do_scale_on_metric(
@@ -193,7 +195,12 @@ class ScalableCopyCount(_SageMakerCapacity):
     - in with load: with a floor of zero, target tracking would also remove the last copy after its
       own fixed ~15 minutes of low load; so its scale-in is off and a step policy removes one copy at a
       time while at least two copies serve under light load;
-    - in to zero: after ``idle_minutes`` without a single invocation, a step policy sets the count to zero.
+    - in to zero: after ``idle_minutes`` without a single request, served or refused, a step policy sets
+      the count to zero.
+
+    Step policies wait for the capacity they add before they add more: their cooldown is the unit's
+    whole start budget (``Plan.unit_start_budget_seconds``), or they add a copy every cooldown while the
+    first one still starts.
     """
 
     def __init__(
@@ -270,6 +277,13 @@ class ScalableCopyCount(_SageMakerCapacity):
         to serve the request". The guide's alarm is Sum over 60 s > 1; AWS's launch post ("Unlock cost
         savings with the new scale down to zero feature in SageMaker Inference") alarms at >= 1. We alarm
         at >= 1: the first refused request starts the cold start.
+
+        ``cooldown`` must cover the copy's whole start: the alarm stays in ALARM while requests keep being
+        refused, and acts every minute (scale_in_when_idle quotes the rule); after a step scale-out "The
+        scaling policy won't increase the desired capacity again unless either a larger scale out is
+        triggered or the cooldown period ends" (Application Auto Scaling API reference,
+        StepScalingPolicyConfiguration, Cooldown). With the guide's 60 s, every minute of a cold start adds
+        a copy (`peagle simulate`: 16 copies requested for one user's request).
         """
         self._step_on_alarm(
             id,
@@ -313,17 +327,36 @@ class ScalableCopyCount(_SageMakerCapacity):
             description=f"under {below:g} requests per copy for {minutes} min on two or more copies; remove one",
         )
 
-    def scale_in_when_idle(self, id: str, *, invocations: cloudwatch.IMetric, idle_minutes: int) -> None:
-        """Set the copy count to zero after ``idle_minutes`` with no invocation (no data counts as none)."""
+    def scale_in_when_idle(
+        self, id: str, *, invocations: cloudwatch.IMetric, no_capacity_failures: cloudwatch.IMetric, idle_minutes: int
+    ) -> None:
+        """Set the copy count to zero after ``idle_minutes`` in which no request came: none served
+        (``invocations``) and none refused for lack of a copy (``no_capacity_failures``); no data counts
+        as none.
+
+        A refused request must end the idle spell. The alarm's action repeats: "For Auto Scaling actions,
+        the alarm continues to invoke the action once per minute that the alarm remains in the new state"
+        (Amazon CloudWatch User Guide, "Using Amazon CloudWatch alarms", section "Alarm actions",
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html). No AWS
+        page says that a request refused at zero copies counts in Invocations; if it does not, an alarm on
+        Invocations alone stays in ALARM through the cold start and sets the count back to zero every
+        minute, undoing each copy the scale-out-from-zero policy adds (`peagle simulate` shows it,
+        docs/simulate.md). Counting the refused requests too ends the alarm in the minute of the first one.
+        """
         self._step_on_alarm(
             id,
             adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY,
             adjustment=0,
-            metric=invocations,
+            metric=cloudwatch.MathExpression(
+                expression="FILL(served, 0) + FILL(refused, 0)",
+                using_metrics={"served": invocations, "refused": no_capacity_failures},
+                label="requests served or refused",
+                period=Duration.minutes(1),
+            ),
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             minutes=idle_minutes,
             missing_data=cloudwatch.TreatMissingData.BREACHING,
-            description=f"no invocation for {idle_minutes} min; scale to zero copies",
+            description=f"no request (served or refused) for {idle_minutes} min; scale to zero copies",
         )
 
     def _step_on_alarm(

@@ -35,6 +35,10 @@ LOAD_BYTES_PER_SECOND = 150e6
 MIN_TIMEOUT_SECONDS = 600
 MAX_TIMEOUT_SECONDS = 3600
 MODEL_LEN_STEP = 1024
+# A new instance's launch before its model or first copy starts. The developer guide ("Scale an endpoint
+# to zero instances") says only that "the provisioning process takes several minutes": our allowance,
+# not an AWS figure.
+INSTANCE_LAUNCH_ALLOWANCE_S = 600
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,15 @@ class Plan:
     @property
     def speculation_enabled(self) -> bool:
         return self.speculative_tokens > 0
+
+    @property
+    def unit_start_budget_seconds(self) -> int:
+        """The longest a new copy or instance may take before it serves: an instance's launch (our
+        allowance), then the model download and the container start-up (their timeouts). Scaling
+        policies wait this long for the capacity they added before they add more."""
+        return (
+            INSTANCE_LAUNCH_ALLOWANCE_S + self.model_download_timeout_seconds + self.container_startup_timeout_seconds
+        )
 
     @property
     def cost_per_hour_usd(self) -> float:

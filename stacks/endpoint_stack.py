@@ -285,14 +285,15 @@ class EndpointStack(Stack):
                 "ModelLatencyOverSla",
                 metric=self.endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
                 threshold_seconds=self._latency_sla_seconds(),
-                cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+                # Wait for the unit it added to serve (ScalableCopyCount's docstring; `peagle simulate`).
+                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
             )
         if to_zero:
             minute = Duration.minutes(1)
             scaling.scale_out_from_zero(
                 "ScaleOutFromZero",
                 no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
-                cooldown=Duration.seconds(60),
+                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
             )
             # InvocationsPerCopy is Invocations normalized by the copies, so their ratio counts the copies
             # serving ("Amazon SageMaker AI metrics in Amazon CloudWatch", InferenceComponentName metrics).
@@ -315,6 +316,7 @@ class EndpointStack(Stack):
             scaling.scale_in_when_idle(
                 "ScaleInToZero",
                 invocations=self.endpoint.metric_invocations(period=minute, **unit),
+                no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
                 idle_minutes=components.scale_to_zero_after_idle_minutes,
             )
         return scaling
@@ -405,7 +407,8 @@ class EndpointStack(Stack):
                 "ModelLatencyOverSla",
                 metric=self.endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1)),
                 threshold_seconds=self._latency_sla_seconds(),
-                cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+                # Wait for the unit it added to serve (ScalableCopyCount's docstring; `peagle simulate`).
+                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
             )
         for schedule in settings.schedules:
             scaling.scale_on_schedule(

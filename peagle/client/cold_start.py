@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from peagle.aws import AwsCallError, aws_call, aws_client, aws_session
+from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S
 
 # Our choice: covers AWS's measured cold starts from zero (about 5-6 minutes for an 8B and a 70B model:
 # "Unlock cost savings with the new scale down to zero feature in SageMaker Inference", AWS Machine
 # Learning Blog, 2024-12-03) with room to spare.
 DEFAULT_COLD_START_WAIT_S = 900.0
-INSTANCE_LAUNCH_ALLOWANCE_S = 600.0
 DESCRIBE_PERMISSION = "sagemaker:DescribeInferenceComponent"
 COLD_START_DEFAULT_HELP = (
     f"the component's own model download + container start-up timeouts + {INSTANCE_LAUNCH_ALLOWANCE_S:.0f} s for "
