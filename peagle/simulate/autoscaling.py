@@ -205,11 +205,7 @@ class TargetScaling:
 
     def act(self, current: int, serving: int, minute: int) -> tuple[int, list[str]]:
         """The capacity after this minute's actions, and what acted."""
-        proposals = [
-            (policy, proposal)
-            for policy in self.policies
-            if (proposal := policy.propose(current, serving, minute)) is not None
-        ]
+        proposals = self._proposals(current, serving, minute)
         if not proposals:
             return current, []
         if self.conflicts == "largest":
@@ -218,12 +214,36 @@ class TargetScaling:
             return self._apply(policy, proposal, current, minute), [self._said(proposal, current)]
         said = []
         for policy, _ in sorted(proposals, key=lambda item: item[1].direction != "out"):
-            proposal = policy.propose(current, serving, minute)  # again, from what the previous action left
+            again = dict((id(p), q) for p, q in self._proposals(current, serving, minute))  # from what was left
+            proposal = again.get(id(policy))
             if proposal is not None:
                 before = current
                 current = self._apply(policy, proposal, current, minute)
                 said.append(self._said(proposal, before))
         return current, said
+
+    def _proposals(self, current: int, serving: int, minute: int) -> list[tuple[PolicyRuntime, Proposal]]:
+        proposals = [
+            (policy, proposal)
+            for policy in self.policies
+            if (proposal := policy.propose(current, serving, minute)) is not None
+        ]
+        # "It will scale out the scalable target if any of the target tracking policies are ready for scale
+        # out, but will scale in only if all of the target tracking policies (with the scale-in portion
+        # enabled) are ready to scale in" (Application Auto Scaling User Guide, "Multiple target tracking
+        # scaling policies"); then to the largest capacity any of them asks for.
+        tracking = [
+            policy
+            for policy in self.policies
+            if isinstance(policy, TrackingRuntime) and not policy.policy.disable_scale_in
+        ]
+        ins = [(p, q) for p, q in proposals if isinstance(p, TrackingRuntime) and q.direction == "in"]
+        if ins:
+            proposals = [(p, q) for p, q in proposals if (p, q) not in ins]
+            if len(ins) == len(tracking):
+                policy, proposal = max(ins, key=lambda item: item[1].capacity)
+                proposals.append((policy, proposal))
+        return proposals
 
     def _apply(self, policy: PolicyRuntime, proposal: Proposal, current: int, minute: int) -> int:
         capacity = min(self.target.max_capacity, max(self.target.min_capacity, proposal.capacity))

@@ -69,18 +69,17 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
             budget = cold_start + INSTANCE_LAUNCH_ALLOWANCE_S
         else:
-            asynchronous = any(
-                (res.get("Properties") or {}).get("AsyncInferenceConfig")
-                for res in template.of_type("AWS::SageMaker::EndpointConfig").values()
-            )
+            # An asynchronous instance takes MaxConcurrentInvocationsPerInstance requests at a time
+            # (AsyncInferenceClientConfig, SageMaker API reference), not the engine's max_num_seqs.
+            per_instance = _asynchronous_endpoints(template).get(target.resource_id.split("/")[1])
             shape = UnitShape(
                 kind="instances",
-                max_num_seqs=plan.max_num_seqs,
+                max_num_seqs=per_instance or plan.max_num_seqs,
                 units_per_instance=1,
                 max_instances=target.max_capacity,
                 min_instances=0,
                 gpus_per_unit=plan.instance.gpu_count,
-                asynchronous=asynchronous,
+                asynchronous=per_instance is not None,
             )
             initial = max(target.min_capacity, plan.instance_count if target.min_capacity else 1)
             share = weights.get(target.name, 1.0)
@@ -95,6 +94,21 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
                 idle_minutes=idle,
             )
         )
+    return found
+
+
+def _asynchronous_endpoints(template: StackTemplate) -> dict[str, int]:
+    """Name of each endpoint whose config has an AsyncInferenceConfig -> requests an instance takes at once."""
+    found = {}
+    for resource in template.of_type("AWS::SageMaker::Endpoint").values():
+        props = resource.get("Properties") or {}
+        reference = props.get("EndpointConfigName")
+        config_id = reference.get("Fn::GetAtt", [None])[0] if isinstance(reference, dict) else None
+        asynchronous = (template.properties(config_id) if config_id else {}).get("AsyncInferenceConfig")
+        name = template.resolve(props.get("EndpointName"))
+        if asynchronous and name:
+            client = asynchronous.get("ClientConfig") or {}
+            found[name] = int(client.get("MaxConcurrentInvocationsPerInstance") or 1)
     return found
 
 
@@ -116,9 +130,10 @@ def run(
     variants = [base.but(**choice) for choice in DECIDING] if both_ways else [base]
     results = []
     for setup in setups(template, plan):
-        unit_rpm = setup.unit_rpm(base)
+        # The shapes load this target at their level whatever its share of the endpoint's traffic.
+        unit_rpm = setup.unit_rpm(base) / setup.traffic_share
         chosen = list(traces) + [
-            built_in(shape, unit_rpm=unit_rpm, min_units=setup.target.min_capacity, max_units=setup.target.max_capacity)
+            built_in(shape, unit_rpm=unit_rpm, min_units=setup.initial_units, max_units=setup.target.max_capacity)
             for shape in (shapes if shapes is not None else ([] if traces else default_shapes(setup)))
         ]
         for trace in chosen:

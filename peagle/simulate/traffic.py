@@ -6,7 +6,7 @@ deployment:
 
 - ``idle-burst``: 60 idle minutes, 60 minutes of light use (a third of one unit), 150 idle minutes:
   does a deployment that scales to zero go there, wake when a request comes, and go back?
-- ``spike``: 30 minutes at half a unit, 60 minutes at 1.6 x what the floor of units carries
+- ``spike``: 30 minutes at half a unit, 60 minutes at 1.6 x what the deploy's units carry
   (over capacity), 150 minutes at a quarter of a unit: out, then back in, without oscillating?
 - ``daily``: 24 hours, a quiet night (5 % of the ceiling) to an afternoon peak (70 % of what the most
   units carry): does capacity follow the curve ahead of the queue?
