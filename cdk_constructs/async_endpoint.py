@@ -38,6 +38,7 @@ class AsyncInferenceEndpoint(Construct):
         target_backlog_per_instance: float = 4.0,
         scale_in_cooldown: Duration = Duration.minutes(15),
         scale_out_cooldown: Duration = Duration.minutes(2),
+        wake_cooldown: Duration = Duration.minutes(30),
         volume_key: kms.IKey | None = None,
         log_retention_days: int = 365,
     ) -> None:
@@ -50,6 +51,10 @@ class AsyncInferenceEndpoint(Construct):
             prefixes (its KMS key, if any, is the role's bucket key).
         :param min_instances: 0 (the default) scales to zero on an empty queue; a request then waits
             for an instance to start (a GPU instance takes minutes).
+        :param wake_cooldown: how long the scale-out-from-zero step waits before it adds another instance:
+            an instance's whole start. Its alarm stays in ALARM while the backlog waits and acts every minute,
+            so a shorter cooldown adds an instance per cooldown during the first one's start
+            (cdk_constructs/endpoint_scaling.py, ScalableCopyCount.scale_out_from_zero, quotes the rules).
         """
         super().__init__(scope, id)
         self.input_s3_uri = f"s3://{bucket_name}/{INPUT_PREFIX}"
@@ -101,5 +106,5 @@ class AsyncInferenceEndpoint(Construct):
             self.scaling.scale_out_from_zero(
                 "ScaleOutFromZero",
                 metric=self.endpoint.metric_has_backlog_without_capacity(period=Duration.minutes(1)),
-                cooldown=scale_out_cooldown,
+                cooldown=wake_cooldown,
             )

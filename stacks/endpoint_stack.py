@@ -478,6 +478,7 @@ class EndpointStack(Stack):
             target_backlog_per_instance=settings.target_backlog_per_instance,
             scale_in_cooldown=Duration.seconds(scaling.scale_in_cooldown_seconds),
             scale_out_cooldown=Duration.seconds(scaling.scale_out_cooldown_seconds),
+            wake_cooldown=Duration.seconds(self.plan.unit_start_budget_seconds),
             volume_key=volume_key,
             log_retention_days=self.config.observability.log_retention_days,
         )
