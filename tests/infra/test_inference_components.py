@@ -218,15 +218,37 @@ def test_the_first_request_that_finds_no_copy_scales_out_from_zero(s2z):
     ]
 
 
-def test_the_last_copy_goes_after_the_configured_idle_time(s2z, tmp_path):
-    alarm, policy = _alarm_and_policy(s2z, "Invocations")
-    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": COMPONENT}]
+def _idle_alarm(result) -> tuple[dict, dict]:
+    resources = result.template().to_json()["Resources"]
+    (alarm,) = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and "scale to zero copies" in r["Properties"].get("AlarmDescription", "")
+    ]
+    (action,) = alarm["AlarmActions"]
+    return alarm, resources[action["Ref"]]["Properties"]
+
+
+def test_the_last_copy_goes_after_the_configured_idle_time_without_a_request_served_or_refused(s2z, tmp_path):
+    alarm, policy = _idle_alarm(s2z)
+    queries = {query["Id"]: query for query in alarm["Metrics"]}
+    (returned,) = [query for query in alarm["Metrics"] if query.get("ReturnData", True)]
+    assert returned["Expression"] == "FILL(served, 0) + FILL(refused, 0)"
+    # A refused request ends the idle spell: without it the alarm resets every wake-up (peagle simulate).
+    assert {name: queries[name]["MetricStat"]["Metric"]["MetricName"] for name in ("served", "refused")} == {
+        "served": "Invocations",
+        "refused": "NoCapacityInvocationFailures",
+    }
+    assert all(
+        queries[name]["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "InferenceComponentName", "Value": COMPONENT}]
+        for name in ("served", "refused")
+    )
     assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["TreatMissingData"]) == (
         "LessThanThreshold",
         1,
-        "breaching",  # no invocation publishes no datapoint
+        "breaching",  # no request publishes no datapoint
     )
-    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == 30 and alarm["Period"] == 60
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == 30
     assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
     assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
         {"MetricIntervalUpperBound": 0, "ScalingAdjustment": 0}
@@ -235,7 +257,26 @@ def test_the_last_copy_goes_after_the_configured_idle_time(s2z, tmp_path):
         tmp_path / "out",
         deployment=_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 10}),
     )
-    assert _alarm_and_policy(shorter, "Invocations")[0]["EvaluationPeriods"] == 10
+    assert _idle_alarm(shorter)[0]["EvaluationPeriods"] == 10
+
+
+def test_step_policies_wait_a_whole_start_before_adding_more(s2z):
+    """The wake-up and latency steps act every minute their alarm stays in ALARM; their cooldown is the
+    plan's start budget (instance allowance + download + start-up timeouts), not 60 or 120 s."""
+    from peagle.config import load_deployment_config
+    from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, plan_deployment
+
+    plan = plan_deployment(load_deployment_config(str(REPO_ROOT / "deployments" / "scale-to-zero.yaml"), {}))
+    budget = INSTANCE_LAUNCH_ALLOWANCE_S + plan.model_download_timeout_seconds + plan.container_startup_timeout_seconds
+    assert plan.unit_start_budget_seconds == budget
+    _, wake = _alarm_and_policy(s2z, "NoCapacityInvocationFailures")
+    latency = next(
+        r["Properties"]
+        for lid, r in s2z.template().to_json()["Resources"].items()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalingPolicy" and "ModelLatencyOverSla" in lid
+    )
+    assert wake["StepScalingPolicyConfiguration"]["Cooldown"] == budget
+    assert latency["StepScalingPolicyConfiguration"]["Cooldown"] == budget
 
 
 def test_light_load_removes_copies_only_while_two_or_more_serve(s2z):
