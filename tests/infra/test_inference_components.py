@@ -223,7 +223,8 @@ def _idle_alarm(result) -> tuple[dict, dict]:
     (alarm,) = [
         r["Properties"]
         for r in resources.values()
-        if r["Type"] == "AWS::CloudWatch::Alarm" and "scale to zero copies" in r["Properties"].get("AlarmDescription", "")
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and "scale to zero copies" in r["Properties"].get("AlarmDescription", "")
     ]
     (action,) = alarm["AlarmActions"]
     return alarm, resources[action["Ref"]]["Properties"]
