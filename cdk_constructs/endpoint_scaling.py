@@ -336,8 +336,8 @@ class ScalableCopyCount(_SageMakerCapacity):
 
         A refused request must end the idle spell. The alarm's action repeats: "For Auto Scaling actions,
         the alarm continues to invoke the action once per minute that the alarm remains in the new state"
-        (Amazon CloudWatch User Guide, "Using Amazon CloudWatch alarms", section "Alarm actions",
-        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html). No AWS
+        (Amazon CloudWatch User Guide, "Alarm actions",
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-actions.html). No AWS
         page says that a request refused at zero copies counts in Invocations; if it does not, an alarm on
         Invocations alone stays in ALARM through the cold start and sets the count back to zero every
         minute, undoing each copy the scale-out-from-zero policy adds (`peagle simulate` shows it,

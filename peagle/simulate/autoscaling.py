@@ -22,7 +22,10 @@ https://docs.aws.amazon.com/autoscaling/application/userguide/application-auto-s
 "Application Auto Scaling creates and manages the CloudWatch alarms that trigger the scaling policy and
 calculates the scaling adjustment based on the metric and the target value"; the metric "must increase
 or decrease proportionally to the capacity", so the new capacity here is ceil(units x metric / target).
-The managed alarms are not part of the API; ``TRACKING_ALARMS`` holds the shape AWS shows for them.
+"If the metric is missing data points, this causes the CloudWatch alarm state to change to
+INSUFFICIENT_DATA. When this happens, Application Auto Scaling cannot scale" (same guide): the managed
+alarms treat missing data as missing. They are not part of the API; ``TRACKING_ALARMS`` holds the shape
+AWS shows for them.
 
 Several policies: "Application Auto Scaling gives precedence to the policy that provides the largest
 capacity for both scale out and scale in" (PutScalingPolicy); ``Assumptions.conflicts`` says whether
@@ -228,10 +231,11 @@ class TargetScaling:
             for policy in self.policies
             if (proposal := policy.propose(current, serving, minute)) is not None
         ]
-        # "It will scale out the scalable target if any of the target tracking policies are ready for scale
-        # out, but will scale in only if all of the target tracking policies (with the scale-in portion
-        # enabled) are ready to scale in" (Application Auto Scaling User Guide, "Multiple target tracking
-        # scaling policies"); then to the largest capacity any of them asks for.
+        # "You can have multiple target tracking scaling policies for a scalable target, provided that each
+        # of them uses a different metric. Application Auto Scaling scales based on the policy that provides
+        # the largest capacity for both scale in and scale out" (Application Auto Scaling User Guide,
+        # "Target tracking scaling policies"): a tracking policy not ready to scale in provides the current
+        # capacity, so scale-in needs all of them ready, and goes to the largest capacity they ask for.
         tracking = [
             policy
             for policy in self.policies

@@ -1,17 +1,21 @@
 """CloudWatch alarm evaluation, as the Amazon CloudWatch User Guide documents it.
 
-"Using Amazon CloudWatch alarms" (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html):
-- "Evaluation Periods is the number of the most recent periods, or data points, to evaluate when
+- "Alarm evaluation" (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html):
+  "Evaluation Periods is the number of the most recent periods, or data points, to evaluate when
   determining alarm state. Datapoints to Alarm is the number of data points within the Evaluation
   Periods that must be breaching to cause the alarm to go to the ALARM state."
-- Missing data ("Configuring how CloudWatch alarms treat missing data"): "notBreaching - Missing data
-  points are treated as 'good' and within the threshold"; "breaching - Missing data points are treated
-  as 'bad' and breaching the threshold"; "ignore - The current alarm state is maintained"; "missing -
-  If all data points in the alarm evaluation range are missing, the alarm transitions to
-  INSUFFICIENT_DATA" (the default).
-- "Alarm actions": "For Auto Scaling actions, the alarm continues to invoke the action once per minute
-  that the alarm remains in the new state." So a scaling alarm acts on every minute it is in ALARM,
-  not only on the transition.
+- "Configuring how CloudWatch alarms treat missing data"
+  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html):
+  "notBreaching - Missing data points are treated as "good" and within the threshold"; "breaching -
+  Missing data points are treated as "bad" and breaching the threshold"; "ignore - The current alarm
+  state is maintained"; "missing - If all data points in the alarm evaluation range are missing, the
+  alarm transitions to INSUFFICIENT_DATA"; "The default behavior is missing." With some datapoints
+  present, CloudWatch looks further back than the evaluation range; here only the present ones count.
+- "Alarm actions" (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-actions.html):
+  "Except for Auto Scaling actions, the actions happen only on state transitions, and are not
+  performed again if the condition persists for hours or days"; for Auto Scaling actions "the alarm
+  continues to invoke the action once per minute that the alarm remains in the new state". So a
+  scaling alarm acts on every minute it is in ALARM, not only on the transition.
 """
 
 from __future__ import annotations

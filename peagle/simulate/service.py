@@ -192,9 +192,9 @@ class Endpoint:
             record.served = min(waiting, per_minute)
             record.queued = waiting - record.served
             # Asynchronous requests wait in the queue; a real-time one that found no slot within the
-            # minute has timed out: "The model container must respond to requests within 60 seconds"
-            # (InvokeEndpoint, SageMaker API reference). While it waited (half a minute on average) it
-            # counted as in flight.
+            # minute has timed out: "A customer's model containers must respond to requests within 60
+            # seconds" (InvokeEndpoint, SageMaker Runtime API reference). While it waited (half a minute
+            # on average) it counted as in flight.
             self.backlog = record.queued if shape.asynchronous else 0.0
             waited = record.queued if shape.asynchronous else record.queued / 2
             in_flight = record.served * assumptions.request_seconds / 60 + waited
