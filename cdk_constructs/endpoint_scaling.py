@@ -194,7 +194,8 @@ class ScalableCopyCount(_SageMakerCapacity):
       "no capacity" while it has none, and no per-copy metric exists to track);
     - in with load: with a floor of zero, target tracking would also remove the last copy after its
       own fixed ~15 minutes of low load; so its scale-in is off and a step policy removes one copy at a
-      time while at least two copies serve under light load;
+      time while at least two copies serve and one fewer would still carry the load under 90 % of the
+      target (target tracking's own scale-in share);
     - in to zero: after ``idle_minutes`` without a single request, served or refused, a step policy sets
       the count to zero.
 
@@ -308,23 +309,29 @@ class ScalableCopyCount(_SageMakerCapacity):
         minutes: int,
         cooldown: Duration,
     ) -> None:
-        """Remove one copy while ``load`` (requests per copy) stays under ``below`` and ``copies`` (an
-        estimate of the copies serving) is at least 2, so light traffic never removes the last copy."""
+        """Remove one copy while ``copies`` (an estimate of the copies serving) is at least 2, so light
+        traffic never removes the last copy, and the copies but one would still carry the load (``load``
+        requests per copy, times the copies) under ``below`` requests each: target tracking's own
+        scale-in, with the last copy kept. The comparison multiplies instead of dividing by copies - 1."""
         self._step_on_alarm(
             id,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
             adjustment=-1,
             cooldown=cooldown,
             metric=cloudwatch.MathExpression(
-                expression=f"IF(FILL(copies, 0) >= 2 AND FILL(load, 0) < {below:g}, 1, 0)",
+                expression=(
+                    f"IF(FILL(copies, 0) >= 2 AND FILL(load, 0) * FILL(copies, 0) < {below:g} * (FILL(copies, 0) - 1),"
+                    " 1, 0)"
+                ),
                 using_metrics={"load": load, "copies": copies},
-                label="light load on two or more copies",
+                label="one copy fewer would still carry the load",
                 period=Duration.minutes(1),
             ),
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             minutes=minutes,
             missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            description=f"under {below:g} requests per copy for {minutes} min on two or more copies; remove one",
+            description=f"one copy fewer would carry the load under {below:g} requests per copy for {minutes} min; "
+            "remove one",
         )
 
     def scale_in_when_idle(

@@ -30,11 +30,13 @@ from peagle.planner import Plan
 # Target concurrency per instance as a share of the engine's max_num_seqs: scale out
 # before requests queue inside vLLM.
 DEFAULT_CONCURRENCY_SHARE = 0.75
-# Inference components scaling to zero: one copy goes while two or more serve under this share of
-# the per-copy target for this many minutes (target tracking's own scale-in is off; see ScalableCopyCount).
-# Our choice, not a SageMaker figure: 15 minutes matches the scale-in delay AWS describes for target
-# tracking on the high-resolution metric ("90 10-second data points", scale-to-zero launch post).
-LIGHT_LOAD_SHARE = 0.3
+# Inference components scaling to zero: one copy goes while two or more serve and the copies left would
+# still carry the load under this share of the per-copy target, for this many minutes (target tracking's
+# own scale-in is off; see ScalableCopyCount). Both mirror target tracking's own scale-in: 90 % of the
+# target, and 15 minutes, the delay AWS describes for the high-resolution metric ("90 10-second data
+# points", scale-to-zero launch post). A fixed 30 % of the target kept a falling daily curve on 3-4 times
+# the copies it needed (`peagle simulate --traffic daily`).
+LIGHT_LOAD_SHARE = 0.9
 LIGHT_LOAD_MINUTES = 15
 TRANSFORM_JOBS_LOG_GROUP = "/aws/sagemaker/TransformJobs"
 

@@ -168,15 +168,29 @@ def _scales_out(timeline: Timeline) -> Verdict:
     return Verdict(name, worst <= budget, detail)
 
 
+def _kept_for(timeline: Timeline, offered: float) -> int:
+    """The units the policies mean to keep for ``offered``: at the concurrency target when a
+    target-tracking policy tracks concurrency (it scales in only under 90 % of it), else full units."""
+    targets = [
+        policy.target_value
+        for policy in timeline.setup.target.target_tracking
+        if policy.query.stat is not None and policy.query.stat.name.startswith("ConcurrentRequests")
+    ]
+    if not targets:
+        return _needed(timeline, offered)
+    in_flight = offered * timeline.assumptions.request_seconds / 60
+    return min(timeline.setup.target.max_capacity, math.ceil(round(in_flight / (0.9 * min(targets)), 9)))
+
+
 def _scales_in(timeline: Timeline) -> Verdict:
     last = timeline.minutes[-1]
-    floor = max(timeline.setup.target.min_capacity, _needed(timeline, last.offered))
+    floor = max(timeline.setup.target.min_capacity, _kept_for(timeline, last.offered))
     peak = max(m.desired for m in timeline.minutes)
     name = "scales back in when the load falls"
     return Verdict(
         name,
         last.desired <= floor or peak == last.desired == floor,
-        f"{last.desired} {timeline.setup.target.unit} at the end (the load then needs {floor}; peak {peak})",
+        f"{last.desired} {timeline.setup.target.unit} at the end (the policies keep {floor} for that load; peak {peak})",
     )
 
 

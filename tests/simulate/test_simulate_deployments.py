@@ -22,7 +22,11 @@ OUT = "scales out within"
 IN = "scales back in when the load falls"
 STEADY = "never oscillates"
 # The properties each built-in trace must be checked for (the simulator picks them from the target's bounds).
-EXPECTED = {"idle-burst": {WAKE, PILE_UP, BACK_TO_ZERO, IDLE, STEADY}, "spike": {OUT, IN, STEADY}}
+EXPECTED = {
+    "idle-burst": {WAKE, PILE_UP, BACK_TO_ZERO, IDLE, STEADY},
+    "spike": {OUT, IN, STEADY},
+    "daily": {STEADY},  # out and in too where the curve outgrows the deploy (test_copies_follow_...)
+}
 
 
 def _plan(synthesized):
@@ -47,8 +51,9 @@ def _names(result) -> set[str]:
 @pytest.mark.parametrize("name", EXAMPLE_DEPLOYMENTS)
 def test_every_example_deployment_scales_as_stated_under_every_assumption(synthesized, name):
     found = synthesized(name)
-    results = run(_template(found.template), _plan(found))
-    assert results
+    default = run(_template(found.template), _plan(found))
+    results = default + run(_template(found.template), _plan(found), shapes=["daily"])
+    assert {r.timeline.trace.name for r in default} >= {"spike"}
     assert len({r.timeline.assumptions.label() for r in results}) == 4  # the deciding assumptions both ways
     for result in results:
         failed = [f"{v.name}: {v.detail}" for v in result.verdicts if not v.passed]
@@ -116,3 +121,20 @@ def test_after_the_fix_the_copy_wakes_within_its_budget_under_both_assumptions_a
         assert set(by_name) == {WAKE, IDLE, BACK_TO_ZERO, PILE_UP}
         first_served = next(m.minute for m in result.timeline.minutes[60:] if m.serving)
         assert first_served - 60 <= result.timeline.setup.cold_start_budget_seconds / 60
+
+
+def _light_load_at_30_percent(resources: dict) -> None:
+    """The light-load scale-in as synthesized before the fix: under 30 % of the target per copy."""
+    for resource in resources.values():
+        for query in (resource.get("Properties") or {}).get("Metrics") or []:
+            if query.get("Expression", "").startswith("IF(FILL(copies, 0) >= 2 AND FILL(load, 0) * FILL(copies, 0)"):
+                query["Expression"] = "IF(FILL(copies, 0) >= 2 AND FILL(load, 0) < 7.2, 1, 0)"
+
+
+@pytest.mark.parametrize(("edit", "kept_at_the_end"), [(_light_load_at_30_percent, 12), (None, 4)])
+def test_copies_follow_a_falling_daily_curve_back_in(synthesized, edit, kept_at_the_end):
+    found = synthesized("scale-to-zero")
+    (result,) = run(_template(found.template, edit), _plan(found), shapes=["daily"], both_ways=False)
+    scales_in = next(v for v in result.verdicts if v.name.startswith(IN))
+    assert result.timeline.minutes[-1].desired == kept_at_the_end
+    assert scales_in.passed is (edit is None), scales_in.detail
