@@ -28,8 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="refuse endpoint updates SageMaker/CloudFormation would fail or could not roll back",
         description="Compare the endpoint stack template about to be deployed (--new, default: cdk.out) with the "
         "deployed one (--deployed-template FILE, or --stack: CloudFormation GetTemplate) and refuse: variant changes "
-        "under blue/green or rolling updates, instance-type changes of autoscaled variants, endpoint replacement "
-        "(unless --allow-replace), unstaged weights, log-group names already taken. Prints each finding with its "
+        "under blue/green or rolling updates, instance-type changes of autoscaled variants or of an endpoint whose "
+        "component copy counts are autoscaled, a renamed inference component, endpoint replacement (unless "
+        "--allow-replace), unstaged weights, log-group names already taken; warns on a component update that may "
+        "start at zero copies or reset an autoscaled copy count. Prints each finding with its "
         "source and the safe sequence of deploys. Exit 0 safe, 1 refused, 2 bad input, 3 AWS credentials/access.",
     )
     parser.add_argument(

@@ -132,31 +132,9 @@ class TrackingRuntime(PolicyRuntime):
     def __init__(self, policy: TargetTrackingPolicy, default_cooldown: int) -> None:
         self.policy, self.label = policy, policy.logical_id
         out_datapoints, in_datapoints = TRACKING_ALARMS[policy.high_resolution]
-        self.high = AlarmState(
-            Alarm(
-                logical_id=f"{policy.logical_id}-AlarmHigh",
-                description=f"target tracking: above {policy.target_value:g}",
-                query=policy.query,
-                comparison="GreaterThanThreshold",
-                threshold=policy.target_value,
-                evaluation_periods=out_datapoints,
-                datapoints_to_alarm=out_datapoints,
-                treat_missing_data="missing",
-                policy_ids=(policy.logical_id,),
-            )
-        )
-        self.low = AlarmState(
-            Alarm(
-                logical_id=f"{policy.logical_id}-AlarmLow",
-                description=f"target tracking: under {SCALE_IN_SHARE * policy.target_value:g}",
-                query=policy.query,
-                comparison="LessThanThreshold",
-                threshold=SCALE_IN_SHARE * policy.target_value,
-                evaluation_periods=in_datapoints,
-                datapoints_to_alarm=in_datapoints,
-                treat_missing_data="missing",
-                policy_ids=(policy.logical_id,),
-            )
+        self.high = _managed_alarm(policy, "AlarmHigh", "GreaterThanThreshold", policy.target_value, out_datapoints)
+        self.low = _managed_alarm(
+            policy, "AlarmLow", "LessThanThreshold", SCALE_IN_SHARE * policy.target_value, in_datapoints
         )
         self.alarms = [self.high] if policy.disable_scale_in else [self.high, self.low]
         self.cooldowns = _Cooldowns(
@@ -260,6 +238,25 @@ class TargetScaling:
     @staticmethod
     def _said(proposal: Proposal, before: int) -> str:
         return f"{proposal.policy}: {before} -> {proposal.capacity}"
+
+
+def _managed_alarm(
+    policy: TargetTrackingPolicy, suffix: str, comparison: str, threshold: float, datapoints: int
+) -> AlarmState:
+    """One of the alarms Application Auto Scaling manages for a target-tracking policy."""
+    return AlarmState(
+        Alarm(
+            logical_id=f"{policy.logical_id}-{suffix}",
+            description=f"target tracking: {comparison} {threshold:g}",
+            query=policy.query,
+            comparison=comparison,
+            threshold=threshold,
+            evaluation_periods=datapoints,
+            datapoints_to_alarm=datapoints,
+            treat_missing_data="missing",
+            policy_ids=(policy.logical_id,),
+        )
+    )
 
 
 def _step_for(policy: StepPolicy, alarm: Alarm, value: Datapoint):
