@@ -117,14 +117,15 @@ def _preflight(args: argparse.Namespace) -> int:
     return _report(check_transition(old, new, context))
 
 
-def _new_template(args: argparse.Namespace) -> tuple[Path, str | None]:
-    """The template to deploy and, when known from a cdk manifest, the stack it deploys as."""
+def _new_template(args: argparse.Namespace, *, flag: str = "--new") -> tuple[Path, str | None]:
+    """The template to deploy and, when known from a cdk manifest, the stack it deploys as (``flag``:
+    the option that names a template instead, for the message)."""
     from peagle.preflight.template import TemplateError
 
     if args.new is not None:
         return args.new, _stack_name_beside(args.new)
     manifest_path = args.cdk_out / "manifest.json"
-    synth = f"run `npx cdk synth -c deployment={args.deployment or DEFAULT_DEPLOYMENT_FILE}` (or `make synth`) first, or pass --new"
+    synth = f"run `npx cdk synth -c deployment={args.deployment or DEFAULT_DEPLOYMENT_FILE}` (or `make synth`) first, or pass {flag}"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:

@@ -95,7 +95,7 @@ def _simulate(args: argparse.Namespace) -> int:
     config = load_cli_config(args.deployment, {})
     plan = plan_deployment(config)
     template_path, _ = _new_template(
-        argparse.Namespace(new=args.template, cdk_out=args.cdk_out, deployment=args.deployment)
+        argparse.Namespace(new=args.template, cdk_out=args.cdk_out, deployment=args.deployment), flag="--template"
     )
     template = load_template_file(template_path)
     shapes, traces = [], []

@@ -51,7 +51,7 @@ def test_simulate_writes_a_table_a_plot_and_the_verdicts_per_scenario(synthesize
     [
         (["--traffic", "tsunami"], "neither a built-in shape (idle-burst, spike, daily) nor a CSV file"),
         (["--request-seconds", "0"], "--request-seconds must be a number of seconds above 0"),
-        (["--cdk-out", "{tmp}/nowhere"], "run `npx cdk synth"),
+        (["--cdk-out", "{tmp}/nowhere"], "(or `make synth`) first, or pass --template"),
         (["--traffic", "{tmp}/bad.csv"], "bad.csv:3: ['x'] is not a number of requests"),
     ],
     ids=["unknown shape", "zero request time", "no cdk.out", "bad csv row"],
