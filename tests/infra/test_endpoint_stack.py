@@ -98,7 +98,7 @@ def test_endpoint_config_sizes_timeouts_and_routes_to_the_least_busy_instance(de
     variant = config["Properties"]["ProductionVariants"][0]
     assert 600 <= variant["ContainerStartupHealthCheckTimeoutInSeconds"] <= 3600
     assert 600 <= variant["ModelDataDownloadTimeoutInSeconds"] <= 3600
-    assert "KmsKeyId" not in config["Properties"]  # L40S instances have NVMe: SageMaker rejects a key
+    assert "KmsKeyId" not in config["Properties"]  # L40S instances have NVMe: a key would not encrypt it
 
 
 def test_model_and_endpoint_config_have_generated_names(default_synth):
