@@ -12,6 +12,7 @@ from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deploym
 from peagle.container_env import container_environment
 from peagle.deployment_rules import plan_checked_deployment
 from peagle.errors import PeagleError
+from peagle.planner import describe_slo
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,6 +79,7 @@ def run_catalog(args: argparse.Namespace) -> int:
             f"temperature {profile.sampling.temperature}, max_tokens {profile.sampling.max_tokens}, "
             f"p90 latency SLA {profile.latency_sla_p90_seconds:g} s"
         )
+        print(f"  {'':8} SLO {describe_slo(profile.slo)}")
     return 0
 
 

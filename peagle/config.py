@@ -81,7 +81,17 @@ class ProfileOverrides(StrictModel):
     max_num_seqs: PositiveInt | None = Field(None, le=1024)
     typical_context_tokens: PositiveInt | None = None
     latency_sla_p90_seconds: float | None = Field(None, gt=0)
-    ttft_target_seconds: float | None = Field(None, gt=0)
+    ttft_target_seconds: float | None = Field(None, gt=0, description="the same as slo.ttft_seconds (older name)")
+
+
+class SloSettings(StrictModel):
+    """The profile's SLO, overridden bound by bound for this deployment (`peagle plan` prints the result).
+    Bounds are per request, as `vllm bench serve` measures them; null leaves the profile's value."""
+
+    ttft_seconds: float | None = Field(None, gt=0, description="time to first token")
+    tpot_seconds: float | None = Field(None, gt=0, description="time per output token after the first")
+    e2e_seconds: float | None = Field(None, gt=0, description="end-to-end latency of the request")
+    attainment: float | None = Field(None, gt=0, le=1, description="share of requests that must meet every bound")
 
 
 _S3_PREFIX = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/[^\s]*)?/$")
@@ -376,6 +386,7 @@ class DeploymentConfig(StrictModel):
     endpoint: EndpointSettings = EndpointSettings()
     profile: ProfileName = ProfileName.CHATBOT
     profile_overrides: ProfileOverrides = ProfileOverrides()
+    slo: SloSettings = SloSettings()
     speculation: SpeculationSettings = SpeculationSettings()
     artifacts: ArtifactsSettings = ArtifactsSettings()
     network: NetworkSettings = NetworkSettings()

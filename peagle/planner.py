@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, load_catalog
+from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
 from peagle.config import DeploymentConfig
 from peagle.errors import InstanceFitError, PlanError
 from peagle_serve.contract import ScheduleBand, describe_schedule
@@ -152,6 +152,7 @@ class Plan:
             f"kv_cache_dtype={self.kv_cache_dtype}",
             f"sampling        temperature={self.profile.sampling.temperature} top_p={self.profile.sampling.top_p} "
             f"max_tokens={self.profile.sampling.max_tokens}",
+            f"SLO             {describe_slo(self.profile.slo)}",
             f"memory per GPU  {mem.gpu_memory_gib:.1f} GiB = target {mem.target_weights_gib:.1f} + drafter "
             f"{mem.drafter_weights_gib:.1f} + runtime {mem.runtime_reserve_gib:.1f} + KV cache {mem.kv_cache_gib:.1f} "
             f"+ headroom {mem.headroom_gib:.1f}",
@@ -178,7 +179,7 @@ class Plan:
     def _component_lines(self) -> list[str]:
         c = self.components
         idle = (
-            f"; the last copy goes after {c.scale_to_zero_after_idle_minutes} min without an invocation"
+            f"; the last copy goes after {c.scale_to_zero_after_idle_minutes} min without a request"
             if c.scales_to_zero
             else ""
         )
@@ -207,6 +208,16 @@ class Plan:
         return f"{host.driver}, CUDA {host.cuda}" if host else "unknown"
 
 
+def describe_slo(slo: Slo) -> str:
+    """'95% of requests: TTFT <= 1 s, TPOT <= 100 ms' (the bounds vllm bench serve's --goodput takes)."""
+    bounds = [
+        f"{name} <= {seconds * 1000:g} ms" if seconds < 1 else f"{name} <= {seconds:g} s"
+        for name, seconds in (("TTFT", slo.ttft_seconds), ("TPOT", slo.tpot_seconds), ("E2EL", slo.e2e_seconds))
+        if seconds is not None
+    ]
+    return f"{slo.attainment * 100:g}% of requests: {', '.join(bounds)}"
+
+
 def launcher_startup_overhead_seconds(*, speculation: bool) -> float:
     """What the launcher keeps out of the start-up budget: its margin, and the self-check's time."""
     overhead = STARTUP_MARGIN_SECONDS
@@ -231,8 +242,17 @@ def _resolve_profile(config: DeploymentConfig) -> Profile:
     overrides = config.profile_overrides.model_dump(exclude_none=True)
     sampling_keys = {"temperature", "top_p", "max_tokens"}
     sampling = base.sampling.model_copy(update={k: v for k, v in overrides.items() if k in sampling_keys})
+    slo_changes = config.slo.model_dump(exclude_none=True)
+    if "ttft_target_seconds" in overrides:
+        slo_changes.setdefault("ttft_seconds", overrides.pop("ttft_target_seconds"))
+    # Validated again as a whole (at least one bound).
+    slo = Slo.model_validate({**base.slo.model_dump(), **slo_changes})
     profile = base.model_copy(
-        update={"sampling": sampling, **{k: v for k, v in overrides.items() if k not in sampling_keys}}
+        update={
+            "sampling": sampling,
+            "slo": slo,
+            **{k: v for k, v in overrides.items() if k not in sampling_keys},
+        }
     )
     if profile.min_model_len > profile.max_model_len:
         raise PlanError(

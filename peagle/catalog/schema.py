@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 
 class StrictModel(BaseModel):
@@ -84,6 +84,23 @@ class Sampling(StrictModel):
     max_tokens: PositiveInt
 
 
+class Slo(StrictModel):
+    """A service-level objective: bounds on the per-request metrics of ``vllm bench serve`` (TTFT; TPOT,
+    the time per output token after the first; E2EL, the whole request) and the share of requests
+    that must meet every set bound. A request meeting them all counts in goodput."""
+
+    ttft_seconds: PositiveFloat | None = Field(None, description="time to first token")
+    tpot_seconds: PositiveFloat | None = Field(None, description="time per output token, the first excluded")
+    e2e_seconds: PositiveFloat | None = Field(None, description="end-to-end latency of the whole request")
+    attainment: float = Field(gt=0.0, le=1.0, description="share of requests that must meet every bound")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Slo:
+        if self.ttft_seconds is None and self.tpot_seconds is None and self.e2e_seconds is None:
+            raise ValueError("an SLO needs at least one of ttft_seconds, tpot_seconds, e2e_seconds")
+        return self
+
+
 class Profile(StrictModel):
     description: str
     sampling: Sampling
@@ -91,8 +108,8 @@ class Profile(StrictModel):
     min_model_len: PositiveInt
     max_num_seqs: PositiveInt
     typical_context_tokens: PositiveInt
-    latency_sla_p90_seconds: PositiveFloat
-    ttft_target_seconds: PositiveFloat
+    latency_sla_p90_seconds: PositiveFloat = Field(description="p90 ModelLatency the alarms and latency step use")
+    slo: Slo
 
 
 class InstanceCatalog(StrictModel):
