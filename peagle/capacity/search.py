@@ -1,0 +1,223 @@
+"""The search for capacity at the SLO: the highest offered request rate whose SLO attainment still
+meets the target, from measurements the caller makes (``measure(rate, repeat)``).
+
+It grows the rate geometrically from ``start_rate`` until a level fails (or, when the first level
+already fails, shrinks it until one passes), then bisects the bracket (geometric midpoint) until
+``first fail / last pass <= 1 + tolerance``. The two points that decide the answer, the last pass and
+the first fail, are measured ``repeats`` times and judged on their pooled requests, so one lucky or
+unlucky level does not pick the answer; a re-measured point that changes its verdict moves the bracket
+and the search goes on. A fail that is clearly saturated (attainment far below the target, or the
+achieved rate well below the offered one) is not repeated: noise does not turn it into a pass.
+
+Every level is checked against the time budget before it starts (its expected length: requests over
+rate plus the tail the levels so far took to drain), so the search stops inside the budget with the
+bracket it has. Ctrl-C (KeyboardInterrupt) ends it the same way, keeping every point measured.
+
+Nothing here talks to a server, so the logic is tested on a stand-in (tests/capacity/test_search.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Why the search stopped.
+CONVERGED = "converged"
+TIME_BUDGET = "time budget"
+INTERRUPTED = "interrupted"
+MAX_RATE = "max rate"
+MIN_RATE = "min rate"
+
+# Clearly saturated: attainment below this share of the target, or the achieved rate below this share of
+# the offered one (the server, or the sender, no longer keeps up).
+SATURATED_ATTAINMENT_SHARE = 0.5
+SATURATED_ACHIEVED_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One level: ``requests`` sent at ``offered_rate``, of which ``good_requests`` met every bound."""
+
+    offered_rate: float
+    achieved_rate: float
+    requests: int
+    good_requests: int
+    wall_seconds: float
+    detail: Any = None  # what the caller wants kept with the point (capacity.json's record)
+
+    @property
+    def attainment(self) -> float:
+        return self.good_requests / self.requests if self.requests else 0.0
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    target_attainment: float
+    requests_per_level: int
+    time_budget_seconds: float
+    start_rate: float = 0.5
+    growth: float = 2.0
+    tolerance: float = 0.10  # stop bisecting once first fail / last pass <= 1 + tolerance
+    repeats: int = 2  # measurements of each deciding point
+    max_rate: float = 1000.0
+    min_rate: float = 0.01
+
+    def problems(self) -> list[str]:
+        """Every setting out of range, each saying what was given and what is allowed."""
+        checks = [
+            (0 < self.target_attainment <= 1, f"target attainment {self.target_attainment:g}: above 0 and at most 1"),
+            (self.requests_per_level >= 1, f"requests per level {self.requests_per_level}: at least 1"),
+            (self.time_budget_seconds > 0, f"time budget {self.time_budget_seconds:g} s: above 0"),
+            (self.start_rate > 0, f"start rate {self.start_rate:g}: above 0 requests/s"),
+            (self.growth > 1, f"growth {self.growth:g}: above 1"),
+            (self.tolerance > 0, f"tolerance {self.tolerance:g}: above 0"),
+            (self.repeats >= 1, f"repeats {self.repeats}: at least 1"),
+            (self.max_rate >= self.start_rate, f"max rate {self.max_rate:g}: at least the start rate"),
+            (0 < self.min_rate <= self.start_rate, f"min rate {self.min_rate:g}: above 0, at most the start rate"),
+        ]
+        return [message for ok, message in checks if not ok]
+
+
+@dataclass(frozen=True)
+class Step:
+    rate: float
+    repeat: int  # 0 for the first measurement at this rate
+    phase: str  # start, grow, shrink, bisect, repeat last pass, repeat first fail
+    measured: Measured
+    elapsed_seconds: float  # since the search began, when this level ended
+
+
+@dataclass
+class CapacitySearch:
+    settings: SearchSettings
+    steps: list[Step] = field(default_factory=list)
+    stop_reason: str = CONVERGED
+    elapsed_seconds: float = 0.0
+
+    def at(self, rate: float) -> list[Measured]:
+        return [step.measured for step in self.steps if step.rate == rate]
+
+    def pooled_attainment(self, rate: float) -> float:
+        points = self.at(rate)
+        requests = sum(point.requests for point in points)
+        return sum(point.good_requests for point in points) / requests if requests else 0.0
+
+    def passes(self, rate: float) -> bool:
+        return self.pooled_attainment(rate) >= self.settings.target_attainment
+
+    def saturated(self, rate: float) -> bool:
+        return any(_saturated(point, self.settings) for point in self.at(rate))
+
+    @property
+    def rates(self) -> list[float]:
+        return sorted({step.rate for step in self.steps})
+
+    @property
+    def first_fail(self) -> float | None:
+        return next((rate for rate in self.rates if not self.passes(rate)), None)
+
+    @property
+    def last_pass(self) -> float | None:
+        """The capacity: the highest passing rate below the first failing one."""
+        ceiling = self.first_fail
+        below = [rate for rate in self.rates if self.passes(rate) and (ceiling is None or rate < ceiling)]
+        return max(below) if below else None
+
+    @property
+    def converged(self) -> bool:
+        return self.stop_reason == CONVERGED
+
+    def bracket_width(self) -> float | None:
+        low, high = self.last_pass, self.first_fail
+        return high / low - 1 if low and high else None
+
+
+def _saturated(point: Measured, settings: SearchSettings) -> bool:
+    return (
+        point.attainment < settings.target_attainment * SATURATED_ATTAINMENT_SHARE
+        or point.achieved_rate < point.offered_rate * SATURATED_ACHIEVED_SHARE
+    )
+
+
+def _rounded(rate: float) -> float:
+    """Four significant digits: rates a person can read back and type."""
+    return float(f"{rate:.4g}")
+
+
+def next_step(search: CapacitySearch) -> tuple[float, str] | str:
+    """The next (rate, phase) to measure, or why the search is over."""
+    settings = search.settings
+    if not search.steps:
+        return settings.start_rate, "start"
+    high, low = search.first_fail, search.last_pass
+    if high is None:
+        rate = _rounded(low * settings.growth)
+        return (rate, "grow") if rate <= settings.max_rate else MAX_RATE
+    if low is None:
+        rate = _rounded(high / settings.growth)
+        return (rate, "shrink") if rate >= settings.min_rate else MIN_RATE
+    if high / low > 1 + settings.tolerance:
+        middle = _rounded(math.sqrt(low * high))
+        if low < middle < high:
+            return middle, "bisect"
+    if len(search.at(low)) < settings.repeats:
+        return low, "repeat last pass"
+    if len(search.at(high)) < settings.repeats and not search.saturated(high):
+        return high, "repeat first fail"
+    return CONVERGED
+
+
+def expected_seconds(rate: float, search: CapacitySearch) -> float:
+    """How long a level at ``rate`` should take: its sends, plus the longest drain a level has had."""
+    tails = [step.measured.wall_seconds - step.measured.requests / step.rate for step in search.steps]
+    return search.settings.requests_per_level / rate + max([0.0, *tails])
+
+
+def find_capacity(
+    measure: Callable[[float, int], Measured],
+    settings: SearchSettings,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[str], None] = lambda line: None,
+) -> CapacitySearch:
+    """Search until converged, out of time, out of range or interrupted; ``measure(rate, repeat)``
+    runs one level (``repeat`` counts earlier levels at that rate, e.g. for a fresh arrival seed)."""
+    problems = settings.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    search = CapacitySearch(settings)
+    started = clock()
+    try:
+        while True:
+            step = next_step(search)
+            if isinstance(step, str):
+                search.stop_reason = step
+                break
+            rate, phase = step
+            expected = expected_seconds(rate, search)
+            remaining = settings.time_budget_seconds - (clock() - started)
+            if expected > remaining:
+                search.stop_reason = TIME_BUDGET
+                progress(
+                    f"time budget: a level at {rate:g} req/s would take ~{expected:.0f} s, {max(0.0, remaining):.0f} s left"
+                )
+                break
+            repeat = len(search.at(rate))
+            measured = measure(rate, repeat)
+            search.steps.append(Step(rate, repeat, phase, measured, clock() - started))
+            verdict = "meets" if search.passes(rate) else "misses"
+            pooled = f", pooled {search.pooled_attainment(rate):.1%}" if repeat else ""
+            progress(
+                f"{phase}: {rate:g} req/s offered, {measured.achieved_rate:.3g} achieved: attainment "
+                f"{measured.attainment:.1%}{pooled} {verdict} the target {settings.target_attainment:.0%}"
+                + (" (saturated)" if _saturated(measured, settings) else "")
+                + f" [{clock() - started:.0f} s]"
+            )
+    except KeyboardInterrupt:
+        search.stop_reason = INTERRUPTED
+        progress("interrupted: keeping the levels measured so far")
+    search.elapsed_seconds = clock() - started
+    return search
