@@ -31,6 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.add_argument("--instance-count", type=int)
     plan.add_argument("--profile", choices=[profile.value for profile in ProfileName], help="workload profile")
     plan.add_argument("--speculative-tokens", type=int, metavar="K", help="draft tokens per step; 0 = off")
+    plan.add_argument(
+        "--peak-rps",
+        type=float,
+        metavar="R",
+        help="also print the fleet that carries R requests/s at peak, from autoscaling.measured_capacity",
+    )
     plan.add_argument("--env", action="store_true", help="also print the container environment")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.set_defaults(handler=run_plan)
@@ -103,6 +109,18 @@ def run_plan(args: argparse.Namespace) -> int:
     except PeagleError as error:
         return _fail(error)
     plan = plans.plan
+    fleet = None
+    if args.peak_rps is not None:
+        if not args.peak_rps > 0:
+            return _fail(ValueError(f"--peak-rps must be above 0 requests/s, not {args.peak_rps:g}"))
+        fleet = plan.scaling.fleet_for(args.peak_rps) if plan.scaling else None
+        if fleet is None:
+            return _fail(
+                ValueError(
+                    "--peak-rps needs a measured capacity: run `peagle capacity` against this pair and instance "
+                    "type and add its capacity-snippet.yaml (autoscaling.measured_capacity) to the deployment file"
+                )
+            )
     endpoint_name, unit, _ = plans.variant_plans()[0]  # the primary variant, or component
     environment = container_environment(plan, config, variant_name=unit, endpoint_name=endpoint_name)
     if args.json:
@@ -129,11 +147,33 @@ def run_plan(args: argparse.Namespace) -> int:
             "kv_cache_tokens": plan.memory.kv_cache_tokens,
             "notes": list(plan.notes),
             "inference_components": dataclasses.asdict(plan.components) if plan.components else None,
+            "scaling_target": (
+                {"concurrency": plan.scaling.concurrency, "per": plan.scaling.unit, "source": plan.scaling.source}
+                if plan.scaling and plan.scales_on_concurrency
+                else None
+            ),
+            "peak": {"requests_per_second": args.peak_rps, plan.scaling.unit + "s": fleet} if fleet else None,
             "environment": environment,
         }
         print(json.dumps(document, indent=2))
         return 0
     print("\n".join(plan.summary_lines()))
+    if fleet is not None:
+        measured = plan.scaling.measured
+        per_unit = measured.requests_per_second * measured.headroom
+        units = f"{plan.scaling.unit}{'' if fleet == 1 else 's'}"
+        cost = (
+            f", ${fleet * plan.instance.price_per_hour_usd:,.2f}/hour at peak (on demand)"
+            if plan.scaling.unit == "instance"
+            else ""
+        )
+        print(
+            f"peak fleet      {args.peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each: "
+            f"{measured.requests_per_second:g} measured x headroom {measured.headroom:g}){cost}; "
+            f"set autoscaling.max_instances to at least {fleet}"
+            if plan.scaling.unit == "instance"
+            else f"peak fleet      {args.peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each)"
+        )
     if args.env:
         print("\ncontainer environment:")
         for key, value in environment.items():

@@ -173,6 +173,18 @@ class ScheduledScaling(StrictModel):
     time_zone: str | None = Field(None, description="IANA name, e.g. Europe/Berlin")
 
 
+class MeasuredCapacity(StrictModel):
+    """What `peagle capacity` measured for one instance (or copy): the highest request rate at which the
+    SLO still held, and the requests in flight there. Its snippet sets the scaling targets from it with
+    ``headroom``; kept here so `peagle plan` can say where the targets came from and size a fleet."""
+
+    requests_per_second: float = Field(gt=0, description="highest rate meeting the SLO, per instance")
+    concurrency: float = Field(gt=0, description="requests in flight at that rate (the load's own mean)")
+    headroom: float = Field(gt=0, le=1, description="share of the capacity the scaling targets aim at")
+    slo: str = Field(description="the SLO it was measured at, as `peagle plan` prints it")
+    source: str = Field(description="what was measured, where and when")
+
+
 class AutoscalingSettings(StrictModel):
     """Scaling of the variant's DesiredInstanceCount (Application Auto Scaling's
     ``sagemaker:variant:DesiredInstanceCount``; SageMaker Developer Guide, "Automatic scaling of
@@ -189,8 +201,11 @@ class AutoscalingSettings(StrictModel):
     target_concurrency_per_instance: float | None = Field(
         None, gt=0, description="unset: 75% of the plan's max_num_seqs"
     )
-    max_rps_per_instance: float | None = Field(None, gt=0, description="measured with `peagle bench`")
+    max_rps_per_instance: float | None = Field(None, gt=0, description="measured with `peagle capacity`")
     safety_factor: float = Field(0.5, gt=0, le=1)
+    measured_capacity: MeasuredCapacity | None = Field(
+        None, description="written by `peagle capacity`: where the targets above came from"
+    )
     gpu_utilization_target_percent: float | None = Field(
         80, gt=0, le=100, description="per GPU (normalised by the GPU count); null: no GPU policy"
     )

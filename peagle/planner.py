@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.config import DeploymentConfig
+from peagle.config import DeploymentConfig, MeasuredCapacity
 from peagle.errors import InstanceFitError, PlanError
 from peagle_serve.contract import ScheduleBand, describe_schedule
 from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
@@ -35,6 +35,10 @@ LOAD_BYTES_PER_SECOND = 150e6
 MIN_TIMEOUT_SECONDS = 600
 MAX_TIMEOUT_SECONDS = 3600
 MODEL_LEN_STEP = 1024
+# The scaling target when nothing was measured: requests in flight per instance (or copy) as a share of
+# the engine's max_num_seqs, so scale-out starts before vLLM queues. A guess; `peagle capacity` measures
+# the concurrency an instance carries within the SLO, and its snippet replaces this.
+GUESSED_CONCURRENCY_SHARE = 0.75
 # A new instance's launch before its model or first copy starts. The developer guide ("Scale an endpoint
 # to zero instances") says only that "the provisioning process takes several minutes": our allowance,
 # not an AWS figure.
@@ -62,6 +66,59 @@ class MemoryFit:
 # Inference-component mode: the share of an instance's vCPUs and memory left to the host (SageMaker's
 # agents, the OS) when the copies on it divide the rest evenly. Our choice, not a SageMaker figure.
 HOST_RESERVE_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class ScalingTarget:
+    """What target tracking aims at, per instance (variants) or per copy (components), and why."""
+
+    concurrency: float  # requests in flight per unit
+    unit: str  # "instance" | "copy"
+    source: str  # measured, set in the deployment file, or the guess
+    measured: MeasuredCapacity | None = None
+
+    @property
+    def is_guess(self) -> bool:
+        return self.source.startswith("a guess")
+
+    def fleet_for(self, peak_rps: float) -> int | None:
+        """Units that carry ``peak_rps`` at the measured rate x headroom; None when nothing was measured."""
+        if self.measured is None:
+            return None
+        return max(1, math.ceil(round(peak_rps / (self.measured.requests_per_second * self.measured.headroom), 9)))
+
+    def describe(self) -> str:
+        return f"{self.concurrency:g} requests in flight per {self.unit} ({self.source})"
+
+
+def scaling_target(config: DeploymentConfig, max_num_seqs: int) -> ScalingTarget:
+    """The concurrency target tracking aims at (with ``autoscaling.target: invocations`` the variant
+    tracks invocations instead, from max_rps_per_instance; this is then the copies' or unused)."""
+    components = config.endpoint.mode == "inference_components"
+    unit = "copy" if components else "instance"
+    given = (
+        config.endpoint.inference_components.target_concurrency_per_copy
+        if components
+        else config.autoscaling.target_concurrency_per_instance
+    )
+    measured = config.autoscaling.measured_capacity
+    if given is None:
+        guess = max(1.0, max_num_seqs * GUESSED_CONCURRENCY_SHARE)
+        return ScalingTarget(
+            guess,
+            unit,
+            f"a guess: {GUESSED_CONCURRENCY_SHARE:.0%} of max_num_seqs {max_num_seqs}; `peagle capacity` measures it",
+            measured,
+        )
+    if measured is not None and math.isclose(given, measured.concurrency * measured.headroom, rel_tol=0.01):
+        return ScalingTarget(
+            given,
+            unit,
+            f"measured: {measured.requests_per_second:g} req/s with {measured.concurrency:g} in flight at the SLO "
+            f"({measured.slo}) x headroom {measured.headroom:g}; {measured.source}",
+            measured,
+        )
+    return ScalingTarget(given, unit, "set in the deployment file", measured)
 
 
 @dataclass(frozen=True)
@@ -108,11 +165,14 @@ class Plan:
     # max_num_seqs is peagle/deployment_rules.py's rule speculation-schedule.
     speculative_schedule: tuple[ScheduleBand, ...] = field(default=())
     components: ComponentPlan | None = None  # inference-component mode; None: production variants
+    scaling: ScalingTarget | None = None  # None only for plans built by hand
     notes: tuple[str, ...] = field(default=())
 
     @property
     def speculation_enabled(self) -> bool:
         return self.speculative_tokens > 0
+
+    scales_on_concurrency: bool = True  # autoscaling on, tracking requests in flight
 
     @property
     def unit_start_budget_seconds(self) -> int:
@@ -153,6 +213,7 @@ class Plan:
             f"sampling        temperature={self.profile.sampling.temperature} top_p={self.profile.sampling.top_p} "
             f"max_tokens={self.profile.sampling.max_tokens}",
             f"SLO             {describe_slo(self.profile.slo)}",
+            *([f"scaling target  {self.scaling.describe()}"] if self.scaling and self.scales_on_concurrency else []),
             f"memory per GPU  {mem.gpu_memory_gib:.1f} GiB = target {mem.target_weights_gib:.1f} + drafter "
             f"{mem.drafter_weights_gib:.1f} + runtime {mem.runtime_reserve_gib:.1f} + KV cache {mem.kv_cache_gib:.1f} "
             f"+ headroom {mem.headroom_gib:.1f}",
@@ -406,6 +467,9 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         inference_ami_version=config.instance.ami_version or catalog.runtime.serving_image.inference_ami_version,
         speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
         components=components,
+        scaling=scaling_target(config, max_num_seqs),
+        scales_on_concurrency=config.autoscaling.enabled
+        and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         notes=tuple(notes),
     )
 
@@ -484,7 +548,7 @@ def _plan_components(
         max_copies=max_copies,
         min_instances=settings.min_instances,
         max_instances=settings.max_instances,
-        target_concurrency_per_copy=settings.target_concurrency_per_copy or max(1.0, max_num_seqs * 0.75),
+        target_concurrency_per_copy=scaling_target(config, max_num_seqs).concurrency,
         scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes,
     )
 

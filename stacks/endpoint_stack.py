@@ -27,9 +27,6 @@ from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, co
 from peagle.deployment_rules import volume_key_allowed
 from peagle.planner import Plan
 
-# Target concurrency per instance as a share of the engine's max_num_seqs: scale out
-# before requests queue inside vLLM.
-DEFAULT_CONCURRENCY_SHARE = 0.75
 # Inference components scaling to zero: one copy goes while two or more serve and the copies left would
 # still carry the load under this share of the per-copy target, for this many minutes (target tracking's
 # own scale-in is off; see ScalableCopyCount). Both mirror target tracking's own scale-in: 90 % of the
@@ -394,8 +391,10 @@ class EndpointStack(Stack):
                 **cooldowns,
             )
         else:
-            target = settings.target_concurrency_per_instance or max(1.0, plan.max_num_seqs * DEFAULT_CONCURRENCY_SHARE)
-            scaling.scale_on_concurrency("ConcurrencyPerInstance", target_requests_per_instance=target, **cooldowns)
+            # The planner's target: measured by `peagle capacity`, set in the file, or its stated guess.
+            scaling.scale_on_concurrency(
+                "ConcurrencyPerInstance", target_requests_per_instance=plan.scaling.concurrency, **cooldowns
+            )
         if settings.gpu_utilization_target_percent is not None:
             scaling.scale_on_gpu_utilization(
                 "GpuUtilization",
