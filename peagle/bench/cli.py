@@ -7,6 +7,7 @@ Exit codes: 0 ok; 1 a target failed its warm-up or a level's error rate exceeded
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from peagle.client.cold_start import COLD_START_DEFAULT_HELP
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
 DEFAULT_MAX_TOKENS = 128
+DEFAULT_CONCURRENCY = "1,4"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,8 +79,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="add the runs of a stored results.json to the report (repeatable)",
     )
     parser.add_argument("--out", type=Path, required=True, help="report folder (created)")
-    parser.add_argument("--concurrency", default="1,4", help="comma-separated levels (default 1,4)")
-    parser.add_argument("--requests", type=int, default=12, help="requests per concurrency level (default 12)")
+    parser.add_argument(
+        "--concurrency",
+        help=f"closed loop: comma-separated levels, each that many requests in flight (default {DEFAULT_CONCURRENCY} "
+        "unless --request-rate is given)",
+    )
+    parser.add_argument(
+        "--request-rate",
+        metavar="RATES",
+        help="open loop, in place of --concurrency: comma-separated request rates (requests/s, 'inf' for all at "
+        "once); each level's requests are sent at their scheduled times whatever the server does, as vllm bench "
+        "serve --request-rate sends them",
+    )
+    parser.add_argument(
+        "--burstiness",
+        type=float,
+        help="with --request-rate: gamma shape of the inter-arrival times (default 1, a Poisson process; above 1 "
+        "more even, below 1 burstier), vllm bench serve's --burstiness",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        help="with --request-rate: at most this many requests in flight; one due while all are busy waits for a "
+        "slot (recorded), as with vllm bench serve's --max-concurrency (default: no cap)",
+    )
+    parser.add_argument(
+        "--slo",
+        "--goodput",
+        dest="slo",
+        metavar="BOUNDS",
+        help="SLO bounds in milliseconds, vllm bench serve's --goodput syntax, e.g. 'ttft:1000 tpot:100 e2el:10000' "
+        "(default: the --profile's SLO); each level reports the share of requests meeting each bound and all, "
+        "and goodput (requests/s meeting all)",
+    )
+    parser.add_argument(
+        "--attainment",
+        type=float,
+        help="share of requests that must meet every bound, above 0 and at most 1 (default: the profile's)",
+    )
+    parser.add_argument("--requests", type=int, default=12, help="requests per level (default 12)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests per target first (default 1)")
     parser.add_argument(
         "--buckets",
@@ -88,7 +127,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--prompts-file", type=Path, help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompt set")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic prompt set and of the --request-rate arrivals"
+    )
     add_sampling_arguments(
         parser,
         default_profile=MEASURED_PROFILE_DEFAULT,
@@ -165,7 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     _print_summary(results, args.out)
 
     too_many_errors = [
-        f"{run.label} at concurrency {level.concurrency}: {level.error_rate:.0%} failed"
+        f"{run.label} at {level.load_phrase}: {level.error_rate:.0%} failed"
         for run in new_runs
         for level in run.levels
         if level.error_rate > args.max_error_rate
@@ -247,12 +288,8 @@ def _settings(args: argparse.Namespace):
     from peagle.bench.results import Sampling
     from peagle.bench.runner import BenchSettings
 
-    try:
-        concurrency = [int(part) for part in args.concurrency.split(",") if part.strip()]
-    except ValueError as error:
-        raise BadArguments(f"--concurrency takes comma-separated integers, got {args.concurrency!r}") from error
-    if not concurrency or min(concurrency) < 1:
-        raise BadArguments(f"--concurrency levels must be >= 1, got {args.concurrency!r}")
+    open_loop = _open_loop(args)
+    concurrency = [] if open_loop else _concurrency(args.concurrency or DEFAULT_CONCURRENCY)
     if args.requests < 1:
         raise BadArguments("--requests must be >= 1")
 
@@ -274,9 +311,12 @@ def _settings(args: argparse.Namespace):
     if not prompts:
         raise BadArguments("no prompts: choose --buckets or give --prompts-file")
 
+    slo, slo_source = _slo(args)
     price, price_source = _price(args)
+    from peagle.planner import describe_slo
+
     describe = {
-        "concurrency": ",".join(map(str, concurrency)),
+        **({"load": _describe_open_loop(open_loop)} if open_loop else {"concurrency": ",".join(map(str, concurrency))}),
         "requests_per_level": args.requests,
         "warmup_requests": args.warmup,
         "prompts": f"synthetic buckets {','.join(buckets) or 'none'} (seed {args.seed})"
@@ -284,6 +324,7 @@ def _settings(args: argparse.Namespace):
         "sampling": sampling.describe(),
         "max_tokens": f"{template.max_tokens} ({_max_tokens_source(args)})",
         "ignore_eos": args.ignore_eos,
+        "slo": f"{describe_slo(slo)} ({slo_source})",
     }
     return BenchSettings(
         concurrency=concurrency,
@@ -295,7 +336,86 @@ def _settings(args: argparse.Namespace):
         price_per_hour_usd=price,
         price_source=price_source,
         describe=describe,
+        open_loop=open_loop,
+        slo=slo,
+        slo_source=slo_source,
     )
+
+
+def _concurrency(text: str) -> list[int]:
+    try:
+        concurrency = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise BadArguments(f"--concurrency takes comma-separated integers, got {text!r}") from error
+    if not concurrency or min(concurrency) < 1:
+        raise BadArguments(f"--concurrency levels must be >= 1, got {text!r}")
+    return concurrency
+
+
+def _open_loop(args: argparse.Namespace):
+    """The --request-rate levels and their arrivals, or None for the closed loop."""
+    from peagle.bench.runner import OpenLoopSettings
+
+    if args.request_rate is None:
+        for flag, value in (("--burstiness", args.burstiness), ("--max-concurrency", args.max_concurrency)):
+            if value is not None:
+                raise BadArguments(f"{flag} shapes open-loop arrivals: give --request-rate too")
+        return None
+    if args.concurrency is not None:
+        raise BadArguments(
+            "--concurrency (closed loop: a fixed number of requests in flight) and --request-rate (open loop: "
+            "requests sent at a rate) measure different things: give one of them"
+        )
+    rates = []
+    for part in (part.strip() for part in args.request_rate.split(",")):
+        try:
+            rate = float(part)
+        except ValueError:
+            rate = math.nan
+        if not rate > 0:  # also NaN, and what float() refused
+            raise BadArguments(
+                f"--request-rate takes comma-separated request rates above 0 (requests/s) or 'inf', got "
+                f"{args.request_rate!r} ({part!r})"
+            )
+        rates.append(rate)
+    burstiness = 1.0 if args.burstiness is None else args.burstiness
+    if not burstiness > 0:
+        raise BadArguments(f"--burstiness must be above 0 (1 is Poisson), got {args.burstiness:g}")
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise BadArguments(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
+    return OpenLoopSettings(
+        request_rates=rates, burstiness=burstiness, max_concurrency=args.max_concurrency, seed=args.seed
+    )
+
+
+def _describe_open_loop(open_loop) -> str:
+    rates = ",".join("inf" if math.isinf(rate) else f"{rate:g}" for rate in open_loop.request_rates)
+    arrivals = "Poisson" if open_loop.burstiness == 1 else f"gamma, burstiness {open_loop.burstiness:g}"
+    cap = f"max concurrency {open_loop.max_concurrency}" if open_loop.max_concurrency else "no concurrency cap"
+    return f"open loop at {rates} req/s, {arrivals} arrivals (seed {open_loop.seed}), {cap}"
+
+
+def _slo(args: argparse.Namespace):
+    """The SLO each level is judged against and where it came from: --slo/--attainment over the profile's."""
+    from peagle.catalog import load_catalog
+    from peagle.slo import SloError, as_goodput_argument, parse_goodput
+
+    profile = args.profile or MEASURED_PROFILE_DEFAULT
+    own = load_catalog().profiles[profile].slo
+    attainment = own.attainment if args.attainment is None else args.attainment
+    try:
+        if args.slo is not None:
+            return parse_goodput(args.slo, attainment=attainment), "--slo" + (
+                " --attainment" if args.attainment is not None else f", profile {profile}'s attainment"
+            )
+        if args.attainment is None:
+            return own, f"profile {profile}"
+        # The profile's bounds at another attainment, checked as --attainment is everywhere.
+        return parse_goodput(
+            as_goodput_argument(own), attainment=attainment
+        ), f"profile {profile}'s bounds, --attainment"
+    except SloError as error:
+        raise BadArguments(f"--slo/--attainment: {error}") from error
 
 
 def _request_template(args: argparse.Namespace):
@@ -343,13 +463,13 @@ def _run_targets(targets, settings, args: argparse.Namespace):
     from peagle.client.cli import build_client
     from peagle.progress import progress_bar
 
-    total = len(targets) * len(settings.concurrency) * settings.requests_per_level
+    total = len(targets) * settings.level_count * settings.requests_per_level
     with progress_bar(total=total, unit="req") as progress:  # on stderr, only on a terminal
         runs = []
         for target in targets:
 
-            def on_done(concurrency, record, label=target.label):
-                progress.set_postfix_str(f"{label} c={concurrency}", refresh=False)
+            def on_done(load, record, label=target.label):
+                progress.set_postfix_str(f"{label} {load}", refresh=False)
                 progress.update(1)
 
             with build_client(
@@ -392,6 +512,18 @@ def _print_summary(results, out_dir: Path) -> None:
                 else ""
             )
             print(
-                f"  {run.label} c={level.concurrency}: {level.output_tokens_per_s:.1f} output tok/s, "
-                f"TPOT p50 {tpot}, errors {level.failed}/{level.requests}{accept}"
+                f"  {run.label} {level.load_label}: {level.output_tokens_per_s:.1f} output tok/s, "
+                f"TPOT p50 {tpot}, errors {level.failed}/{level.requests}{accept}{_slo_summary(level)}"
             )
+
+
+def _slo_summary(level) -> str:
+    parts = []
+    if level.open_loop:
+        parts.append(f"sent at {level.open_loop.achieved_request_rate:.2f} req/s")
+    if level.slo:
+        parts.append(
+            f"SLO attainment {level.slo.all_bounds:.0%} (target {level.slo.target_attainment:.0%}), "
+            f"goodput {level.slo.goodput_requests_per_s:.2f} req/s"
+        )
+    return "".join(f", {part}" for part in parts)

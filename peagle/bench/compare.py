@@ -34,6 +34,10 @@ def _server(attribute: str) -> Callable[[LevelResult], float | None]:
     return lambda level: getattr(level.server_latency, attribute) if level.server_latency else None
 
 
+def _slo(attribute: str) -> Callable[[LevelResult], float | None]:
+    return lambda level: getattr(level.slo, attribute) if level.slo else None
+
+
 METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
@@ -49,6 +53,16 @@ METRICS: dict[str, Metric] = {
         Metric("acceptance_rate", "acceptance rate", _acceptance("acceptance_rate"), True),
         Metric("acceptance_length", "acceptance length", _acceptance("mean_acceptance_length"), True),
         Metric("cost_per_million", "$ / 1M output tok", lambda level: level.cost_per_million_output_tokens_usd, False),
+        Metric("slo_attainment", "SLO attainment", _slo("all_bounds"), True),
+        Metric("goodput", "goodput", _slo("goodput_requests_per_s"), True, 1, "req/s"),
+        Metric(
+            "achieved_request_rate",
+            "achieved request rate",
+            lambda level: level.open_loop.achieved_request_rate if level.open_loop else None,
+            True,
+            1,
+            "req/s",
+        ),
     )
 }
 
@@ -64,6 +78,8 @@ SIDE_BY_SIDE_METRICS = (
     "server_ttft_mean",
     "server_tpot_mean",
     "acceptance_length",
+    "slo_attainment",
+    "goodput",
 )
 # What --compare-to checks.
 REGRESSION_METRICS = ("output_tokens_per_s", "ttft_p50", "tpot_p50", "e2e_p90", "acceptance_rate")
@@ -76,8 +92,17 @@ def reference_run(runs: Sequence[RunResult]) -> RunResult:
     return next((run for run in runs if run.speculation == "off"), runs[0])
 
 
-def concurrency_levels(runs: Sequence[RunResult]) -> list[int]:
-    return sorted({level.concurrency for run in runs for level in run.levels})
+def level_keys(runs: Sequence[RunResult]) -> list[tuple[int, float]]:
+    """Every level of ``runs`` (``LevelResult.key``): closed-loop concurrencies, then open-loop rates."""
+    return sorted({level.key for run in runs for level in run.levels})
+
+
+def key_label(key: tuple[int, float]) -> str:
+    """``c=4`` or ``2 req/s`` for a ``LevelResult.key``."""
+    concurrency, rate = key
+    if concurrency:
+        return f"c={concurrency}"
+    return "inf req/s" if rate == float("inf") else f"{rate:g} req/s"
 
 
 def ratio(value: float | None, reference: float | None) -> float | None:
@@ -123,13 +148,18 @@ def sampling_differs_from_baseline(runs: Sequence[RunResult], baseline: BenchRes
 
 
 def find_regressions(current: RunResult, baseline: RunResult, tolerance: float) -> list[dict]:
-    """Every metric at every shared concurrency that got worse than ``tolerance`` (relative)."""
+    """Every metric at every shared level (concurrency or request rate) that got worse than ``tolerance``."""
     regressions = []
     for level in current.levels:
-        reference = baseline.level(level.concurrency)
+        reference = baseline.level_at(level.key)
         if reference is None:
             continue
-        where = {"run": current.label, "baseline_run": baseline.label, "concurrency": level.concurrency}
+        where = {
+            "run": current.label,
+            "baseline_run": baseline.label,
+            "concurrency": level.concurrency,
+            "load": level.load_label,
+        }
         if level.error_rate > reference.error_rate + ERROR_RATE_SLACK:
             regressions.append(
                 {

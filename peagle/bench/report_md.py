@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from peagle.bench.compare import METRICS, SIDE_BY_SIDE_METRICS, concurrency_levels, ratio, reference_run
-from peagle.bench.results import BenchResults, Distribution, LevelResult, RunResult, Speculation, describe_sampling
+from peagle.bench.compare import METRICS, SIDE_BY_SIDE_METRICS, key_label, level_keys, ratio, reference_run
+from peagle.bench.results import (
+    BenchResults,
+    Distribution,
+    LevelResult,
+    RunResult,
+    SloResult,
+    Speculation,
+    describe_sampling,
+)
 
 
 def write_report(results: BenchResults, path: Path, plot_names: Sequence[str]) -> Path:
@@ -59,13 +68,13 @@ def _run_section(run: RunResult) -> list[str]:
         "",
         "### Throughput, acceptance and cost",
         "",
-        "| concurrency | requests | error rate | req/s | output tok/s | acceptance rate | acceptance length | per-position acceptance | acceptance from | $ / 1M output tok |",
+        "| load | requests | error rate | req/s | output tok/s | acceptance rate | acceptance length | per-position acceptance | acceptance from | $ / 1M output tok |",
         "|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
     ]
     for level in run.levels:
         spec = level.acceptance
         lines.append(
-            f"| {level.concurrency} | {level.requests} | {_errors(level)} | {level.requests_per_s:.2f} | "
+            f"| {level.load_label} | {level.requests} | {_errors(level)} | {level.requests_per_s:.2f} | "
             f"{level.output_tokens_per_s:.1f} | {_acceptance_cells(spec)} | {spec.source if spec else 'n/a'} | "
             f"{_num(level.cost_per_million_output_tokens_usd, '.2f')} |"
         )
@@ -75,26 +84,27 @@ def _run_section(run: RunResult) -> list[str]:
             "Acceptance from both sources (the responses' metrics.speculative_decoding summed, and the change of "
             "the server's /metrics counters over the level):",
             "",
-            "| concurrency | from | verify steps | draft tokens | accepted | acceptance rate | acceptance length | per-position acceptance |",
+            "| load | from | verify steps | draft tokens | accepted | acceptance rate | acceptance length | per-position acceptance |",
             "|---:|---|---:|---:|---:|---:|---:|---|",
         ]
         for level in run.levels:
             for spec in (level.speculation_from_responses, level.speculation):
                 if spec is not None:
                     lines.append(
-                        f"| {level.concurrency} | {spec.source} | {spec.drafts} | {spec.draft_tokens} | "
+                        f"| {level.load_label} | {spec.source} | {spec.drafts} | {spec.draft_tokens} | "
                         f"{spec.accepted_tokens} | {_acceptance_cells(spec)} |"
                     )
+    lines += _open_loop_table(run) + _slo_table(run)
     lines += [
         "",
         "### Latency",
         "",
-        "| concurrency | TTFT p50 / p90 / p99 (ms) | TPOT p50 / p90 / p99 (ms) | ITL p50 / p90 / p99 (ms) | e2e p50 / p90 / p99 (s) |",
+        "| load | TTFT p50 / p90 / p99 (ms) | TPOT p50 / p90 / p99 (ms) | ITL p50 / p90 / p99 (ms) | e2e p50 / p90 / p99 (s) |",
         "|---:|---:|---:|---:|---:|",
     ]
     for level in run.levels:
         lines.append(
-            f"| {level.concurrency} | {_triple(level.ttft_s, 1000, '.0f')} | {_triple(level.tpot_s, 1000, '.1f')} | "
+            f"| {level.load_label} | {_triple(level.ttft_s, 1000, '.0f')} | {_triple(level.tpot_s, 1000, '.1f')} | "
             f"{_triple(level.itl_s, 1000, '.1f')} | {_triple(level.e2e_s, 1, '.2f')} |"
         )
     if any(level.server_latency for level in run.levels):
@@ -102,25 +112,94 @@ def _run_section(run: RunResult) -> list[str]:
             "",
             "Server-side means from vLLM's histograms (queue, TTFT, TPOT in ms; e2e in s):",
             "",
-            "| concurrency | queue | TTFT | TPOT | e2e |",
+            "| load | queue | TTFT | TPOT | e2e |",
             "|---:|---:|---:|---:|---:|",
         ]
         for level in run.levels:
             server = level.server_latency
             if server is not None:
                 lines.append(
-                    f"| {level.concurrency} | {_num(_scaled(server.queue_time_mean_s, 1000), '.1f')} | "
+                    f"| {level.load_label} | {_num(_scaled(server.queue_time_mean_s, 1000), '.1f')} | "
                     f"{_num(_scaled(server.ttft_mean_s, 1000), '.1f')} | {_num(_scaled(server.tpot_mean_s, 1000), '.2f')} | "
                     f"{_num(server.e2e_mean_s, '.2f')} |"
                 )
     return lines + [""]
 
 
+def _open_loop_table(run: RunResult) -> list[str]:
+    levels = [level for level in run.levels if level.open_loop]
+    if not levels:
+        return []
+    lines = [
+        "",
+        "### Open-loop load",
+        "",
+        "Requests sent at their scheduled times whatever the server did (no send waits for an answer). Send lag: "
+        "how far behind its schedule the sender fell (a cap's slot waits excluded); in flight: this load's own "
+        "requests sent and not yet answered.",
+        "",
+        "| offered rate (req/s) | arrivals | max concurrency | achieved rate (req/s) | send lag max / p99 (ms) "
+        "| slot wait mean / max (ms) | in flight peak / mean |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for level in levels:
+        load = level.open_loop
+        if math.isinf(load.offered_request_rate):
+            arrivals = "all at once"
+        else:
+            shape = "Poisson" if load.burstiness == 1 else f"gamma, burstiness {load.burstiness:g}"
+            arrivals = f"{shape} (seed {load.seed})"
+        lines.append(
+            f"| {load.rate_text} | {arrivals} | {load.max_concurrency or 'none'} | "
+            f"{load.achieved_request_rate:.2f} | {load.send_lag_max_s * 1000:.0f} / {load.send_lag_p99_s * 1000:.0f} | "
+            f"{load.slot_wait_mean_s * 1000:.0f} / {load.slot_wait_max_s * 1000:.0f} | "
+            f"{load.in_flight_peak} / {load.in_flight_mean:.1f} |"
+        )
+    return lines
+
+
+def _slo_table(run: RunResult) -> list[str]:
+    levels = [level for level in run.levels if level.slo]
+    if not levels:
+        return []
+    described = sorted({_describe_slo(level.slo) for level in levels})
+    lines = [
+        "",
+        "### SLO attainment and goodput",
+        "",
+        f"SLO: {'; '.join(described)}. Attainment: share of the level's requests meeting the bound (a failed "
+        "request meets none); goodput: requests meeting every bound per second of the level's wall time "
+        "(vllm bench serve's definitions).",
+        "",
+        "| load | TTFT met | TPOT met | E2EL met | all bounds met | target | goodput (req/s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for level in levels:
+        slo = level.slo
+        bounds = " | ".join(_share(slo.per_bound.get(key)) for key in ("ttft", "tpot", "e2el"))
+        verdict = "meets" if slo.met else "**short**"
+        lines.append(
+            f"| {level.load_label} | {bounds} | {slo.all_bounds:.1%} ({verdict}) | {slo.target_attainment:.0%} | "
+            f"{slo.goodput_requests_per_s:.2f} |"
+        )
+    return lines
+
+
+def _describe_slo(slo: SloResult) -> str:
+    from peagle.planner import describe_slo
+
+    return f"{describe_slo(slo.as_slo())} ({slo.source})"
+
+
+def _share(value: float | None) -> str:
+    return "no bound" if value is None else f"{value:.1%}"
+
+
 def _side_by_side(runs: Sequence[RunResult]) -> list[str]:
     reference = reference_run(runs)
     others = [run for run in runs if run is not reference]
     header = [
-        "concurrency",
+        "load",
         "metric",
         *(f"`{run.label}`" for run in runs),
         *(f"`{run.label}` / `{reference.label}`" for run in others),
@@ -138,19 +217,18 @@ def _side_by_side(runs: Sequence[RunResult]) -> list[str]:
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
-    for concurrency in concurrency_levels(runs):
+    for key in level_keys(runs):
         for name in SIDE_BY_SIDE_METRICS:
             metric = METRICS[name]
-            values = [metric.read(level) if (level := run.level(concurrency)) else None for run in runs]
-            reference_level = reference.level(concurrency)
+            values = [metric.read(level) if (level := run.level_at(key)) else None for run in runs]
+            reference_level = reference.level_at(key)
             reference_value = metric.read(reference_level) if reference_level else None
             ratios = [
-                ratio(metric.read(level) if (level := run.level(concurrency)) else None, reference_value)
-                for run in others
+                ratio(metric.read(level) if (level := run.level_at(key)) else None, reference_value) for run in others
             ]
             title = f"{metric.title} ({metric.unit})" if metric.unit else metric.title
             cells = [
-                str(concurrency),
+                key_label(key),
                 title,
                 *(_num(v * metric.scale if v is not None else None, ".2f") for v in values),
             ]
@@ -164,12 +242,12 @@ def _regressions(results: BenchResults) -> list[str]:
     if not results.regressions:
         return lines + ["No regression beyond the tolerance.", ""]
     lines += [
-        "| run | baseline run | concurrency | metric | baseline | now | change |",
+        "| run | baseline run | load | metric | baseline | now | change |",
         "|---|---|---:|---|---:|---:|---:|",
     ]
     for item in results.regressions:
         lines.append(
-            f"| {item['run']} | {item['baseline_run']} | {item['concurrency']} | {item['metric']} | "
+            f"| {item['run']} | {item['baseline_run']} | {item.get('load', item['concurrency'])} | {item['metric']} | "
             f"{item['baseline']:.4g} | {item['current']:.4g} | {item['change']:+.1%} |"
         )
     return lines + [""]
@@ -184,7 +262,8 @@ def _definitions() -> list[str]:
         "- ITL: gap between arrivals of new text (SSE events read together count once). With speculation an "
         "event can carry several tokens, so ITL overstates per-token latency; compare TPOT across speculation on/off.",
         "- output tok/s, req/s: successful requests' output tokens (server-reported usage) and count over the "
-        "level's wall time, with `concurrency` requests in flight (closed loop).",
+        "level's wall time: with `concurrency` requests in flight (closed loop, `c=N`) or sent at a request rate "
+        "(open loop, `N req/s`).",
         "- acceptance rate = accepted / draft tokens; acceptance length = 1 + accepted / drafts (tokens per target "
         "step); per-position = accepted at draft position i / drafts, drafts being verify steps. Token-weighted "
         "over the level, from `responses` (the successful answers' metrics.speculative_decoding, summed) or from "
@@ -194,6 +273,15 @@ def _definitions() -> list[str]:
         "to e2e and TPOT near 0, the server delivered the stream in one burst (a CPU-starved API server): "
         "trust these instead.",
         "- $ / 1M output tok = price per hour / (output tok/s x 3600) x 1e6: one instance kept busy at that concurrency.",
+        "- Open loop (`--request-rate`): each level's requests are due at gamma-distributed gaps (shape "
+        "`--burstiness`, 1 = Poisson) with mean 1 / rate, drawn and scaled as vllm bench serve draws them, and sent "
+        "then whatever the server does. Its wall time runs from the schedule's start to the last answer (vllm bench "
+        "serve's duration); achieved rate = requests / (schedule start to last send); send lag = actual send minus "
+        "scheduled time, less any slot wait under `--max-concurrency`: large lag means the sender itself fell behind "
+        "and the level offered less than its rate.",
+        "- SLO: TTFT, TPOT (excluding the first token; a one-token answer meets any TPOT bound) and E2EL per request "
+        "against the bounds; attainment is over all requests sent, goodput = requests meeting every bound / wall "
+        "time: vllm bench serve's --goodput.",
         "",
     ]
 

@@ -7,6 +7,7 @@ stored file back (for ``--compare-to`` and ``--from-results``).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -124,8 +125,59 @@ class ServerLatency:
 
 
 @dataclass(frozen=True)
+class OpenLoopLoad:
+    """How an open-loop level was sent (open_loop.py) and what the load itself did."""
+
+    offered_request_rate: float  # requests/s asked for; math.inf ("inf" in the JSON): all at once
+    burstiness: float  # gamma shape of the inter-arrival times; 1 = Poisson
+    max_concurrency: int | None  # the cap on requests in flight (vllm bench serve's --max-concurrency)
+    seed: int
+    achieved_request_rate: float  # requests sent / schedule start to the last send
+    send_lag_max_s: float  # how far behind schedule the sender fell (slot waits excluded)
+    send_lag_p99_s: float
+    slot_wait_mean_s: float  # waits for a free --max-concurrency slot (0 without a cap)
+    slot_wait_max_s: float
+    in_flight_peak: int  # the load's own count of requests sent and not yet answered
+    in_flight_mean: float  # time-averaged over the level's wall time
+
+    @property
+    def rate_text(self) -> str:
+        return "inf" if math.isinf(self.offered_request_rate) else f"{self.offered_request_rate:g}"
+
+
+@dataclass(frozen=True)
+class SloResult:
+    """The SLO a level was judged against (peagle.slo, vllm bench serve's definitions) and what it attained."""
+
+    ttft_seconds: float | None
+    tpot_seconds: float | None
+    e2e_seconds: float | None
+    target_attainment: float  # share of requests that must meet every bound
+    source: str  # where the bounds came from, e.g. "profile chatbot" or "--slo"
+    per_bound: dict[str, float]  # "ttft" / "tpot" / "e2el" -> share of the level's requests meeting it
+    all_bounds: float  # share meeting every bound (failed requests meet none)
+    good_requests: int
+    goodput_requests_per_s: float  # good requests / the level's wall time
+
+    @property
+    def met(self) -> bool:
+        return self.all_bounds >= self.target_attainment
+
+    def as_slo(self):
+        """The catalog ``Slo`` these bounds are (for peagle.slo and peagle.planner.describe_slo)."""
+        from peagle.catalog import Slo
+
+        return Slo(
+            ttft_seconds=self.ttft_seconds,
+            tpot_seconds=self.tpot_seconds,
+            e2e_seconds=self.e2e_seconds,
+            attainment=self.target_attainment,
+        )
+
+
+@dataclass(frozen=True)
 class LevelResult:
-    """One concurrency level of one run."""
+    """One level of one run: a closed-loop concurrency, or an open-loop request rate (``open_loop``)."""
 
     concurrency: int
     requests: int
@@ -145,6 +197,24 @@ class LevelResult:
     server_latency: ServerLatency | None = None
     # From the successful responses' metrics.speculative_decoding, when the server sent it.
     speculation_from_responses: Speculation | None = None
+    # Open-loop levels only; their ``concurrency`` is 0, so no reader takes one for a closed-loop level.
+    open_loop: OpenLoopLoad | None = None
+    slo: SloResult | None = None  # files from before SLOs were recorded have none
+
+    @property
+    def key(self) -> tuple[int, float]:
+        """What identifies a level within a run: closed-loop concurrency, else the offered request rate."""
+        return (0, self.open_loop.offered_request_rate) if self.open_loop else (self.concurrency, 0.0)
+
+    @property
+    def load_label(self) -> str:
+        """``c=4`` for a closed-loop level, ``2 req/s`` (``inf req/s``) for an open-loop one."""
+        return f"{self.open_loop.rate_text} req/s" if self.open_loop else f"c={self.concurrency}"
+
+    @property
+    def load_phrase(self) -> str:
+        """``concurrency 4`` or ``request rate 2 req/s``, for sentences."""
+        return f"request rate {self.load_label}" if self.open_loop else f"concurrency {self.concurrency}"
 
     @property
     def error_rate(self) -> float:
@@ -176,7 +246,12 @@ class RunResult:
     sampling: Sampling | None = None  # None: a file from before runs recorded it, and no legacy settings line
 
     def level(self, concurrency: int) -> LevelResult | None:
-        return next((level for level in self.levels if level.concurrency == concurrency), None)
+        """The closed-loop level at ``concurrency``."""
+        return next((level for level in self.levels if level.concurrency == concurrency and not level.open_loop), None)
+
+    def level_at(self, key: tuple[int, float]) -> LevelResult | None:
+        """The level with ``LevelResult.key`` ``key`` (closed or open loop)."""
+        return next((level for level in self.levels if level.key == key), None)
 
 
 @dataclass(frozen=True)
@@ -197,6 +272,10 @@ def results_to_json(results: BenchResults) -> str:
     for run_payload, run in zip(payload["runs"], results.runs, strict=False):
         for level_payload, level in zip(run_payload["levels"], run.levels, strict=False):
             level_payload["error_rate"] = level.error_rate  # derived, stored for readers of the JSON
+            if level.open_loop is not None:  # JSON has no infinity; vllm bench serve writes "inf" too
+                load = level_payload["open_loop"]
+                for name in ("offered_request_rate", "achieved_request_rate"):
+                    load[name] = "inf" if math.isinf(load[name]) else load[name]
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -254,6 +333,12 @@ def _level_from_dict(raw: dict[str, Any]) -> LevelResult:
     for name in ("speculation", "speculation_from_responses"):
         values[name] = Speculation(**values[name]) if values.get(name) else None
     values["server_latency"] = ServerLatency(**values["server_latency"]) if values.get("server_latency") else None
+    if values.get("open_loop"):
+        load = values["open_loop"]
+        for name in ("offered_request_rate", "achieved_request_rate"):
+            load[name] = float(load[name])  # "inf" -> math.inf
+        values["open_loop"] = OpenLoopLoad(**_known(OpenLoopLoad, load))
+    values["slo"] = SloResult(**_known(SloResult, values["slo"])) if values.get("slo") else None
     return LevelResult(**values)
 
 

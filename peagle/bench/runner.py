@@ -1,14 +1,16 @@
-"""Run one benchmark target through the concurrency sweep."""
+"""Run one benchmark target through its levels: closed-loop concurrencies or open-loop request rates."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peagle.bench.load import run_closed_loop
+from peagle.bench.open_loop import run_open_loop
 from peagle.bench.prompts import PromptCase
 from peagle.bench.results import LevelResult, RunResult, Sampling
 from peagle.bench.server_probe import (
@@ -18,8 +20,9 @@ from peagle.bench.server_probe import (
     probe_url,
     scrape_metrics,
 )
-from peagle.bench.stats import RequestRecord, summarise_level
+from peagle.bench.stats import RequestRecord, summarise_level, summarise_open_loop_level
 from peagle.bench.vllm_counters import server_latency_between, speculation_between
+from peagle.catalog import Slo
 from peagle.client import GenerationRequest, NoCapacityError, PeagleClient, PeagleClientError
 
 NO_COPY_DURING_MEASUREMENT = (
@@ -54,8 +57,18 @@ class BenchTarget:
 
 
 @dataclass(frozen=True)
+class OpenLoopSettings:
+    """Open-loop levels (open_loop.py): one per request rate, arrivals as vllm bench serve draws them."""
+
+    request_rates: Sequence[float]  # requests/s, math.inf for all at once
+    burstiness: float = 1.0
+    max_concurrency: int | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class BenchSettings:
-    concurrency: Sequence[int]
+    concurrency: Sequence[int]  # closed-loop levels; ignored when ``open_loop`` is set
     requests_per_level: int
     prompts: Sequence[PromptCase]
     request_template: GenerationRequest  # sampling and body extras; the prompt is replaced
@@ -64,6 +77,13 @@ class BenchSettings:
     price_per_hour_usd: float | None = None
     price_source: str | None = None
     describe: dict[str, Any] = field(default_factory=dict)  # what results.json records as settings
+    open_loop: OpenLoopSettings | None = None  # request-rate levels in place of the concurrency ones
+    slo: Slo | None = None  # what each level's attainment and goodput are judged against
+    slo_source: str = ""
+
+    @property
+    def level_count(self) -> int:
+        return len(self.open_loop.request_rates) if self.open_loop else len(self.concurrency)
 
 
 def build_requests(settings: BenchSettings, count: int) -> list[GenerationRequest]:
@@ -87,9 +107,10 @@ def run_target(
     target: BenchTarget,
     settings: BenchSettings,
     client: PeagleClient,
-    on_request_done: Callable[[int, RequestRecord], None] = lambda concurrency, record: None,
+    on_request_done: Callable[[str, RequestRecord], None] = lambda load, record: None,
 ) -> RunResult:
-    """Warm up, then send ``requests_per_level`` requests at each concurrency level.
+    """Warm up, then send ``requests_per_level`` requests at each level (``on_request_done`` gets the
+    level's ``load_label``, e.g. ``c=4`` or ``2 req/s``, and the record).
 
     Acceptance comes from the answers (their per-request metrics, summed over each
     level) and, for a URL target, also from the spec-decode counters scraped before
@@ -119,26 +140,18 @@ def run_target(
     client = client.with_retry_policy(replace(client.retry_policy, cold_start_wait_s=0.0))
 
     levels: list[LevelResult] = []
-    for concurrency in settings.concurrency:
+    for load in _loads(settings):
         before = scrape_metrics(target.url) if info.metrics_reachable else None
-        records, duration_s = run_closed_loop(
-            client,
-            build_requests(settings, settings.requests_per_level),
-            concurrency,
-            on_done=lambda record, c=concurrency: on_request_done(c, record),
-        )
+        level, records = _measure_level(client, settings, load, on_request_done)
         after = scrape_metrics(target.url) if before is not None else None
-        levels.append(
-            summarise_level(
-                concurrency,
-                records,
-                duration_s,
-                speculation=speculation_between(before, after) if after is not None else None,
-                price_per_hour_usd=settings.price_per_hour_usd,
-                server_latency=server_latency_between(before, after) if after is not None else None,
+        if after is not None:
+            level = replace(
+                level,
+                speculation=speculation_between(before, after),
+                server_latency=server_latency_between(before, after),
             )
-        )
-        notes.extend(_first_error_notes(concurrency, records))
+        levels.append(level)
+        notes.extend(_first_error_notes(level.load_phrase, records))
         if NO_COPY_DURING_MEASUREMENT not in notes and any(
             record.error_type == NoCapacityError.__name__ for record in records
         ):
@@ -164,6 +177,42 @@ def run_target(
     )
 
 
+def _loads(settings: BenchSettings) -> list[int | float]:
+    """A closed-loop concurrency (int) or an open-loop request rate (float) per level."""
+    if settings.open_loop is not None:
+        return [float(rate) for rate in settings.open_loop.request_rates]
+    return [int(concurrency) for concurrency in settings.concurrency]
+
+
+def _measure_level(
+    client: PeagleClient,
+    settings: BenchSettings,
+    load: int | float,
+    on_request_done: Callable[[str, RequestRecord], None],
+) -> tuple[LevelResult, list[RequestRecord]]:
+    """One level's requests, sent closed loop at concurrency ``load`` or open loop at request rate ``load``."""
+    requests = build_requests(settings, settings.requests_per_level)
+    common = {"slo": settings.slo, "slo_source": settings.slo_source, "price_per_hour_usd": settings.price_per_hour_usd}
+    if settings.open_loop is None:
+        label = f"c={load}"
+        records, duration_s = run_closed_loop(
+            client, requests, int(load), on_done=lambda record: on_request_done(label, record)
+        )
+        return summarise_level(int(load), records, duration_s, speculation=None, **common), records
+    open_loop = settings.open_loop
+    label = f"{'inf' if math.isinf(load) else f'{load:g}'} req/s"
+    run = run_open_loop(
+        client,
+        requests,
+        rate=load,
+        burstiness=open_loop.burstiness,
+        max_concurrency=open_loop.max_concurrency,
+        seed=open_loop.seed,
+        on_done=lambda record: on_request_done(label, record),
+    )
+    return summarise_open_loop_level(run, **common), run.records
+
+
 def _observed_k(levels: Sequence[LevelResult]) -> float | None:
     for level in levels:
         if level.acceptance and level.acceptance.drafts:
@@ -171,10 +220,10 @@ def _observed_k(levels: Sequence[LevelResult]) -> float | None:
     return None
 
 
-def _first_error_notes(concurrency: int, records: Sequence[RequestRecord]) -> list[str]:
+def _first_error_notes(load_phrase: str, records: Sequence[RequestRecord]) -> list[str]:
     """One example message per error type, so a failed level explains itself."""
     seen: dict[str, str] = {}
     for record in records:
         if not record.ok and record.error_type not in seen:
             seen[record.error_type] = record.error_message or ""
-    return [f"concurrency {concurrency}: {kind}: {message}" for kind, message in seen.items()]
+    return [f"{load_phrase}: {kind}: {message}" for kind, message in seen.items()]

@@ -10,6 +10,10 @@ Definitions (docs/client-and-bench.md has the long form):
   to last answer), successful requests only;
 - cost per 1M output tokens: instance price per hour / (output tokens/s x 3600) x 1e6,
   i.e. one instance kept busy at this concurrency;
+- SLO attainment and goodput: peagle.slo's, vllm bench serve's definitions, over every
+  request sent (a failed one meets no bound); goodput divides by the wall time. For an
+  open-loop level the wall time is vllm bench serve's benchmark duration: from the
+  schedule's start (the first request is due one gap after it) to the last answer;
 - acceptance: from the successful answers' per-request metrics (response_acceptance.py)
   and, for URL targets, from the server's /metrics counters (vllm_counters.py).
 """
@@ -20,10 +24,16 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from peagle.bench.response_acceptance import speculation_from_responses
-from peagle.bench.results import Distribution, LevelResult, ServerLatency, Speculation
+from peagle.bench.results import Distribution, LevelResult, OpenLoopLoad, ServerLatency, SloResult, Speculation
 from peagle.client import SpecDecodeMetrics
+from peagle.slo import RequestTiming, attainment
+
+if TYPE_CHECKING:
+    from peagle.bench.open_loop import OpenLoopRun
+    from peagle.catalog import Slo
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,12 @@ class RequestRecord:
     error_message: str | None = None
     attempts: int = 1
     spec_decode_metrics: SpecDecodeMetrics | None = None  # the answer's acceptance, if it carried it
+    # Open loop only (open_loop.py), seconds from the schedule's start: when the request was due, when it
+    # went out (after any --max-concurrency slot wait, which slot_wait_s holds) and when its answer ended.
+    scheduled_s: float | None = None
+    sent_s: float | None = None
+    slot_wait_s: float = 0.0
+    finished_s: float | None = None
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -71,6 +87,76 @@ def cost_per_million_output_tokens(price_per_hour_usd: float | None, output_toke
     return price_per_hour_usd / (output_tokens_per_s * 3600.0) * 1_000_000
 
 
+def request_timings(records: Sequence[RequestRecord]) -> list[RequestTiming]:
+    """The records as peagle.slo judges them (a failed request meets no bound)."""
+    return [
+        RequestTiming(
+            ok=record.ok,
+            ttft_seconds=record.ttft_s if record.ok else None,
+            e2e_seconds=record.e2e_s if record.ok else None,
+            output_tokens=record.output_tokens,
+        )
+        for record in records
+    ]
+
+
+def slo_result(slo: Slo, source: str, records: Sequence[RequestRecord], duration_s: float) -> SloResult:
+    """What ``records`` attained against ``slo`` (a catalog Slo), and their goodput over ``duration_s``."""
+    attained = attainment(slo, request_timings(records))
+    return SloResult(
+        ttft_seconds=slo.ttft_seconds,
+        tpot_seconds=slo.tpot_seconds,
+        e2e_seconds=slo.e2e_seconds,
+        target_attainment=slo.attainment,
+        source=source,
+        per_bound=dict(attained.per_bound),
+        all_bounds=attained.all_bounds,
+        good_requests=attained.good_requests,
+        goodput_requests_per_s=attained.goodput(duration_s),
+    )
+
+
+def open_loop_load(run: OpenLoopRun) -> OpenLoopLoad:
+    """What an open-loop level's sender did, for results.json."""
+    waits = run.slot_waits
+    return OpenLoopLoad(
+        offered_request_rate=run.rate,
+        burstiness=run.burstiness,
+        max_concurrency=run.max_concurrency,
+        seed=run.seed,
+        achieved_request_rate=run.achieved_request_rate,
+        send_lag_max_s=run.max_send_lag_s,
+        send_lag_p99_s=run.p99_send_lag_s,
+        slot_wait_mean_s=sum(waits) / len(waits),
+        slot_wait_max_s=max(waits),
+        in_flight_peak=run.peak_in_flight,
+        in_flight_mean=run.mean_in_flight,
+    )
+
+
+def summarise_open_loop_level(
+    run: OpenLoopRun,
+    *,
+    slo: Slo | None,
+    slo_source: str = "",
+    speculation: Speculation | None = None,
+    price_per_hour_usd: float | None = None,
+    server_latency: ServerLatency | None = None,
+) -> LevelResult:
+    """A LevelResult of one open-loop level: concurrency 0, the load in ``open_loop``."""
+    return summarise_level(
+        0,
+        run.records,
+        run.wall_seconds,
+        speculation=speculation,
+        price_per_hour_usd=price_per_hour_usd,
+        server_latency=server_latency,
+        open_loop=open_loop_load(run),
+        slo=slo,
+        slo_source=slo_source,
+    )
+
+
 def summarise_level(
     concurrency: int,
     records: Sequence[RequestRecord],
@@ -79,6 +165,9 @@ def summarise_level(
     speculation: Speculation | None,
     price_per_hour_usd: float | None,
     server_latency: ServerLatency | None = None,
+    open_loop: OpenLoopLoad | None = None,
+    slo: Slo | None = None,
+    slo_source: str = "",
 ) -> LevelResult:
     succeeded = [record for record in records if record.ok]
     output_tokens = sum(record.output_tokens for record in succeeded)
@@ -103,4 +192,6 @@ def summarise_level(
         speculation_from_responses=speculation_from_responses(
             [r.spec_decode_metrics for r in succeeded if r.spec_decode_metrics is not None]
         ),
+        open_loop=open_loop,
+        slo=slo_result(slo, slo_source, records, duration_s) if slo is not None else None,
     )
