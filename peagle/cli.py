@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "peagle.simulate.cli",  # simulate
     "peagle.smoke.cli",  # smoke
     "peagle.tune.cli",  # tune
+    "peagle.capacity.cli",  # capacity
 )
 
 

@@ -133,3 +133,9 @@ def test_reports_the_ends_of_the_range():
 def test_refuses_settings_out_of_range_all_at_once():
     with pytest.raises(ValueError, match=r"start rate -1: above 0.*growth 1: above 1"):
         find_capacity(lambda rate, repeat: None, settings(start_rate=-1, growth=1))
+
+
+def test_a_level_fills_its_minimum_length_at_high_rates():
+    search_settings = settings(min_level_seconds=20)
+    assert search_settings.requests_at(0.5) == REQUESTS  # 40 requests take 80 s at 0.5 req/s
+    assert search_settings.requests_at(10) == 200  # 40 would be 4 s of arrivals: one burst

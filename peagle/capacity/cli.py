@@ -1,0 +1,465 @@
+"""`peagle capacity`: the highest request rate one instance (or copy) serves within the SLO.
+
+Against a running server (--url), a SageMaker endpoint (--endpoint, with --target-variant and
+--inference-component) or a local pair it serves itself (--pair, through `peagle local`, as peagle
+tune does), it sends open-loop load (peagle/bench/open_loop.py) at rising request rates, judges each
+level against the SLO (peagle/slo.py, vllm bench serve's definitions) and searches for the knee
+(peagle/capacity/search.py). Writes capacity.json, capacity.md, knee.png and capacity-snippet.yaml
+to --out.
+
+Exit 0 with a capacity; 1 when the target could not be served or no rate met the SLO; 2 bad
+arguments; 130 interrupted (Ctrl-C), after writing what was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from peagle.bench.prompts import BUCKET_WORDS
+from peagle.client.cli import (
+    MEASURED_PROFILE_DEFAULT,
+    add_inference_component_argument,
+    add_sampling_arguments,
+    add_target_variant_argument,
+    sampling_error,
+)
+from peagle.local.tiny_pair import PAIRS
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
+DEFAULT_MAX_TOKENS = 64
+DEFAULT_BUCKETS = "short"
+# About 10 minutes in all for a local pair on a 2-core machine: the engine's ~30-60 s start,
+# nine minutes of levels, the server's drain.
+DEFAULT_TIME_BUDGET_SECONDS = 540.0
+DEFAULT_HEADROOM = 0.8
+DEFAULT_MIN_LEVEL_SECONDS = 15.0
+LOCAL_K_DEFAULT = 4  # `peagle local`'s --speculative-tokens default
+
+
+class BadArguments(ValueError):
+    pass
+
+
+class CapacityFailed(RuntimeError):
+    """The target could not be served or measured."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "capacity",
+        help="find the highest request rate per instance that meets the SLO, and the scaling targets from it",
+        description="Send open-loop load (Poisson arrivals) at rising request rates to one target (--url, "
+        "--endpoint or a local --pair), judge each level against the SLO (the profile's, or --goodput), grow "
+        "the rate until the SLO breaks, bisect, and repeat the deciding levels. Writes capacity.json, capacity.md, "
+        "knee.png and capacity-snippet.yaml (autoscaling targets at --headroom) to --out. Progress on stderr; "
+        "Ctrl-C writes what was measured. Exit 0 ok, 1 target failed or no rate met the SLO, 2 bad arguments, "
+        "130 interrupted.",
+    )
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
+    target.add_argument("--endpoint", help="a SageMaker endpoint name")
+    target.add_argument(
+        "--pair", choices=sorted(PAIRS), help="serve this local pair with `peagle local` and measure it"
+    )
+    parser.add_argument("--region", help="with --endpoint: its AWS region")
+    add_target_variant_argument(
+        parser,
+        repeatable=False,
+        help_text="with --endpoint: measure this production variant alone (InvokeEndpoint TargetVariant)",
+    )
+    add_inference_component_argument(
+        parser,
+        repeatable=False,
+        help_text="with --endpoint: measure this inference component (InvokeEndpoint InferenceComponentName); the "
+        "rate is then per copy and the snippet sets endpoint.inference_components.target_concurrency_per_copy",
+    )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        help="with --endpoint: instances (or copies) serving it while measured; the rate is divided by this "
+        "to give one instance's (default 1)",
+    )
+    parser.add_argument(
+        "--speculative-tokens",
+        "-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help=f"with --pair: draft tokens per step (default {LOCAL_K_DEFAULT}, `peagle local`'s; 0: speculation off)",
+    )
+    parser.add_argument(
+        "--deployment",
+        type=Path,
+        metavar="FILE",
+        help="a deployment file whose plan gives the profile (sampling) and the SLO",
+    )
+    add_sampling_arguments(
+        parser,
+        default_profile=MEASURED_PROFILE_DEFAULT,
+        max_tokens_help=f"output tokens per request (default {DEFAULT_MAX_TOKENS}, so local levels stay short)",
+    )
+    parser.add_argument(
+        "--goodput",
+        metavar='"ttft:MS tpot:MS e2el:MS"',
+        help="the SLO's bounds in milliseconds, as vllm bench serve's --goodput (default: the profile's)",
+    )
+    parser.add_argument(
+        "--attainment", type=float, help="share of requests that must meet every bound (default: the profile's)"
+    )
+    parser.add_argument("--start-rate", type=float, default=0.5, help="first offered rate, requests/s (default 0.5)")
+    parser.add_argument("--max-rate", type=float, default=100.0, help="highest rate tried (default 100)")
+    parser.add_argument("--growth", type=float, default=2.0, help="rate factor while growing (default 2)")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.10,
+        help="stop bisecting once first fail / last pass <= 1 + this (default 0.10)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="measurements of each deciding level, pooled (default 2)"
+    )
+    parser.add_argument("--requests-per-level", type=int, default=24, help="requests per level, at least (default 24)")
+    parser.add_argument(
+        "--min-level-seconds",
+        type=float,
+        default=DEFAULT_MIN_LEVEL_SECONDS,
+        metavar="SECONDS",
+        help="a level sends requests for at least this long: more than --requests-per-level at high rates "
+        f"(default {DEFAULT_MIN_LEVEL_SECONDS:.0f}; a few seconds of arrivals are one burst or lull)",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=DEFAULT_TIME_BUDGET_SECONDS,
+        metavar="SECONDS",
+        help=f"no level starts that would end after this (default {DEFAULT_TIME_BUDGET_SECONDS:.0f}: about 10 "
+        "minutes in all for a local pair on 2 cores)",
+    )
+    parser.add_argument(
+        "--burstiness", type=float, default=1.0, help="gamma shape of the arrivals (default 1: Poisson)"
+    )
+    parser.add_argument("--warmup", type=int, default=2, help="unmeasured requests first (default 2)")
+    parser.add_argument(
+        "--buckets",
+        default=DEFAULT_BUCKETS,
+        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)} (default {DEFAULT_BUCKETS})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the prompts and arrivals (default 0)")
+    parser.add_argument(
+        "--no-ignore-eos",
+        dest="ignore_eos",
+        action="store_false",
+        help="let generations stop at EOS (default: run to max_tokens, so levels compare)",
+    )
+    parser.add_argument(
+        "--headroom",
+        type=float,
+        default=DEFAULT_HEADROOM,
+        help=f"share of the measured capacity the scaling targets aim at, 0 < h <= 1 (default {DEFAULT_HEADROOM})",
+    )
+    parser.add_argument(
+        "--peak-rps", type=float, help="the peak request rate to carry: the snippet adds min/max instances for it"
+    )
+    price = parser.add_mutually_exclusive_group()
+    price.add_argument("--instance-type", help="catalog instance type, for cost per hour and per 1M output tokens")
+    price.add_argument("--price-per-hour", type=float, help="instance price in USD per hour, for the costs")
+    parser.add_argument("--max-attempts", type=int, default=1, help="client attempts per request (default 1)")
+    parser.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    parser.set_defaults(handler=run_capacity)
+
+
+def run_capacity(args: argparse.Namespace) -> int:
+    from peagle.cli_errors import run_reporting_errors
+    from peagle.errors import PeagleError
+    from peagle.tune.cli import TuneFailed
+
+    return run_reporting_errors(
+        _capacity,
+        args,
+        [
+            ((CapacityFailed, TuneFailed), EXIT_FAILED),
+            ((BadArguments, PeagleError, ValueError), EXIT_BAD_ARGUMENTS),
+        ],
+    )
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from peagle.capacity.search import INTERRUPTED, SearchSettings
+
+    _check_target(args)
+    slo, slo_source, profile, sampling = _slo_and_sampling(args)
+    template = _request_template(args, profile, sampling)
+    settings = SearchSettings(
+        target_attainment=slo.attainment,
+        requests_per_level=args.requests_per_level,
+        time_budget_seconds=args.time_budget,
+        start_rate=args.start_rate,
+        growth=args.growth,
+        tolerance=args.tolerance,
+        repeats=args.repeats,
+        max_rate=args.max_rate,
+        min_rate=min(args.start_rate, 0.01) if args.start_rate > 0 else 0.01,
+        min_level_seconds=args.min_level_seconds,
+    )
+    problems = settings.problems()
+    if not 0 < args.headroom <= 1:
+        problems.append(f"--headroom {args.headroom:g}: above 0 and at most 1")
+    if args.peak_rps is not None and not args.peak_rps > 0:
+        problems.append(f"--peak-rps {args.peak_rps:g}: above 0 requests/s")
+    if args.burstiness <= 0:
+        problems.append(f"--burstiness {args.burstiness:g}: above 0 (1 is Poisson)")
+    if args.warmup < 0:
+        problems.append(f"--warmup {args.warmup}: 0 or more")
+    if problems:
+        raise BadArguments("; ".join(problems))
+    price, price_source = _price(args)
+    prompts = _prompts(args)
+
+    k = _k_text(args)
+    with _target(args) as (client, metrics_url, description):
+        search = _search(client, metrics_url, prompts, template, slo, settings, args)
+    from peagle.capacity.report import Context, answer, write_report
+    from peagle.planner import describe_slo
+
+    observed = {s.measured.detail.speculative_tokens for s in search.steps} - {None}
+    if k is None:
+        k = str(max(observed)) if observed else "not reported (off, or answers without spec-decode metrics)"
+    context = Context(
+        date=datetime.now(UTC).strftime("%Y-%m-%d"),
+        target=description,
+        speculative_tokens=k,
+        slo_text=describe_slo(slo),
+        slo_source=slo_source,
+        sampling=template_description(template, profile),
+        settings={
+            "requests per level": f"{args.requests_per_level}, or {args.min_level_seconds:g} s of arrivals if more",
+            "max_tokens": template.max_tokens,
+            "prompts": f"buckets {args.buckets} (seed {args.seed})",
+            "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
+            "start rate": args.start_rate,
+            "growth": args.growth,
+            "tolerance": args.tolerance,
+            "repeats": args.repeats,
+            "time budget s": args.time_budget,
+            "ignore_eos": args.ignore_eos,
+        },
+        headroom=args.headroom,
+        instances=args.instances,
+        inference_component=args.inference_component,
+        peak_rps=args.peak_rps,
+        price_per_hour_usd=price,
+        price_source=price_source,
+        notes=(
+            [f"the rate is per instance: measured against {args.instances} instances and divided by that"]
+            if args.instances > 1
+            else []
+        ),
+    )
+    paths = write_report(search, context, args.out)
+    found = answer(search, args.instances)
+    if found is None:
+        print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
+    else:
+        print(
+            f"capacity: {found.rate_per_instance:.3f} requests/s per {'copy' if args.inference_component else 'instance'} "
+            f"at {context.slo_text} (attainment {found.attainment:.1%}, {found.concurrency_per_instance:.2f} in flight)"
+        )
+    print("written: " + ", ".join(str(path) for path in paths))
+    if search.stop_reason == INTERRUPTED:
+        from peagle.cli import EXIT_INTERRUPTED
+
+        print("interrupted: peagle capacity stopped (Ctrl-C); the report holds the levels measured", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK if found is not None else EXIT_FAILED
+
+
+def _check_target(args: argparse.Namespace) -> None:
+    if not (args.url or args.endpoint or args.pair):
+        raise BadArguments(
+            "no target: give --url URL, --endpoint NAME or --pair PAIR (" + ", ".join(sorted(PAIRS)) + ")"
+        )
+    if not args.endpoint:
+        for flag, value in (
+            ("--target-variant", args.target_variant),
+            ("--inference-component", args.inference_component),
+            ("--region", args.region),
+        ):
+            if value:
+                raise BadArguments(f"{flag} goes with --endpoint; a --url server or a local --pair has none")
+        if args.instances != 1:
+            raise BadArguments("--instances counts an --endpoint's instances; a --url server or --pair is one")
+    if args.instances < 1:
+        raise BadArguments(f"--instances {args.instances}: at least 1")
+    if args.speculative_tokens is not None and not args.pair:
+        raise BadArguments("--speculative-tokens sets the K of a local --pair; a running server keeps its own")
+    if args.speculative_tokens is not None and args.speculative_tokens < 0:
+        raise BadArguments(f"--speculative-tokens {args.speculative_tokens}: 0 (off) or more")
+    if args.deployment and args.profile:
+        raise BadArguments("--deployment gives the profile; drop --profile or --deployment")
+
+
+def _slo_and_sampling(args: argparse.Namespace):
+    """(SLO, where it came from, profile name, the profile's sampling): from --deployment's plan or the
+    profile, with --goodput / --attainment in place of their parts."""
+    from peagle.catalog import load_catalog
+    from peagle.slo import parse_goodput
+
+    if args.deployment:
+        from peagle.config import load_deployment_config
+        from peagle.planner import plan_deployment
+
+        plan = plan_deployment(load_deployment_config(args.deployment))
+        profile_name, profile = plan.profile_name.value, plan.profile
+        source = f"plan of {args.deployment}"
+    else:
+        profile_name = args.profile or MEASURED_PROFILE_DEFAULT
+        profile = load_catalog().profiles[profile_name]
+        source = f"profile {profile_name}"
+    slo = profile.slo
+    if args.attainment is not None and not 0 < args.attainment <= 1:
+        raise BadArguments(f"--attainment {args.attainment:g}: above 0 and at most 1, e.g. 0.95")
+    if args.goodput:
+        slo = parse_goodput(args.goodput, attainment=args.attainment or slo.attainment)
+        source = "--goodput" + (" --attainment" if args.attainment is not None else f", attainment of the {source}")
+    elif args.attainment is not None:
+        slo = slo.model_copy(update={"attainment": args.attainment})
+        source += ", --attainment"
+    return slo, source, profile_name, profile.sampling
+
+
+def _request_template(args: argparse.Namespace, profile: str, sampling):
+    from peagle.client.request import GenerationRequest
+
+    refused = sampling_error(args.temperature, args.top_p)
+    if refused:
+        raise BadArguments(refused)
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise BadArguments(f"--max-tokens {args.max_tokens}: at least 1")
+    return GenerationRequest(
+        prompt="",
+        max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS,
+        temperature=sampling.temperature if args.temperature is None else args.temperature,
+        top_p=sampling.top_p if args.top_p is None else args.top_p,
+        extra={"ignore_eos": True} if args.ignore_eos else {},
+    )
+
+
+def template_description(template, profile: str) -> str:
+    return f"temperature {template.temperature:g}, top_p {template.top_p:g} (profile {profile}), max_tokens {template.max_tokens}"
+
+
+def _prompts(args: argparse.Namespace):
+    from peagle.bench.prompts import synthetic_prompts
+
+    buckets = [bucket.strip() for bucket in args.buckets.split(",") if bucket.strip()]
+    try:
+        return synthetic_prompts(buckets, seed=args.seed)
+    except ValueError as error:
+        raise BadArguments(str(error)) from None
+
+
+def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
+    from peagle.bench.cli import BadArguments as BenchBadArguments
+    from peagle.bench.cli import _price as bench_price
+
+    try:
+        return bench_price(args)  # one catalog lookup, the way peagle bench prices a run
+    except BenchBadArguments as error:
+        raise BadArguments(str(error)) from None
+
+
+def _k_text(args: argparse.Namespace) -> str | None:
+    if not args.pair:
+        return None
+    k = LOCAL_K_DEFAULT if args.speculative_tokens is None else args.speculative_tokens
+    return "0 (off)" if k == 0 else str(k)
+
+
+@contextmanager
+def _target(args: argparse.Namespace):
+    """(client, the /metrics base URL or None, a description) for the target, a local pair served meanwhile."""
+    from peagle.client.cli import build_client
+
+    if args.pair:
+        with _served_pair(args) as url, build_client(url, None, args) as client:
+            yield client, url, f"local pair {args.pair} (peagle local)"
+        return
+    if args.url:
+        with build_client(args.url, None, args) as client:
+            yield client, args.url, args.url
+        return
+    description = f"endpoint {args.endpoint}" + "".join(
+        f" {word} {value}"
+        for word, value in (("variant", args.target_variant), ("component", args.inference_component))
+        if value
+    )
+    with build_client(
+        None, args.endpoint, args, target_variant=args.target_variant, inference_component=args.inference_component
+    ) as client:
+        yield client, None, description
+
+
+@contextmanager
+def _served_pair(args: argparse.Namespace):
+    """`peagle local --pair` on a free port, started and stopped as peagle tune serves its candidates."""
+    import subprocess
+
+    from peagle.tune.cli import _free_port, _stop, _termination_raises, _wait_ready
+
+    k = LOCAL_K_DEFAULT if args.speculative_tokens is None else args.speculative_tokens
+    port = _free_port()
+    command = [sys.executable, "-m", "peagle", "local", "--port", str(port), "--pair", args.pair]
+    command += ["--speculative-tokens", str(k)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    log_path = args.out / "server.log"
+    print(f"capacity: serving {' '.join(command[2:])} (log {log_path})", file=sys.stderr)
+    with log_path.open("w") as log:
+        # Own session: a terminal's Ctrl-C reaches capacity, which stops the server itself.
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            with _termination_raises():
+                _wait_ready(server, f"http://127.0.0.1:{port}", f"pair {args.pair} K={k}", str(log_path))
+                yield f"http://127.0.0.1:{port}"
+        finally:
+            _stop(server)
+
+
+def _search(client, metrics_url, prompts, template, slo, settings, args):
+    from peagle.bench.runner import BenchSettings, build_requests
+    from peagle.capacity.levels import measure_level
+    from peagle.capacity.search import find_capacity
+    from peagle.client import PeagleClientError
+
+    bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=prompts, request_template=template)
+    for request in build_requests(bench, args.warmup):
+        try:
+            client.generate(request)
+        except PeagleClientError as error:
+            raise CapacityFailed(f"warm-up request failed: {type(error).__name__}: {error}") from None
+
+    def measure(rate: float, repeat: int):
+        return measure_level(
+            client,
+            build_requests(bench, settings.requests_at(rate)),
+            slo,
+            rate=rate,
+            repeat=repeat,
+            seed=args.seed,
+            burstiness=args.burstiness,
+            metrics_url=metrics_url,
+        )
+
+    def progress(line: str) -> None:
+        print(f"capacity: {line}", file=sys.stderr, flush=True)
+
+    progress(
+        f"searching from {settings.start_rate:g} req/s, {settings.requests_per_level} requests per level "
+        f"(or {settings.min_level_seconds:g} s of arrivals), "
+        f"budget {settings.time_budget_seconds:.0f} s, target attainment {settings.target_attainment:.0%}"
+    )
+    return find_capacity(measure, settings, progress=progress)

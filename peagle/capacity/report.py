@@ -1,0 +1,300 @@
+"""What `peagle capacity` writes to --out: capacity.json (every level), capacity.md (the answer, its
+cost and the search), knee.png, and capacity-snippet.yaml (the scaling targets for a deployment file)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+
+from peagle.bench.stats import cost_per_million_output_tokens
+from peagle.capacity.levels import LevelRecord
+from peagle.capacity.search import CONVERGED, INTERRUPTED, MAX_RATE, MIN_RATE, TIME_BUDGET, CapacitySearch
+
+SCHEMA = "peagle-capacity/1"
+HOURS_PER_MONTH = 730  # AWS pricing's month: 365 x 24 / 12
+_STOPPED = {
+    CONVERGED: "the bracket narrowed to the tolerance, deciding points repeated",
+    TIME_BUDGET: "the time budget ran out before the bracket narrowed to the tolerance: the rate is a lower bound",
+    INTERRUPTED: "interrupted (Ctrl-C): the rate is what the levels measured so far support",
+    MAX_RATE: "every level up to --max-rate met the SLO: the capacity is at least the rate given",
+    MIN_RATE: "no level down to --min-rate met the SLO",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What was measured and how: the lines the report and the snippet state."""
+
+    date: str
+    target: str  # e.g. "local pair partial (peagle local)", "http://...", "endpoint E variant V"
+    speculative_tokens: str  # "4", "0 (off)", "not reported"
+    slo_text: str  # planner.describe_slo
+    slo_source: str
+    sampling: str
+    settings: dict
+    headroom: float
+    instances: int = 1
+    inference_component: str | None = None
+    peak_rps: float | None = None
+    price_per_hour_usd: float | None = None
+    price_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The capacity per instance (or copy) and what the server carried there (its repeats pooled)."""
+
+    rate_per_instance: float
+    concurrency_per_instance: float
+    attainment: float
+    attainment_per_bound: dict[str, float]
+    goodput_per_instance: float
+    output_tokens_per_s_per_instance: float
+    in_flight_peak: int
+    vllm_running_mean: float | None
+    vllm_waiting_mean: float | None
+    levels: int
+
+
+def answer(search: CapacitySearch, instances: int) -> Answer | None:
+    rate = search.last_pass
+    if rate is None:
+        return None
+    records: list[LevelRecord] = [point.detail for point in search.at(rate)]
+    requests = sum(r.requests for r in records)
+    wall = sum(r.wall_seconds for r in records)
+    bounds = records[0].attainment_per_bound.keys()
+
+    def gauge(name: str) -> float | None:
+        values = [getattr(r, name) for r in records if getattr(r, name) is not None]
+        return mean(values) / instances if values else None
+
+    return Answer(
+        rate_per_instance=rate / instances,
+        concurrency_per_instance=mean(r.in_flight_mean for r in records) / instances,
+        attainment=search.pooled_attainment(rate),
+        attainment_per_bound={
+            key: sum(r.attainment_per_bound[key] * r.requests for r in records) / requests for key in bounds
+        },
+        goodput_per_instance=sum(r.good_requests for r in records) / wall / instances,
+        output_tokens_per_s_per_instance=sum(r.output_tokens for r in records) / wall / instances,
+        in_flight_peak=max(r.in_flight_peak for r in records),
+        vllm_running_mean=gauge("vllm_running_mean"),
+        vllm_waiting_mean=gauge("vllm_waiting_mean"),
+        levels=len(records),
+    )
+
+
+def max_instances_for(peak_rps: float, found: Answer, headroom: float) -> int:
+    """Units for ``peak_rps`` at the measured rate x headroom: the planner's rule, so the snippet's
+    max_instances and `peagle plan --peak-rps` on the applied file agree."""
+    from peagle.config import MeasuredCapacity
+    from peagle.planner import ScalingTarget
+
+    measured = MeasuredCapacity(
+        requests_per_second=round(found.rate_per_instance, 3),
+        concurrency=max(0.01, round(found.concurrency_per_instance, 2)),
+        headroom=headroom,
+        slo="",
+        source="",
+    )
+    return ScalingTarget(found.concurrency_per_instance, "instance", "measured", measured).fleet_for(peak_rps)
+
+
+def snippet(found: Answer, context: Context) -> str:
+    """The deployment-file lines: scaling targets from the measured capacity with the headroom."""
+    h = context.headroom
+    source = f"peagle capacity, {context.date}, {context.target}, K={context.speculative_tokens}"
+    lines = [
+        f"# peagle capacity {context.date}: {context.target}, K={context.speculative_tokens}, SLO {context.slo_text}"
+    ]
+    target_concurrency = f"{found.concurrency_per_instance * h:.2f}"
+    fleet = max_instances_for(context.peak_rps, found, h) if context.peak_rps else None
+    if context.inference_component:
+        # Component mode scales copies (config.py refuses autoscaling.min/max_instances and
+        # target_concurrency_per_instance there): the per-copy target and, for a peak, the copy bounds.
+        lines += ["endpoint:", "  inference_components:", f"    target_concurrency_per_copy: {target_concurrency}"]
+        if fleet:
+            lines += ["    min_copies: 1", f"    max_copies: {fleet}"]
+    lines.append("autoscaling:")
+    if not context.inference_component:
+        lines.append(f"  target_concurrency_per_instance: {target_concurrency}")
+    lines += [f"  max_rps_per_instance: {found.rate_per_instance:.3f}", f"  safety_factor: {h:g}"]
+    if fleet and not context.inference_component:
+        lines += ["  min_instances: 1", f"  max_instances: {fleet}"]
+    lines += [
+        "  measured_capacity:",
+        f"    requests_per_second: {found.rate_per_instance:.3f}",
+        f"    concurrency: {found.concurrency_per_instance:.2f}",
+        f"    headroom: {h:g}",
+        f"    slo: {json.dumps(context.slo_text)}",
+        f"    source: {json.dumps(source)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(search: CapacitySearch, context: Context, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    found = answer(search, context.instances)
+    paths = [out / "capacity.json", out / "capacity.md"]
+    paths[0].write_text(_json(search, context, found), encoding="utf-8")
+    if search.steps:
+        paths.append(_knee_plot(search, context, out / "knee.png"))
+    paths[1].write_text(_markdown(search, context, found, [p.name for p in paths[2:]]), encoding="utf-8")
+    if found is not None:
+        paths.append(out / "capacity-snippet.yaml")
+        paths[-1].write_text(snippet(found, context), encoding="utf-8")
+    return paths
+
+
+def _json(search: CapacitySearch, context: Context, found: Answer | None) -> str:
+    payload = {
+        "schema": SCHEMA,
+        "date": context.date,
+        "target": context.target,
+        "speculative_tokens": context.speculative_tokens,
+        "slo": context.slo_text,
+        "slo_source": context.slo_source,
+        "sampling": context.sampling,
+        "settings": context.settings,
+        "instances": context.instances,
+        "stop_reason": search.stop_reason,
+        "elapsed_seconds": search.elapsed_seconds,
+        "capacity": None if found is None else found.__dict__,
+        "first_fail_rate": search.first_fail,
+        "points": [
+            {"phase": step.phase, "elapsed_seconds": step.elapsed_seconds, **step.measured.detail.as_dict()}
+            for step in search.steps
+        ],
+        "notes": context.notes,
+    }
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:.0f}"
+
+
+def _markdown(search: CapacitySearch, context: Context, found: Answer | None, plots: list[str]) -> str:
+    per = "copy" if context.inference_component else "instance"
+    lines = [f"# Capacity at the SLO: {context.target}", ""]
+    if found is None:
+        lines += [f"**No measured rate met the SLO** ({_STOPPED[search.stop_reason]}).", ""]
+    else:
+        lines += [
+            f"**{found.rate_per_instance:.3f} requests/s per {per}** meet the SLO ({context.slo_text}): attainment "
+            f"{found.attainment:.1%} over {found.levels} level(s) at that rate"
+            + "".join(f", {key} {share:.1%}" for key, share in found.attainment_per_bound.items())
+            + ".",
+            "",
+            f"- Concurrency carried there: {found.concurrency_per_instance:.2f} requests in flight per {per} (the "
+            f"load's own time-averaged count; peak {found.in_flight_peak})"
+            + (
+                f"; vLLM's gauges: {found.vllm_running_mean:.2f} running, {found.vllm_waiting_mean:.2f} waiting on average"
+                if found.vllm_running_mean is not None
+                else "; vLLM's running/waiting gauges not visible (no /metrics)"
+            )
+            + ".",
+            f"- Goodput {found.goodput_per_instance:.3f} requests/s, {found.output_tokens_per_s_per_instance:.1f} "
+            f"output tokens/s per {per}.",
+        ]
+        if context.instances > 1:
+            lines.append(
+                f"- Measured against {context.instances} instances as one target; every figure above is divided "
+                f"by {context.instances} (--instances), which assumes SageMaker spreads the load evenly."
+            )
+        lines += _cost_lines(found, context, per)
+        lines.append("")
+    lines += [
+        f"Search: {len(search.steps)} levels in {search.elapsed_seconds:.0f} s; stopped: {_STOPPED[search.stop_reason]}."
+        + (f" First failing rate: {search.first_fail:g} requests/s offered." if search.first_fail is not None else ""),
+        "",
+        f"SLO: {context.slo_text} ({context.slo_source}); a request meets it as `vllm bench serve --goodput` counts "
+        "(peagle/slo.py). Sampling: " + context.sampling + ".",
+        "",
+        "| phase | offered req/s | achieved | attainment | "
+        + " | ".join(found.attainment_per_bound if found else [])
+        + (" | " if found else "")
+        + "goodput | TTFT p50/p90 ms | TPOT p50/p90 ms | E2EL p50/p90 ms | in flight mean/peak | vLLM running/waiting |",
+        "|---|---|---|---|" + ("---|" * len(found.attainment_per_bound) if found else "") + "---|---|---|---|---|---|",
+    ]
+    for step in search.steps:
+        r: LevelRecord = step.measured.detail
+        gauges = f"{r.vllm_running_mean:.1f}/{r.vllm_waiting_mean:.1f}" if r.vllm_running_mean is not None else "n/a"
+        lines.append(
+            f"| {step.phase} | {r.offered_rate:g} | {r.achieved_rate:.3g} | {r.attainment:.1%} | "
+            + "".join(
+                f"{r.attainment_per_bound.get(key, 0):.1%} | " for key in (found.attainment_per_bound if found else [])
+            )
+            + f"{r.goodput:.3f} | {_ms(r.ttft_p50)}/{_ms(r.ttft_p90)} | {_ms(r.tpot_p50)}/{_ms(r.tpot_p90)} | "
+            f"{_ms(r.e2el_p50)}/{_ms(r.e2el_p90)} | {r.in_flight_mean:.2f}/{r.in_flight_peak} | {gauges} |"
+        )
+    lines += ["", "Settings: " + "; ".join(f"{key} {value}" for key, value in context.settings.items()) + "."]
+    lines += ["", *[f"Note: {note}" for note in context.notes]] if context.notes else []
+    lines += ["", *[f"![knee]({name})" for name in plots]]
+    if found is not None:
+        lines += [
+            "",
+            "Apply it in the deployment file (`capacity-snippet.yaml`):",
+            "",
+            "```yaml",
+            snippet(found, context).rstrip(),
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _cost_lines(found: Answer, context: Context, per: str) -> list[str]:
+    price = context.price_per_hour_usd
+    if price is None:
+        return ["- Cost: give --instance-type (catalog price) or --price-per-hour to see it."]
+    per_million = cost_per_million_output_tokens(price, found.output_tokens_per_s_per_instance)
+    lines = [
+        f"- Cost: ${price:.2f} per {per}-hour ({context.price_source}); "
+        + (f"${per_million:.2f} per 1M output tokens at this rate." if per_million else "no output tokens measured.")
+    ]
+    if context.peak_rps:
+        fleet = max_instances_for(context.peak_rps, found, context.headroom)
+        lines.append(
+            f"- Peak {context.peak_rps:g} requests/s at headroom {context.headroom:g}: {fleet} {per}(s) "
+            f"(ceil({context.peak_rps:g} / ({found.rate_per_instance:.3f} x {context.headroom:g}))), "
+            f"${fleet * price * HOURS_PER_MONTH:,.0f} per month if the peak lasted all month "
+            f"({HOURS_PER_MONTH} h), ${price * HOURS_PER_MONTH:,.0f} at the minimum of one."
+        )
+    return lines
+
+
+def _knee_plot(search: CapacitySearch, context: Context, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = sorted((step.measured.detail for step in search.steps), key=lambda r: (r.offered_rate, r.repeat))
+    rates = [r.offered_rate for r in records]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    left.plot(rates, [r.attainment * 100 for r in records], "o-", label="attainment (all bounds) %")
+    left.axhline(search.settings.target_attainment * 100, color="grey", linestyle="--", label="target")
+    left.set_xlabel("offered requests/s")
+    left.set_ylabel("attainment %")
+    twin = left.twinx()
+    twin.plot(rates, [r.goodput for r in records], "s:", color="tab:green", label="goodput req/s")
+    twin.set_ylabel("goodput requests/s")
+    if search.last_pass is not None:
+        left.axvline(search.last_pass, color="tab:red", alpha=0.5, label="capacity")
+    left.legend(loc="lower left", fontsize=7)
+    for name, scale in (("ttft_p90", 1000), ("tpot_p90", 1000)):
+        points = [(r.offered_rate, getattr(r, name) * scale) for r in records if getattr(r, name) is not None]
+        right.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name.replace("_", " ").upper() + " ms")
+    right.set_xlabel("offered requests/s")
+    right.set_ylabel("ms")
+    right.set_yscale("log")
+    right.legend(fontsize=7)
+    figure.suptitle(f"{context.target}, K={context.speculative_tokens}: {context.slo_text}", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
