@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+TOKENS, GOODPUT = "tokens_per_s", "goodput_rps"
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -33,6 +35,13 @@ class Candidate:
     # concurrency -> (lowest, highest) tokens/s over the repeated runs; empty for a single run
     tokens_per_s_range: dict[int, tuple[float, float]] = field(default_factory=dict)
     runs: int = 1
+    # Open-loop runs: request rate -> goodput (requests/s meeting every SLO bound); then the levels of
+    # tokens_per_s and tpot_p50_s are request rates too.
+    goodput_rps: dict[float, float] = field(default_factory=dict)
+
+    def measure(self, objective: str) -> dict:
+        """level -> the value ``objective`` ("tokens_per_s" or "goodput_rps") ranks by."""
+        return self.goodput_rps if objective == GOODPUT else self.tokens_per_s
 
     @property
     def is_dynamic(self) -> bool:
@@ -41,9 +50,9 @@ class Candidate:
 
 @dataclass(frozen=True)
 class LevelChoice:
-    concurrency: int
-    best: str  # label of the candidate with the most tokens/s
-    tokens_per_s: float
+    concurrency: int  # the level: clients (closed loop) or a request rate (open loop)
+    best: str  # label of the candidate with the most of the objective (tokens/s, or goodput)
+    tokens_per_s: float  # the objective's value for ``best``
     speedup_vs_off: float | None  # best / K=0 at this level
     # the runner-up, when the two overlapped over repeated runs: the order may be noise
     within_spread_of: str | None = None
@@ -72,10 +81,10 @@ class Recommendation:
         return f"speculation:\n  speculative_tokens: {chosen.speculative_tokens}\n"
 
 
-def _common_levels(candidates: Sequence[Candidate]) -> list[int]:
-    levels = set(candidates[0].tokens_per_s)
+def _common_levels(candidates: Sequence[Candidate], objective: str = TOKENS) -> list:
+    levels = set(candidates[0].measure(objective))
     for candidate in candidates[1:]:
-        levels &= set(candidate.tokens_per_s)
+        levels &= set(candidate.measure(objective))
     return sorted(levels)
 
 
@@ -86,13 +95,17 @@ def _ranges_overlap(first: Candidate, second: Candidate, level: int) -> bool:
     return first.tokens_per_s_range[level][0] <= second.tokens_per_s_range[level][1]
 
 
-def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = None) -> Recommendation:
-    """Per-level winners over ``band`` (inclusive concurrency range; default all levels measured by
+def recommend(
+    candidates: Sequence[Candidate], band: tuple[float, float] | None = None, *, objective: str = TOKENS
+) -> Recommendation:
+    """Per-level winners over ``band`` (inclusive range of levels; default all levels measured by
     every candidate), the static setting with the smallest worst-case shortfall against the per-level
-    best (ties: the smaller K, which drafts less), and a dynamic schedule only if it never lost."""
+    best (ties: the smaller K, which drafts less), and a dynamic schedule only if it never lost.
+    ``objective``: output tokens/s (the default), or goodput, requests/s answered within the SLO."""
     if not candidates:
         raise ValueError("nothing was measured")
-    levels = [c for c in _common_levels(candidates) if band is None or band[0] <= c <= band[1]]
+    value = {c.label: c.measure(objective) for c in candidates}
+    levels = [c for c in _common_levels(candidates, objective) if band is None or band[0] <= c <= band[1]]
     if not levels:
         measured = "; ".join(f"{c.label}: {', '.join(map(str, sorted(c.tokens_per_s)))}" for c in candidates)
         raise ValueError(
@@ -104,17 +117,21 @@ def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = No
     choices = []
     best_at: dict[int, float] = {}
     for level in levels:
-        ranked = sorted(candidates, key=lambda c: (c.tokens_per_s[level], -c.speculative_tokens), reverse=True)
+        ranked = sorted(candidates, key=lambda c: (value[c.label][level], -c.speculative_tokens), reverse=True)
         winner = ranked[0]
-        best_at[level] = winner.tokens_per_s[level]
-        speedup = winner.tokens_per_s[level] / off.tokens_per_s[level] if off and off.tokens_per_s[level] else None
-        overlap = len(ranked) > 1 and _ranges_overlap(winner, ranked[1], level)
+        best_at[level] = value[winner.label][level]
+        speedup = value[winner.label][level] / value[off.label][level] if off and value[off.label][level] else None
+        # Repeated rounds record the spread of tokens/s only.
+        overlap = objective == TOKENS and len(ranked) > 1 and _ranges_overlap(winner, ranked[1], level)
         choices.append(
-            LevelChoice(level, winner.label, winner.tokens_per_s[level], speedup, ranked[1].label if overlap else None)
+            LevelChoice(level, winner.label, value[winner.label][level], speedup, ranked[1].label if overlap else None)
         )
 
     def shortfall(candidate: Candidate) -> float:
-        return max(1.0 - candidate.tokens_per_s[level] / best_at[level] for level in levels if best_at[level])
+        # No candidate met the SLO at a level (goodput 0 for all): that level decides nothing.
+        return max(
+            (1.0 - value[candidate.label][level] / best_at[level] for level in levels if best_at[level]), default=0.0
+        )
 
     statics = [c for c in candidates if not c.is_dynamic]
     static = min(statics, key=lambda c: (round(shortfall(c), 6), c.speculative_tokens))
@@ -123,7 +140,7 @@ def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = No
     if schedules:
         best_schedule = min(schedules, key=shortfall)
         lost = [
-            level for level in levels if any(best_schedule.tokens_per_s[level] < s.tokens_per_s[level] for s in statics)
+            level for level in levels if any(value[best_schedule.label][level] < value[s.label][level] for s in statics)
         ]
         if lost:
             verdict = (
@@ -133,6 +150,27 @@ def recommend(candidates: Sequence[Candidate], band: tuple[int, int] | None = No
             dynamic = best_schedule
             verdict = f"{best_schedule.label} delivered at least as much as every static K at every level"
     return Recommendation(tuple(choices), static, shortfall(static), dynamic, verdict)
+
+
+def slo_verdict(by_goodput: Recommendation, by_tokens: Recommendation, slo_text: str) -> str:
+    """Whether ranking by goodput (requests answered within the SLO) and by output tokens/s pick the same
+    setting, and, when not, which to deploy and why."""
+    chosen, fastest = by_goodput.chosen, by_tokens.chosen
+    if chosen.label == fastest.label:
+        return f"Goodput and tokens/s agree: {chosen.label} answers the most requests within the SLO ({slo_text})."
+    rates = [choice.concurrency for choice in by_goodput.levels]
+    at = max(rates) if rates else None
+    detail = (
+        f" at {at:g} req/s: {chosen.goodput_rps[at]:.2f} vs {fastest.goodput_rps[at]:.2f} req/s within the SLO, "
+        f"{chosen.tokens_per_s[at]:.1f} vs {fastest.tokens_per_s[at]:.1f} tokens/s"
+        if at is not None and at in chosen.goodput_rps and at in fastest.goodput_rps
+        else ""
+    )
+    return (
+        f"Goodput and tokens/s disagree: {fastest.label} delivers the most output tokens/s, but {chosen.label} "
+        f"answers more requests within the SLO ({slo_text}){detail}. Deploy {chosen.label}: requests answered in "
+        "time are what users get; tokens/s also counts answers that came too late."
+    )
 
 
 def decision_temperature(measured: Collection[float | None], deployed: float) -> tuple[float | None, str]:
