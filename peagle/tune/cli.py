@@ -95,13 +95,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sampled one measured), never at greedy unless the profile is greedy",
     )
     parser.add_argument("--top-p", type=float, help="override the profile's top_p")
-    parser.add_argument("--concurrency", default="1,4,8", help="concurrency levels (default 1,4,8)")
+    parser.add_argument("--concurrency", default="1,4,8", help="closed-loop concurrency levels (default 1,4,8)")
+    parser.add_argument(
+        "--request-rate",
+        metavar="RATES",
+        help="open loop instead: request rates (requests/s) your traffic arrives at, e.g. 0.5,1,2; the candidates "
+        "are then ranked by goodput, the requests/s answered within the SLO, with tokens/s beside it",
+    )
+    parser.add_argument(
+        "--slo",
+        "--goodput",
+        dest="slo",
+        metavar="BOUNDS",
+        help="with --request-rate: SLO bounds in milliseconds, e.g. 'ttft:1000 tpot:100' (default: the profile's SLO)",
+    )
+    parser.add_argument("--attainment", type=float, help="with --request-rate: share of requests that must meet them")
     parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
     parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
     parser.add_argument(
         "--buckets", default="short,long", help="prompt length buckets, as for bench (default short,long)"
     )
-    parser.add_argument("--band", help="concurrency band LO-HI the recommendation is for (default: all levels)")
+    parser.add_argument(
+        "--band",
+        help="band LO-HI of the levels the recommendation is for: concurrency, or with --request-rate the request "
+        "rates your traffic spans, e.g. 0.5-2 (default: all levels)",
+    )
     parser.add_argument("--region", help="with --endpoint: its AWS region")
     parser.add_argument(
         "--inference-component",
@@ -225,13 +243,17 @@ def _temperature_of(run) -> float | None:
     return run.sampling.temperature if run.sampling else None
 
 
-def _band(text: str | None) -> tuple[int, int] | None:
+def _band(text: str | None) -> tuple[float, float] | None:
     if not text:
         return None
     low, _, high = text.partition("-")
-    if not (low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
-        raise ValueError(f"--band takes LO-HI concurrency, e.g. 1-8; got {text!r}")
-    return int(low), int(high)
+    try:
+        band = (float(low), float(high))
+    except ValueError:
+        band = None
+    if band is None or not 0 < band[0] <= band[1]:
+        raise ValueError(f"--band takes LO-HI levels (concurrency, or request rates), e.g. 1-8 or 0.5-2; got {text!r}")
+    return band
 
 
 def _local_candidates(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
@@ -284,7 +306,10 @@ def _bench(
     from peagle.cli import main
 
     out = args.out / _folder_name(label)
-    argv = ["bench", "--label", label, "--concurrency", args.concurrency, "--requests", str(args.requests)]
+    load = ["--request-rate", args.request_rate] if args.request_rate else ["--concurrency", args.concurrency]
+    load += ["--slo", args.slo] if args.slo else []
+    load += ["--attainment", str(args.attainment)] if args.attainment is not None else []
+    argv = ["bench", "--label", label, *load, "--requests", str(args.requests)]
     argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
     argv += ["--profile", args.profile or MEASURED_PROFILE_DEFAULT, "--temperature", str(temperature)]
     argv += ["--top-p", str(args.top_p)] if args.top_p is not None else []
@@ -426,13 +451,18 @@ def candidates_from_runs(runs) -> list:
             k = int(label[2:])
         else:  # a deployed endpoint: what its counters or responses saw
             k = round(median(run.speculative_tokens or 0 for run in group))
-        tokens: dict[int, list[float]] = {}
-        tpots: dict[int, list[float]] = {}
+        tokens: dict[float, list[float]] = {}
+        tpots: dict[float, list[float]] = {}
+        goodput: dict[float, list[float]] = {}
         for run in group:
             for level in run.levels:
-                tokens.setdefault(level.concurrency, []).append(level.output_tokens_per_s)
+                # A level is its concurrency, or (open loop) its offered request rate.
+                at = level.open_loop.offered_request_rate if level.open_loop else level.concurrency
+                tokens.setdefault(at, []).append(level.output_tokens_per_s)
                 if level.tpot_s:
-                    tpots.setdefault(level.concurrency, []).append(level.tpot_s.p50)
+                    tpots.setdefault(at, []).append(level.tpot_s.p50)
+                if level.open_loop and level.slo:
+                    goodput.setdefault(at, []).append(level.slo.goodput_requests_per_s)
         candidates.append(
             Candidate(
                 label=label,
@@ -442,6 +472,7 @@ def candidates_from_runs(runs) -> list:
                 tpot_p50_s={c: median(tpots[c]) if c in tpots else None for c in tokens},
                 tokens_per_s_range={c: (min(v), max(v)) for c, v in tokens.items()} if len(group) > 1 else {},
                 runs=len(group),
+                goodput_rps={rate: median(values) for rate, values in goodput.items()},
             )
         )
     return candidates
@@ -470,12 +501,18 @@ def _cell(candidate, concurrency: int) -> str:
 def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] | None, deployed) -> int:
     """recommendation.md (a table and a decision per sampling, the deployed one first) and the snippet,
     decided at the deployed temperature (choose.decision_temperature)."""
-    from peagle.tune.choose import decision_temperature, greedy_versus_sampled, recommend
+    from peagle.tune.choose import GOODPUT, decision_temperature, greedy_versus_sampled, recommend, slo_verdict
 
     groups = candidates_by_sampling(runs)
     temperature, why = decision_temperature({key[0] if key else None for key in groups}, deployed.temperature)
     decided_key = _decided_key(groups, temperature, deployed.top_p)
-    recommendations = {key: recommend(candidates, band) for key, (_, candidates) in groups.items()}
+    # Open-loop runs judged against an SLO are ranked by goodput (what users get), tokens/s beside it.
+    slo_text = _slo_text(runs)
+    by_goodput = slo_text is not None and all(c.goodput_rps for _, cs in groups.values() for c in cs)
+    recommendations = {
+        key: recommend(candidates, band, objective=GOODPUT if by_goodput else "tokens_per_s")
+        for key, (_, candidates) in groups.items()
+    }
     lines = [
         "# Speculation settings measured, and the one to deploy",
         "",
@@ -483,16 +520,26 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
         "best K, depends on the temperature, and greedy decoding overstates it on a real drafter.",
         "",
     ]
+    if by_goodput:
+        lines += [
+            f"The candidates are ranked by goodput: requests/s answered within the SLO ({slo_text}), measured with "
+            "requests arriving at each rate (open loop). Output tokens/s is shown beside it.",
+            "",
+        ]
     for key in sorted(groups, key=lambda key: key != decided_key):  # the decided sampling first
         sampling, candidates = groups[key]
-        lines += _sampling_section(sampling, candidates, recommendations[key], band, decided=key == decided_key)
+        lines += _sampling_section(
+            sampling, candidates, recommendations[key], band, decided=key == decided_key, by_goodput=by_goodput
+        )
+        if by_goodput:
+            lines += [slo_verdict(recommendations[key], recommend(candidates, band), slo_text), ""]
     # Greedy against the sampled temperatures, at the decided top_p (recorded samplings only).
     same_top_p = [key for key in groups if key and decided_key and key[1] == decided_key[1]]
     comparison = greedy_versus_sampled({key[0]: recommendations[key].chosen.label for key in same_top_p})
     if comparison:
         lines += [comparison, ""]
     decided = recommendations[decided_key]
-    lines += _recommended_lines(decided, band, why)
+    lines += _recommended_lines(decided, band, why, by_goodput)
     (args.out / "recommendation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (args.out / "deployment-snippet.yaml").write_text(decided.deployment_snippet(), encoding="utf-8")
     print("\n".join(lines[2:]))
@@ -502,11 +549,15 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
     return EXIT_OK
 
 
-def _recommended_lines(decided, band: tuple[int, int] | None, why: str) -> list[str]:
+def _band_text(band: tuple[float, float], by_goodput: bool) -> str:
+    return f"request rates {band[0]:g}-{band[1]:g} req/s" if by_goodput else f"concurrency {band[0]:g}-{band[1]:g}"
+
+
+def _recommended_lines(decided, band: tuple[float, float] | None, why: str, by_goodput: bool = False) -> list[str]:
     """The choice at the decided sampling, why, and the deployment-file lines that apply it."""
     return [
         f"Recommended: **{decided.chosen.label}**"
-        + (f" for concurrency {band[0]}-{band[1]}" if band else " over the measured levels")
+        + (f" for {_band_text(band, by_goodput)}" if band else " over the measured levels")
         + f", at {why} (static choice gives up at most {decided.worst_shortfall:.0%} against the best at any level).",
         f"Dynamic schedules: {decided.dynamic_verdict}.",
         "",
@@ -527,11 +578,25 @@ def _decided_key(groups: dict, temperature: float | None, top_p: float | None):
     return next((key for key in matching if key and key[1] == top_p), matching[0])
 
 
+def _slo_text(runs) -> str | None:
+    """The SLO the runs' levels were judged against, as `peagle plan` prints it (None: none recorded)."""
+    from peagle.planner import describe_slo
+
+    recorded = next((level.slo for run in runs for level in run.levels if level.open_loop and level.slo), None)
+    return describe_slo(recorded.as_slo()) if recorded else None
+
+
+def _goodput_cell(candidate, rate: float) -> str:
+    return f"{candidate.goodput_rps[rate]:.2f} ({candidate.tokens_per_s[rate]:.1f} tok/s)"
+
+
 def _sampling_section(
-    sampling, candidates, recommendation, band: tuple[int, int] | None, *, decided: bool
+    sampling, candidates, recommendation, band: tuple[float, float] | None, *, decided: bool, by_goodput: bool = False
 ) -> list[str]:
     """One sampling's table, per-level winners and band choice."""
     levels = [choice.concurrency for choice in recommendation.levels]
+    if by_goodput:
+        return _goodput_section(sampling, candidates, recommendation, band, levels, decided=decided)
     lines = ["## Sampling: " + (describe_sampling(sampling) if sampling else "not recorded by these runs"), ""]
     if decided:
         lines += ["The recommendation below is made at this sampling.", ""]
@@ -557,12 +622,37 @@ def _sampling_section(
         lines.append(
             f"- concurrency {choice.concurrency}: {choice.best} ({choice.tokens_per_s:.1f} tok/s{speedup}{close})"
         )
-    where = f"concurrency {band[0]}-{band[1]}" if band else "the measured levels"
+    where = _band_text(band, False) if band else "the measured levels"
     lines += [
         "",
         f"Best for {where}: {recommendation.chosen.label} (static choice gives up at most "
         f"{recommendation.worst_shortfall:.0%} against the best at any level). Dynamic schedules: "
         f"{recommendation.dynamic_verdict}.",
+        "",
+    ]
+    return lines
+
+
+def _goodput_section(sampling, candidates, recommendation, band, levels, *, decided: bool) -> list[str]:
+    """One sampling's table of goodput (tokens/s) per request rate, per-rate winners and the band choice."""
+    lines = ["## Sampling: " + (describe_sampling(sampling) if sampling else "not recorded by these runs"), ""]
+    if decided:
+        lines += ["The recommendation below is made at this sampling.", ""]
+    lines.append("| setting | " + " | ".join(f"{rate:g} req/s: goodput req/s (tok/s)" for rate in levels) + " |")
+    lines.append("|---|" + "---|" * len(levels))
+    for candidate in candidates:
+        lines.append(f"| {candidate.label} | " + " | ".join(_goodput_cell(candidate, r) for r in levels) + " |")
+    lines += ["", "Most goodput at each request rate:", ""]
+    for choice in recommendation.levels:
+        versus = f", {choice.speedup_vs_off:.2f}x speculation off" if choice.speedup_vs_off else ""
+        lines.append(
+            f"- {choice.concurrency:g} req/s: {choice.best} ({choice.tokens_per_s:.2f} req/s within the SLO{versus})"
+        )
+    where = _band_text(band, True) if band else "the measured request rates"
+    lines += [
+        "",
+        f"Best for {where}: {recommendation.chosen.label} (gives up at most {recommendation.worst_shortfall:.0%} of "
+        f"the best goodput at any rate). Dynamic schedules: {recommendation.dynamic_verdict}.",
         "",
     ]
     return lines

@@ -3,6 +3,10 @@ request-rate band, with tokens/s beside it, and a verdict when the two objective
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from peagle.bench.results import BenchResults, LevelResult, OpenLoopLoad, RunResult, SloResult, results_to_json
+from peagle.cli import main
 from peagle.tune.choose import GOODPUT, Candidate, recommend, slo_verdict
 
 SLO = "95% of requests: TTFT <= 1 s, TPOT <= 100 ms"
@@ -43,8 +47,59 @@ def test_the_band_decides_and_agreement_is_said():
 
 def test_a_level_where_nothing_met_the_slo_decides_nothing():
     starved = [
-        _candidate(c.label, c.speculative_tokens, c.tokens_per_s, {**c.goodput_rps, 8.0: 0.0}) for c in CANDIDATES
+        _candidate(c.label, c.speculative_tokens, {**c.tokens_per_s, 8.0: 100.0}, {**c.goodput_rps, 8.0: 0.0})
+        for c in CANDIDATES
     ]
-    for candidate in starved:
-        candidate.tokens_per_s[8.0] = 100.0
     assert recommend(starved, (1.0, 8.0), objective=GOODPUT).chosen.label == "K=3"
+
+
+def _open_loop_run(label: str, levels: dict[float, tuple[float, float]]) -> RunResult:
+    """A recorded open-loop run: request rate -> (output tokens/s, goodput req/s)."""
+    recorded = []
+    for rate, (tokens, goodput) in levels.items():
+        load = OpenLoopLoad(rate, 1.0, None, 0, rate, 0.01, 0.01, 0.0, 0.0, 4, 2.0)
+        slo = SloResult(
+            1.0, 0.1, None, 0.95, "profile chatbot", {"ttft": 0.97, "tpot": 0.9}, goodput / rate, 16, goodput
+        )
+        recorded.append(
+            LevelResult(
+                0,
+                16,
+                0,
+                {},
+                10.0,
+                160,
+                int(tokens * 10),
+                tokens,
+                rate,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                open_loop=load,
+                slo=slo,
+            )
+        )
+    return RunResult(label, "http://127.0.0.1:8080", "tiny-pair", "0.32.0", 1024, "on", None, None, None, [], recorded)
+
+
+def test_tune_from_recorded_open_loop_runs_ranks_by_goodput_and_says_why_tokens_disagree(tmp_path, capsys):
+    files = []
+    for index, candidate in enumerate(CANDIDATES):
+        levels = {rate: (candidate.tokens_per_s[rate], candidate.goodput_rps[rate]) for rate in candidate.tokens_per_s}
+        path = tmp_path / f"run{index}.json"
+        results = BenchResults(datetime.now(UTC).isoformat(), {}, {}, [_open_loop_run(candidate.label, levels)])
+        path.write_text(results_to_json(results), encoding="utf-8")
+        files += ["--from-results", str(path)]
+    out = tmp_path / "tune"
+    assert main(["tune", *files, "--out", str(out), "--band", "1-4"]) == 0
+    report = (out / "recommendation.md").read_text()
+    assert (
+        "ranked by goodput: requests/s answered within the SLO (95% of requests: TTFT <= 1 s, TPOT <= 100 ms)" in report
+    )
+    assert "| K=7 | 1.00 (60.0 tok/s) | 1.60 (105.0 tok/s) | 1.70 (135.0 tok/s) |" in report
+    assert "Goodput and tokens/s disagree: K=7 delivers the most output tokens/s, but K=3" in report
+    assert "Recommended: **K=3** for request rates 1-4 req/s" in report
+    assert (out / "deployment-snippet.yaml").read_text() == "speculation:\n  speculative_tokens: 3\n"
