@@ -1,0 +1,54 @@
+"""`peagle capacity` against the real local server (the shared tiny pair, K=4, vLLM CPU): the rate it
+finds holds up when measured again, and half as much load again breaks the SLO.
+
+The SLO is relaxed for a 2-core CPU and chosen so the knee is a queue, not noise: only TTFT is bounded
+(1 s), at 256 output tokens per request, so below the knee every first token comes in well under a second
+and above it requests wait for a batch slot and the late ones miss. Levels are short to fit the suite
+(about two minutes); the deciding points are re-measured as the search judges them (pooled levels)."""
+
+from __future__ import annotations
+
+import json
+
+from peagle.capacity.levels import measure_level
+from peagle.catalog import Slo
+from peagle.cli import main
+
+SLO_ARGS = ["--goodput", "ttft:1000", "--attainment", "0.9", "--max-tokens", "256"]
+SLO = Slo(ttft_seconds=1.0, attainment=0.9)
+
+
+def _remeasure(url: str, rate: float, levels: int, seconds: float) -> float:
+    """Pooled attainment of ``levels`` fresh levels at ``rate``, each ``seconds`` of arrivals long."""
+    from peagle.bench.prompts import synthetic_prompts
+    from peagle.bench.runner import BenchSettings, build_requests
+    from peagle.client import GenerationRequest, PeagleClient
+
+    template = GenerationRequest(prompt="", max_tokens=256, temperature=0.7, top_p=0.9, extra={"ignore_eos": True})
+    bench = BenchSettings(
+        concurrency=[1], requests_per_level=1, prompts=synthetic_prompts(["short"]), request_template=template
+    )
+    good = sent = 0
+    with PeagleClient.for_url(url) as client:
+        for repeat in range(levels):
+            requests = build_requests(bench, max(24, round(rate * seconds)))
+            measured = measure_level(
+                client, requests, SLO, rate=rate, repeat=repeat, seed=100, burstiness=1.0, metrics_url=url
+            )
+            good, sent = good + measured.good_requests, sent + measured.requests
+    return good / sent
+
+
+def test_the_rate_found_meets_the_slo_and_half_again_does_not(local_server, tmp_path, capsys):
+    out = tmp_path / "capacity"
+    argv = ["capacity", "--url", local_server.url, "--out", str(out), *SLO_ARGS]
+    argv += ["--start-rate", "2", "--time-budget", "75", "--min-level-seconds", "6", "--requests-per-level", "24"]
+    assert main(argv) == 0, capsys.readouterr().err
+    document = json.loads((out / "capacity.json").read_text())
+    rate = document["capacity"]["rate_per_instance"]
+    assert document["points"] and document["capacity"]["attainment"] >= 0.9
+    assert document["points"][0]["vllm_running_mean"] is not None  # the gauges were read from /metrics
+    assert (out / "capacity-snippet.yaml").is_file() and (out / "knee.png").is_file()
+
+    assert _remeasure(local_server.url, rate, levels=2, seconds=8) >= 0.9
+    assert _remeasure(local_server.url, rate * 1.5, levels=1, seconds=8) < 0.9
