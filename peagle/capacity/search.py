@@ -7,7 +7,9 @@ already fails, shrinks it until one passes), then bisects the bracket (geometric
 the first fail, are measured ``repeats`` times and judged on their pooled requests, so one lucky or
 unlucky level does not pick the answer; a re-measured point that changes its verdict moves the bracket
 and the search goes on. A fail that is clearly saturated (attainment far below the target, or the
-achieved rate well below the offered one) is not repeated: noise does not turn it into a pass.
+achieved rate well below the offered one) is not repeated: noise does not turn it into a pass. A
+level whose sender fell that far behind its schedule is never a pass, whatever its attainment: the
+server was offered a lower rate than the level is filed under.
 
 Every level is checked against the time budget before it starts (its expected length: requests over
 rate plus the tail the levels so far took to drain), so the search stops inside the budget with the
@@ -114,7 +116,11 @@ class CapacitySearch:
         return sum(point.good_requests for point in points) / requests if requests else 0.0
 
     def passes(self, rate: float) -> bool:
-        return self.pooled_attainment(rate) >= self.settings.target_attainment
+        """The pooled requests met the target, and the rate was really offered: a level whose sender fell
+        far behind its schedule measured a lower rate than the one it is filed under."""
+        return self.pooled_attainment(rate) >= self.settings.target_attainment and not any(
+            _sender_behind(point) for point in self.at(rate)
+        )
 
     def saturated(self, rate: float) -> bool:
         return any(_saturated(point, self.settings) for point in self.at(rate))
@@ -143,11 +149,12 @@ class CapacitySearch:
         return high / low - 1 if low and high else None
 
 
+def _sender_behind(point: Measured) -> bool:
+    return point.achieved_rate < point.offered_rate * SATURATED_ACHIEVED_SHARE
+
+
 def _saturated(point: Measured, settings: SearchSettings) -> bool:
-    return (
-        point.attainment < settings.target_attainment * SATURATED_ATTAINMENT_SHARE
-        or point.achieved_rate < point.offered_rate * SATURATED_ACHIEVED_SHARE
-    )
+    return point.attainment < settings.target_attainment * SATURATED_ATTAINMENT_SHARE or _sender_behind(point)
 
 
 def _rounded(rate: float) -> float:
@@ -218,11 +225,14 @@ def find_capacity(
             search.steps.append(Step(rate, repeat, phase, measured, clock() - started))
             verdict = "meets" if search.passes(rate) else "misses"
             pooled = f", pooled {search.pooled_attainment(rate):.1%}" if repeat else ""
+            if _sender_behind(measured):
+                why = " (the sender fell behind its schedule: the rate was not offered, so it counts as a miss)"
+            else:
+                why = " (saturated)" if _saturated(measured, settings) else ""
             progress(
                 f"{phase}: {rate:g} req/s offered, {measured.achieved_rate:.3g} achieved: attainment "
-                f"{measured.attainment:.1%}{pooled} {verdict} the target {settings.target_attainment:.0%}"
-                + (" (saturated)" if _saturated(measured, settings) else "")
-                + f" [{clock() - started:.0f} s]"
+                f"{measured.attainment:.1%}{pooled} {verdict} the target {settings.target_attainment:.0%}{why}"
+                f" [{clock() - started:.0f} s]"
             )
     except KeyboardInterrupt:
         search.stop_reason = INTERRUPTED

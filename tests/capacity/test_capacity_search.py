@@ -3,6 +3,8 @@ synthetic attainment curve tests it exactly (the real server is tests/capacity/t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from peagle.capacity.search import (
@@ -139,3 +141,18 @@ def test_a_level_fills_its_minimum_length_at_high_rates():
     search_settings = settings(min_level_seconds=20)
     assert search_settings.requests_at(0.5) == REQUESTS  # 40 requests take 80 s at 0.5 req/s
     assert search_settings.requests_at(10) == 200  # 40 would be 4 s of arrivals: one burst
+
+
+def test_a_level_whose_sender_fell_behind_is_not_a_pass():
+    # Every request met the SLO, but only a third of the offered rate went out (a client that cannot
+    # keep to the schedule): the server was never offered that rate, so it proves nothing.
+    server = FakeServer(knee=3.7)
+
+    def measure(rate: float, repeat: int) -> Measured:
+        measured = server.measure(rate, repeat)
+        behind = rate >= 2.0
+        return replace(measured, achieved_rate=rate / 3) if behind else measured
+
+    search = find_capacity(measure, settings(), clock=server.clock)
+    assert search.last_pass < 2.0
+    assert search.saturated(2.0) and len(search.at(2.0)) == 1
