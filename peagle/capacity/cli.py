@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "capacity",
         help="find the highest request rate per instance that meets the SLO, and the scaling targets from it",
         description="Send open-loop load (Poisson arrivals) at rising request rates to one target (--url, "
-        "--endpoint or a local --pair), judge each level against the SLO (the profile's, or --goodput), grow "
+        "--endpoint or a local --pair), judge each level against the SLO (the profile's, or --slo), grow "
         "the rate until the SLO breaks, bisect, and repeat the deciding levels. Writes capacity.json, capacity.md, "
         "knee.png and capacity-snippet.yaml (autoscaling targets at --headroom) to --out. Progress on stderr; "
         "Ctrl-C writes what was measured. Exit 0 ok, 1 target failed or no rate met the SLO, 2 bad arguments, "
@@ -104,9 +104,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         max_tokens_help=f"output tokens per request (default {DEFAULT_MAX_TOKENS}, so local levels stay short)",
     )
     parser.add_argument(
+        "--slo",
         "--goodput",
-        metavar='"ttft:MS tpot:MS e2el:MS"',
-        help="the SLO's bounds in milliseconds, as vllm bench serve's --goodput (default: the profile's)",
+        dest="slo",
+        metavar="BOUNDS",
+        help="SLO bounds in milliseconds, vllm bench serve's --goodput syntax, e.g. 'ttft:1000 tpot:100 e2el:10000' "
+        "(default: the profile's SLO, or the --deployment plan's), as peagle bench and tune take them",
     )
     parser.add_argument(
         "--attainment", type=float, help="share of requests that must meet every bound (default: the profile's)"
@@ -305,7 +308,7 @@ def _check_target(args: argparse.Namespace) -> None:
 
 def _slo_and_sampling(args: argparse.Namespace):
     """(SLO, where it came from, profile name, the profile's sampling): from --deployment's plan or the
-    profile, with --goodput / --attainment in place of their parts."""
+    profile, with --slo / --attainment in place of their parts."""
     from peagle.catalog import load_catalog
     from peagle.slo import parse_goodput
 
@@ -323,9 +326,9 @@ def _slo_and_sampling(args: argparse.Namespace):
     slo = profile.slo
     if args.attainment is not None and not 0 < args.attainment <= 1:
         raise BadArguments(f"--attainment {args.attainment:g}: above 0 and at most 1, e.g. 0.95")
-    if args.goodput:
-        slo = parse_goodput(args.goodput, attainment=args.attainment or slo.attainment)
-        source = "--goodput" + (" --attainment" if args.attainment is not None else f", attainment of the {source}")
+    if args.slo:
+        slo = parse_goodput(args.slo, attainment=args.attainment or slo.attainment)
+        source = "--slo" + (" --attainment" if args.attainment is not None else f", attainment of the {source}")
     elif args.attainment is not None:
         slo = slo.model_copy(update={"attainment": args.attainment})
         source += ", --attainment"

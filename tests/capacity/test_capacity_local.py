@@ -14,7 +14,7 @@ from peagle.capacity.levels import measure_level
 from peagle.catalog import Slo
 from peagle.cli import main
 
-SLO_ARGS = ["--goodput", "ttft:1000", "--attainment", "0.9", "--max-tokens", "256"]
+SLO_ARGS = ["--slo", "ttft:1000", "--attainment", "0.9", "--max-tokens", "256"]
 SLO = Slo(ttft_seconds=1.0, attainment=0.9)
 
 
