@@ -268,29 +268,43 @@ def _cost_lines(found: Answer, context: Context, per: str) -> list[str]:
 
 
 def _knee_plot(search: CapacitySearch, context: Context, path: Path) -> Path:
+    """Per offered rate: the pooled attainment and the mean goodput and p90s as lines (the search's
+    verdicts), each level as a dot (repeats at one rate show their spread)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = sorted((step.measured.detail for step in search.steps), key=lambda r: (r.offered_rate, r.repeat))
-    rates = [r.offered_rate for r in records]
+    records: list[LevelRecord] = [step.measured.detail for step in search.steps]
+    rates = search.rates
+
+    def per_rate(name: str, scale: float = 1.0) -> list[float | None]:
+        values = []
+        for rate in rates:
+            found = [getattr(r, name) for r in records if r.offered_rate == rate and getattr(r, name) is not None]
+            values.append(mean(found) * scale if found else None)
+        return values
+
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    left.plot(rates, [r.attainment * 100 for r in records], "o-", label="attainment (all bounds) %")
+    left.plot(rates, [search.pooled_attainment(rate) * 100 for rate in rates], "o-", label="attainment, pooled %")
+    left.scatter([r.offered_rate for r in records], [r.attainment * 100 for r in records], s=12, alpha=0.4)
     left.axhline(search.settings.target_attainment * 100, color="grey", linestyle="--", label="target")
-    left.set_xlabel("offered requests/s")
-    left.set_ylabel("attainment %")
-    twin = left.twinx()
-    twin.plot(rates, [r.goodput for r in records], "s:", color="tab:green", label="goodput req/s")
-    twin.set_ylabel("goodput requests/s")
     if search.last_pass is not None:
         left.axvline(search.last_pass, color="tab:red", alpha=0.5, label="capacity")
+    left.set_xlabel("offered requests/s")
+    left.set_ylabel("attainment % (all bounds)")
+    twin = left.twinx()
+    twin.plot(rates, per_rate("goodput"), "s:", color="tab:green", label="goodput req/s")
+    twin.set_ylabel("goodput requests/s")
     left.legend(loc="lower left", fontsize=7)
-    for name, scale in (("ttft_p90", 1000), ("tpot_p90", 1000)):
-        points = [(r.offered_rate, getattr(r, name) * scale) for r in records if getattr(r, name) is not None]
-        right.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name.replace("_", " ").upper() + " ms")
+    twin.legend(loc="lower right", fontsize=7)
+    for name, label in (("ttft_p90", "TTFT p90 ms"), ("tpot_p90", "TPOT p90 ms")):
+        points = [(rate, value) for rate, value in zip(rates, per_rate(name, 1000), strict=True) if value is not None]
+        (line,) = right.plot([p[0] for p in points], [p[1] for p in points], "o-", label=label)
+        dots = [(r.offered_rate, getattr(r, name) * 1000) for r in records if getattr(r, name) is not None]
+        right.scatter([d[0] for d in dots], [d[1] for d in dots], s=12, alpha=0.4, color=line.get_color())
     right.set_xlabel("offered requests/s")
-    right.set_ylabel("ms")
+    right.set_ylabel("ms (mean of the levels' p90)")
     right.set_yscale("log")
     right.legend(fontsize=7)
     figure.suptitle(f"{context.target}, K={context.speculative_tokens}: {context.slo_text}", fontsize=9)
