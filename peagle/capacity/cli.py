@@ -37,6 +37,9 @@ DEFAULT_BUCKETS = "short"
 DEFAULT_TIME_BUDGET_SECONDS = 540.0
 DEFAULT_HEADROOM = 0.8
 DEFAULT_MIN_LEVEL_SECONDS = 15.0
+# The ramp, in unloaded request latencies: in flight climbs to its steady count over about one loaded
+# latency, which is longer than an unloaded one.
+RAMP_LATENCIES = 1.5
 LOCAL_K_DEFAULT = 4  # `peagle local`'s --speculative-tokens default
 
 
@@ -148,6 +151,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured requests first (default 2)")
     parser.add_argument(
+        "--ramp-seconds",
+        type=float,
+        metavar="SECONDS",
+        help="each level first sends this long of arrivals it does not judge, while the server fills up from "
+        f"idle (default {RAMP_LATENCIES:g} x the warm-up's median end-to-end latency)",
+    )
+    parser.add_argument(
         "--buckets",
         default=DEFAULT_BUCKETS,
         help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)} (default {DEFAULT_BUCKETS})",
@@ -218,6 +228,10 @@ def _capacity(args: argparse.Namespace) -> int:
         problems.append(f"--burstiness {args.burstiness:g}: above 0 (1 is Poisson)")
     if args.warmup < 0:
         problems.append(f"--warmup {args.warmup}: 0 or more")
+    if args.ramp_seconds is None and args.warmup < 1:
+        problems.append("--warmup 0 leaves nothing to size the ramp from: give --ramp-seconds too")
+    if args.ramp_seconds is not None and args.ramp_seconds < 0:
+        problems.append(f"--ramp-seconds {args.ramp_seconds:g}: 0 or more")
     if problems:
         raise BadArguments("; ".join(problems))
     price, price_source = _price(args)
@@ -240,7 +254,8 @@ def _capacity(args: argparse.Namespace) -> int:
         slo_source=slo_source,
         sampling=template_description(template, profile),
         settings={
-            "requests per level": f"{args.requests_per_level}, or {args.min_level_seconds:g} s of arrivals if more",
+            "requests per level": f"{args.requests_per_level} judged, or {args.min_level_seconds:g} s of arrivals if "
+            "more, after a ramp not judged (capacity.json: ramp_seconds)",
             "max_tokens": template.max_tokens,
             "prompts": f"buckets {args.buckets} (seed {args.seed})",
             "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
@@ -249,6 +264,7 @@ def _capacity(args: argparse.Namespace) -> int:
             "tolerance": args.tolerance,
             "repeats": args.repeats,
             "time budget s": args.time_budget,
+            "ramp s": search.settings.ramp_seconds,
             "ignore_eos": args.ignore_eos,
         },
         headroom=args.headroom,
@@ -433,17 +449,23 @@ def _served_pair(args: argparse.Namespace):
 
 
 def _search(client, metrics_url, prompts, template, slo, settings, args):
+    from dataclasses import replace
+    from statistics import median
+
     from peagle.bench.runner import BenchSettings, build_requests
     from peagle.capacity.levels import measure_level
     from peagle.capacity.search import find_capacity
     from peagle.client import PeagleClientError
 
     bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=prompts, request_template=template)
+    latencies = []
     for request in build_requests(bench, args.warmup):
         try:
-            client.generate(request)
+            latencies.append(client.generate(request).timings.e2e_s)
         except PeagleClientError as error:
             raise CapacityFailed(f"warm-up request failed: {type(error).__name__}: {error}") from None
+    ramp = args.ramp_seconds if args.ramp_seconds is not None else RAMP_LATENCIES * median(latencies)
+    settings = replace(settings, ramp_seconds=round(ramp, 1))
 
     def measure(rate: float, repeat: int):
         return measure_level(
@@ -455,6 +477,7 @@ def _search(client, metrics_url, prompts, template, slo, settings, args):
             seed=args.seed,
             burstiness=args.burstiness,
             metrics_url=metrics_url,
+            ramp_seconds=settings.ramp_seconds,
         )
 
     def progress(line: str) -> None:
@@ -462,7 +485,7 @@ def _search(client, metrics_url, prompts, template, slo, settings, args):
 
     progress(
         f"searching from {settings.start_rate:g} req/s, {settings.requests_per_level} requests per level "
-        f"(or {settings.min_level_seconds:g} s of arrivals), "
+        f"(or {settings.min_level_seconds:g} s of arrivals) after a {settings.ramp_seconds:g} s ramp not judged, "
         f"budget {settings.time_budget_seconds:.0f} s, target attainment {settings.target_attainment:.0%}"
     )
     return find_capacity(measure, settings, progress=progress)

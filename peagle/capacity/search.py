@@ -69,10 +69,14 @@ class SearchSettings:
     # A level lasts at least this long (more requests at high rates): a few seconds of Poisson arrivals
     # are one burst or one lull, and a queue needs time to build before it shows in the latencies.
     min_level_seconds: float = 0.0
+    # Each level first sends this long of arrivals that are not judged (the server filling up from idle).
+    ramp_seconds: float = 0.0
 
     def requests_at(self, rate: float) -> int:
-        """Requests sent at a level of ``rate``: --requests-per-level, or more to fill min_level_seconds."""
-        return max(self.requests_per_level, math.ceil(rate * self.min_level_seconds))
+        """Requests sent at a level of ``rate``: the ramp's, then --requests-per-level judged, or more to
+        fill min_level_seconds."""
+        judged = max(self.requests_per_level, math.ceil(rate * self.min_level_seconds))
+        return math.ceil(rate * self.ramp_seconds) + judged
 
     def problems(self) -> list[str]:
         """Every setting out of range, each saying what was given and what is allowed."""
@@ -87,6 +91,7 @@ class SearchSettings:
             (self.max_rate >= self.start_rate, f"max rate {self.max_rate:g}: at least the start rate"),
             (0 < self.min_rate <= self.start_rate, f"min rate {self.min_rate:g}: above 0, at most the start rate"),
             (self.min_level_seconds >= 0, f"min level seconds {self.min_level_seconds:g}: 0 or more"),
+            (self.ramp_seconds >= 0, f"ramp {self.ramp_seconds:g} s: 0 or more"),
         ]
         return [message for ok, message in checks if not ok]
 
@@ -187,8 +192,10 @@ def next_step(search: CapacitySearch) -> tuple[float, str] | str:
 
 def expected_seconds(rate: float, search: CapacitySearch) -> float:
     """How long a level at ``rate`` should take: its sends, plus the longest drain a level has had."""
+    settings = search.settings
+    judged = settings.requests_at(rate) - math.ceil(rate * settings.ramp_seconds)
     tails = [step.measured.wall_seconds - step.measured.requests / step.rate for step in search.steps]
-    return search.settings.requests_at(rate) / rate + max([0.0, *tails])
+    return settings.ramp_seconds + judged / rate + max([0.0, *tails])
 
 
 def find_capacity(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 from capacity_stand_in import level
@@ -15,8 +16,8 @@ from peagle.cli import EXIT_INTERRUPTED, main
 
 
 class FakeClient:
-    def generate(self, request):
-        return None
+    def generate(self, request):  # a warm-up answer: the ramp is sized from its latency
+        return SimpleNamespace(timings=SimpleNamespace(e2e_s=2.0))
 
 
 @pytest.fixture
@@ -49,6 +50,7 @@ def test_the_slo_comes_from_the_deployment_files_plan(stand_in, tmp_path, capsys
     assert stand_in["slo"].ttft_seconds == 1.0 and stand_in["slo"].attainment == 0.95  # chatbot's
     document = json.loads((out / "capacity.json").read_text())
     assert document["slo_source"] == "plan of deployments/default.yaml"
+    assert document["settings"]["ramp s"] == 3.0  # 1.5 x the warm-up's 2 s
     assert "capacity:" in capsys.readouterr().out
 
 

@@ -18,8 +18,9 @@ SLO_ARGS = ["--slo", "ttft:1000", "--attainment", "0.9", "--max-tokens", "256"]
 SLO = Slo(ttft_seconds=1.0, attainment=0.9)
 
 
-def _remeasure(url: str, rate: float, levels: int, seconds: float) -> float:
-    """Pooled attainment of ``levels`` fresh levels at ``rate``, each ``seconds`` of arrivals long."""
+def _remeasure(url: str, rate: float, levels: int, seconds: float, ramp: float) -> float:
+    """Pooled attainment of ``levels`` fresh levels at ``rate``, each ``seconds`` of judged arrivals after a
+    ``ramp`` as long as the search's."""
     from peagle.bench.prompts import synthetic_prompts
     from peagle.bench.runner import BenchSettings, build_requests
     from peagle.client import GenerationRequest, PeagleClient
@@ -31,9 +32,17 @@ def _remeasure(url: str, rate: float, levels: int, seconds: float) -> float:
     good = sent = 0
     with PeagleClient.for_url(url) as client:
         for repeat in range(levels):
-            requests = build_requests(bench, max(24, round(rate * seconds)))
+            requests = build_requests(bench, max(24, round(rate * seconds)) + round(rate * ramp))
             measured = measure_level(
-                client, requests, SLO, rate=rate, repeat=repeat, seed=100, burstiness=1.0, metrics_url=url
+                client,
+                requests,
+                SLO,
+                rate=rate,
+                repeat=repeat,
+                seed=100,
+                burstiness=1.0,
+                metrics_url=url,
+                ramp_seconds=ramp,
             )
             good, sent = good + measured.good_requests, sent + measured.requests
     return good / sent
@@ -50,5 +59,6 @@ def test_the_rate_found_meets_the_slo_and_half_again_does_not(local_server, tmp_
     assert document["points"][0]["vllm_running_mean"] is not None  # the gauges were read from /metrics
     assert (out / "capacity-snippet.yaml").is_file() and (out / "knee.png").is_file()
 
-    assert _remeasure(local_server.url, rate, levels=2, seconds=8) >= 0.9
-    assert _remeasure(local_server.url, rate * 1.5, levels=1, seconds=8) < 0.9
+    ramp = document["settings"]["ramp s"]
+    assert _remeasure(local_server.url, rate, levels=2, seconds=8, ramp=ramp) >= 0.9
+    assert _remeasure(local_server.url, rate * 1.5, levels=1, seconds=8, ramp=ramp) < 0.9

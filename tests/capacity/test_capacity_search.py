@@ -156,3 +156,9 @@ def test_a_level_whose_sender_fell_behind_is_not_a_pass():
     search = find_capacity(measure, settings(), clock=server.clock)
     assert search.last_pass < 2.0
     assert search.saturated(2.0) and len(search.at(2.0)) == 1
+
+
+def test_a_level_adds_its_ramp_to_the_requests_judged():
+    search_settings = settings(min_level_seconds=20, ramp_seconds=10)
+    assert search_settings.requests_at(0.5) == 5 + REQUESTS
+    assert search_settings.requests_at(10) == 100 + 200
