@@ -21,6 +21,11 @@ _STOPPED = {
     MAX_RATE: "every level up to --max-rate met the SLO: the capacity is at least the rate given",
     MIN_RATE: "no level down to --min-rate met the SLO",
 }
+_NOTHING_MET = {
+    **_STOPPED,
+    TIME_BUDGET: "the time budget ran out before a level met the SLO: lower --start-rate, or give more --time-budget",
+    INTERRUPTED: "interrupted (Ctrl-C) before a level met the SLO",
+}
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,7 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
     per = "copy" if context.inference_component else "instance"
     lines = [f"# Capacity at the SLO: {context.target}", ""]
     if found is None:
-        lines += [f"**No measured rate met the SLO** ({_STOPPED[search.stop_reason]}).", ""]
+        lines += [f"**No measured rate met the SLO** ({_NOTHING_MET[search.stop_reason]}).", ""]
     else:
         lines += [
             f"**{found.rate_per_instance:.3f} requests/s per {per}** meet the SLO ({context.slo_text}): attainment "
@@ -209,7 +214,8 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
         lines += _cost_lines(found, context, per)
         lines.append("")
     lines += [
-        f"Search: {len(search.steps)} levels in {search.elapsed_seconds:.0f} s; stopped: {_STOPPED[search.stop_reason]}."
+        f"Search: {len(search.steps)} levels in {search.elapsed_seconds:.0f} s; stopped: "
+        f"{(_STOPPED if found else _NOTHING_MET)[search.stop_reason]}."
         + (f" First failing rate: {search.first_fail:g} requests/s offered." if search.first_fail is not None else ""),
         "",
         f"SLO: {context.slo_text} ({context.slo_source}); a request meets it as `vllm bench serve --goodput` counts "
