@@ -110,7 +110,10 @@ def scaling_target(config: DeploymentConfig, max_num_seqs: int) -> ScalingTarget
             f"a guess: {GUESSED_CONCURRENCY_SHARE:.0%} of max_num_seqs {max_num_seqs}; `peagle capacity` measures it",
             measured,
         )
-    if measured is not None and math.isclose(given, measured.concurrency * measured.headroom, rel_tol=0.01):
+    # The snippet writes the target to 2 decimals: a small target differs from the product by up to 0.005.
+    if measured is not None and math.isclose(
+        given, measured.concurrency * measured.headroom, rel_tol=0.01, abs_tol=0.006
+    ):
         return ScalingTarget(
             given,
             unit,

@@ -79,3 +79,13 @@ def test_a_bad_measured_capacity_fails_with_its_field(tmp_path, capsys, bad):
     )
     assert main(["plan", "--deployment", write_deployment(tmp_path, text)]) == 2
     assert f"measured_capacity.{key}" in capsys.readouterr().err
+
+
+def test_a_small_measured_target_rounded_by_the_snippet_is_still_measured(tmp_path, capsys):
+    text = (
+        SNIPPET.replace("target_concurrency_per_instance: 13.36", "target_concurrency_per_instance: 0.1").replace(
+            "concurrency: 16.7", "concurrency: 0.12"
+        )  # x 0.8 = 0.096, written to 2 decimals
+    )
+    assert main(["plan", "--deployment", write_deployment(tmp_path, text)]) == 0
+    assert "0.1 requests in flight per instance (measured:" in capsys.readouterr().out
