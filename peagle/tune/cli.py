@@ -597,9 +597,7 @@ def _sampling_section(
     levels = [choice.concurrency for choice in recommendation.levels]
     if by_goodput:
         return _goodput_section(sampling, candidates, recommendation, band, levels, decided=decided)
-    lines = ["## Sampling: " + (describe_sampling(sampling) if sampling else "not recorded by these runs"), ""]
-    if decided:
-        lines += ["The recommendation below is made at this sampling.", ""]
+    lines = _section_header(sampling, decided=decided)
     runs = max(candidate.runs for candidate in candidates)
     if runs > 1:
         lines += [
@@ -608,9 +606,7 @@ def _sampling_section(
             "",
         ]
     lines.append("| setting | " + " | ".join(f"c={c} tok/s (TPOT p50 ms)" for c in levels) + " |")
-    lines.append("|---|" + "---|" * len(levels))
-    for candidate in candidates:
-        lines.append(f"| {candidate.label} | " + " | ".join(_cell(candidate, c) for c in levels) + " |")
+    lines += _table_rows(candidates, levels, _cell)
     lines += ["", "Best at each level:", ""]
     for choice in recommendation.levels:
         speedup = f", {choice.speedup_vs_off:.2f}x speculation off" if choice.speedup_vs_off else ""
@@ -633,15 +629,22 @@ def _sampling_section(
     return lines
 
 
+def _section_header(sampling, *, decided: bool) -> list[str]:
+    lines = ["## Sampling: " + (describe_sampling(sampling) if sampling else "not recorded by these runs"), ""]
+    return lines + (["The recommendation below is made at this sampling.", ""] if decided else [])
+
+
+def _table_rows(candidates, levels, cell) -> list[str]:
+    """The separator row and one row per candidate, ``cell(candidate, level)`` in each column."""
+    rows = ["|---|" + "---|" * len(levels)]
+    return rows + [f"| {c.label} | " + " | ".join(cell(c, level) for level in levels) + " |" for c in candidates]
+
+
 def _goodput_section(sampling, candidates, recommendation, band, levels, *, decided: bool) -> list[str]:
     """One sampling's table of goodput (tokens/s) per request rate, per-rate winners and the band choice."""
-    lines = ["## Sampling: " + (describe_sampling(sampling) if sampling else "not recorded by these runs"), ""]
-    if decided:
-        lines += ["The recommendation below is made at this sampling.", ""]
+    lines = _section_header(sampling, decided=decided)
     lines.append("| setting | " + " | ".join(f"{rate:g} req/s: goodput req/s (tok/s)" for rate in levels) + " |")
-    lines.append("|---|" + "---|" * len(levels))
-    for candidate in candidates:
-        lines.append(f"| {candidate.label} | " + " | ".join(_goodput_cell(candidate, r) for r in levels) + " |")
+    lines += _table_rows(candidates, levels, _goodput_cell)
     lines += ["", "Most goodput at each request rate:", ""]
     for choice in recommendation.levels:
         versus = f", {choice.speedup_vs_off:.2f}x speculation off" if choice.speedup_vs_off else ""
