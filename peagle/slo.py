@@ -114,3 +114,33 @@ def as_goodput_argument(slo: Slo) -> str:
     return " ".join(
         f"{key}:{getattr(slo, field) * 1000:g}" for key, field in _KEYS.items() if getattr(slo, field) is not None
     )
+
+
+def add_slo_arguments(parser, *, default: str, what: str = "") -> None:
+    """``--slo`` (alias ``--goodput``) and ``--attainment``, as peagle bench, capacity and tune take them."""
+    parser.add_argument(
+        "--slo",
+        "--goodput",
+        dest="slo",
+        metavar="BOUNDS",
+        help="SLO bounds in milliseconds, vllm bench serve's --goodput syntax, e.g. 'ttft:1000 tpot:100 e2el:10000' "
+        f"(default: {default}){what}",
+    )
+    parser.add_argument(
+        "--attainment",
+        type=float,
+        help="share of requests that must meet every bound, above 0 and at most 1 (default: the profile's)",
+    )
+
+
+def slo_over(base: Slo, base_source: str, bounds: str | None, attainment: float | None) -> tuple[Slo, str]:
+    """``--slo`` bounds and ``--attainment`` in place of the parts of ``base``, and where the result came from."""
+    if attainment is not None and not 0 < attainment <= 1:
+        raise SloError(f"--attainment {attainment:g}: the attainment must be above 0 and at most 1, not {attainment:g}")
+    if bounds is not None:
+        chosen = base.attainment if attainment is None else attainment
+        source = "--slo" + (" --attainment" if attainment is not None else f", {base_source}'s attainment")
+        return parse_goodput(bounds, attainment=chosen), source
+    if attainment is not None:
+        return base.model_copy(update={"attainment": attainment}), f"{base_source}'s bounds, --attainment"
+    return base, base_source

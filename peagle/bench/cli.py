@@ -24,6 +24,7 @@ from peagle.client.cli import (
     sampling_error,
 )
 from peagle.client.cold_start import COLD_START_DEFAULT_HELP
+from peagle.slo import add_slo_arguments
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
 DEFAULT_MAX_TOKENS = 128
@@ -104,19 +105,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --request-rate: at most this many requests in flight; one due while all are busy waits for a "
         "slot (recorded), as with vllm bench serve's --max-concurrency (default: no cap)",
     )
-    parser.add_argument(
-        "--slo",
-        "--goodput",
-        dest="slo",
-        metavar="BOUNDS",
-        help="SLO bounds in milliseconds, vllm bench serve's --goodput syntax, e.g. 'ttft:1000 tpot:100 e2el:10000' "
-        "(default: the --profile's SLO); each level reports the share of requests meeting each bound and all, "
-        "and goodput (requests/s meeting all)",
-    )
-    parser.add_argument(
-        "--attainment",
-        type=float,
-        help="share of requests that must meet every bound, above 0 and at most 1 (default: the profile's)",
+    add_slo_arguments(
+        parser,
+        default="the --profile's SLO",
+        what="; each level reports the share of requests meeting each bound and all, and goodput (requests/s "
+        "meeting all)",
     )
     parser.add_argument("--requests", type=int, default=12, help="requests per level (default 12)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests per target first (default 1)")
@@ -399,22 +392,11 @@ def _describe_open_loop(open_loop) -> str:
 def _slo(args: argparse.Namespace):
     """The SLO each level is judged against and where it came from: --slo/--attainment over the profile's."""
     from peagle.catalog import load_catalog
-    from peagle.slo import SloError, as_goodput_argument, parse_goodput
+    from peagle.slo import SloError, slo_over
 
     profile = args.profile or MEASURED_PROFILE_DEFAULT
-    own = load_catalog().profiles[profile].slo
-    attainment = own.attainment if args.attainment is None else args.attainment
     try:
-        if args.slo is not None:
-            return parse_goodput(args.slo, attainment=attainment), "--slo" + (
-                " --attainment" if args.attainment is not None else f", profile {profile}'s attainment"
-            )
-        if args.attainment is None:
-            return own, f"profile {profile}"
-        # The profile's bounds at another attainment, checked as --attainment is everywhere.
-        return parse_goodput(
-            as_goodput_argument(own), attainment=attainment
-        ), f"profile {profile}'s bounds, --attainment"
+        return slo_over(load_catalog().profiles[profile].slo, f"profile {profile}", args.slo, args.attainment)
     except SloError as error:
         raise BadArguments(f"--slo/--attainment: {error}") from error
 

@@ -28,6 +28,7 @@ from peagle.client.cli import (
     sampling_error,
 )
 from peagle.local.tiny_pair import PAIRS
+from peagle.slo import add_slo_arguments
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 DEFAULT_MAX_TOKENS = 64
@@ -106,17 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default_profile=MEASURED_PROFILE_DEFAULT,
         max_tokens_help=f"output tokens per request (default {DEFAULT_MAX_TOKENS}, so local levels stay short)",
     )
-    parser.add_argument(
-        "--slo",
-        "--goodput",
-        dest="slo",
-        metavar="BOUNDS",
-        help="SLO bounds in milliseconds, vllm bench serve's --goodput syntax, e.g. 'ttft:1000 tpot:100 e2el:10000' "
-        "(default: the profile's SLO, or the --deployment plan's), as peagle bench and tune take them",
-    )
-    parser.add_argument(
-        "--attainment", type=float, help="share of requests that must meet every bound (default: the profile's)"
-    )
+    add_slo_arguments(parser, default="the profile's SLO, or the --deployment plan's")
     parser.add_argument("--start-rate", type=float, default=0.5, help="first offered rate, requests/s (default 0.5)")
     parser.add_argument("--max-rate", type=float, default=100.0, help="highest rate tried (default 100)")
     parser.add_argument("--growth", type=float, default=2.0, help="rate factor while growing (default 2)")
@@ -326,7 +317,7 @@ def _slo_and_sampling(args: argparse.Namespace):
     """(SLO, where it came from, profile name, the profile's sampling): from --deployment's plan or the
     profile, with --slo / --attainment in place of their parts."""
     from peagle.catalog import load_catalog
-    from peagle.slo import parse_goodput
+    from peagle.slo import SloError, slo_over
 
     if args.deployment:
         from peagle.config import load_deployment_config
@@ -339,15 +330,10 @@ def _slo_and_sampling(args: argparse.Namespace):
         profile_name = args.profile or MEASURED_PROFILE_DEFAULT
         profile = load_catalog().profiles[profile_name]
         source = f"profile {profile_name}"
-    slo = profile.slo
-    if args.attainment is not None and not 0 < args.attainment <= 1:
-        raise BadArguments(f"--attainment {args.attainment:g}: above 0 and at most 1, e.g. 0.95")
-    if args.slo:
-        slo = parse_goodput(args.slo, attainment=args.attainment or slo.attainment)
-        source = "--slo" + (" --attainment" if args.attainment is not None else f", attainment of the {source}")
-    elif args.attainment is not None:
-        slo = slo.model_copy(update={"attainment": args.attainment})
-        source += ", --attainment"
+    try:
+        slo, source = slo_over(profile.slo, source, args.slo, args.attainment)
+    except SloError as error:
+        raise BadArguments(str(error)) from error
     return slo, source, profile_name, profile.sampling
 
 

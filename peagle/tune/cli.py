@@ -29,6 +29,7 @@ from peagle.bench.results import describe_sampling
 from peagle.catalog import ProfileName
 from peagle.client.cli import MEASURED_PROFILE_DEFAULT, TEMPERATURE_ALLOWED
 from peagle.local.tiny_pair import PAIRS
+from peagle.slo import add_slo_arguments
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 READY_TIMEOUT_SECONDS = 300.0
@@ -102,14 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="open loop instead: request rates (requests/s) your traffic arrives at, e.g. 0.5,1,2; the candidates "
         "are then ranked by goodput, the requests/s answered within the SLO, with tokens/s beside it",
     )
-    parser.add_argument(
-        "--slo",
-        "--goodput",
-        dest="slo",
-        metavar="BOUNDS",
-        help="with --request-rate: SLO bounds in milliseconds, e.g. 'ttft:1000 tpot:100' (default: the profile's SLO)",
-    )
-    parser.add_argument("--attainment", type=float, help="with --request-rate: share of requests that must meet them")
+    add_slo_arguments(parser, default="the profile's SLO", what="; with --request-rate the candidates are ranked by it")
     parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
     parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
     parser.add_argument(

@@ -157,7 +157,10 @@ def test_an_interrupted_search_still_writes_what_it_measured(tmp_path):
         (["--url", "http://127.0.0.1:9", "--headroom", "0"], "--headroom 0: above 0"),
         (["--url", "http://127.0.0.1:9", "--peak-rps", "0"], "--peak-rps 0: above 0"),
         (["--url", "http://127.0.0.1:9", "--goodput", "ttft:abc"], "the bound must be a number of milliseconds"),
-        (["--url", "http://127.0.0.1:9", "--attainment", "1.5"], "--attainment 1.5: above 0 and at most 1"),
+        (
+            ["--url", "http://127.0.0.1:9", "--attainment", "1.5"],
+            "--attainment 1.5: the attainment must be above 0 and at most 1",
+        ),
         (["--url", "http://127.0.0.1:9", "--inference-component", "c"], "--inference-component goes with --endpoint"),
         (["--url", "http://127.0.0.1:9", "--speculative-tokens", "2"], "sets the K of a local --pair"),
         (["--endpoint", "e", "--instance-type", "ml.nope"], "unknown instance type 'ml.nope'"),

@@ -55,3 +55,21 @@ def test_goodput_counts_as_vllm_bench_serve_does():
 def test_a_bad_goodput_argument_says_the_syntax(text):
     with pytest.raises(SloError, match="ttft"):
         parse_goodput(text, attainment=0.9)
+
+
+def test_command_line_bounds_replace_the_profiles_parts_and_say_so():
+    from peagle.slo import slo_over
+
+    base = load_catalog().profiles[ProfileName.CHATBOT].slo
+    assert slo_over(base, "profile chatbot", None, None) == (base, "profile chatbot")
+    slo, source = slo_over(base, "profile chatbot", "ttft:500", None)
+    assert (slo.ttft_seconds, slo.tpot_seconds, slo.attainment, source) == (
+        0.5,
+        None,
+        0.95,
+        "--slo, profile chatbot's attainment",
+    )
+    slo, source = slo_over(base, "profile chatbot", None, 0.5)
+    assert (slo.ttft_seconds, slo.attainment, source) == (1.0, 0.5, "profile chatbot's bounds, --attainment")
+    with pytest.raises(SloError, match="above 0 and at most 1"):
+        slo_over(base, "profile chatbot", None, 1.5)
