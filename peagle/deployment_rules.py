@@ -128,7 +128,7 @@ def _rolling_batch(plans: DeploymentPlans) -> list[Violation]:
     config = plans.config
     if config.rollout.strategy != "rolling" or config.uses_inference_components:
         # A component's batch is a percentage of its copies (CAPACITY_PERCENT), which meets "between 5%
-        # to 50% of the copy count" at any count (cdk_constructs/component_endpoint.py).
+        # to 50% of the copy count" at any count (peagle_cdk/component_endpoint.py).
         return []
     percent = config.rollout.rolling.batch_percent
     smallest = config.instance.count

@@ -1,1 +1,1 @@
-"""Deployable units: each stack composes constructs from cdk_constructs/."""
+"""Deployable units: each stack composes constructs from peagle_cdk/."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from cdk_constructs.model_artifacts import ModelArtifactsBucket, artifacts_bucket_name
+from peagle_cdk.model_artifacts import ModelArtifactsBucket, artifacts_bucket_name
 
 
 class ArtifactsStack(Stack):

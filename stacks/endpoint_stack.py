@@ -10,22 +10,22 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from cdk_constructs.async_endpoint import AsyncInferenceEndpoint
-from cdk_constructs.component_endpoint import ComponentEndpoint, ComponentSpec
-from cdk_constructs.endpoint_logs import component_log_group_name, endpoint_log_group_name
-from cdk_constructs.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
-from cdk_constructs.endpoint_scaling import ScalableCopyCount
-from cdk_constructs.execution_role import SageMakerExecutionRole
-from cdk_constructs.kpi_metrics import KpiMetrics
-from cdk_constructs.model_artifacts import ModelArtifactsLocation, artifacts_bucket_name, pair_prefix
-from cdk_constructs.nag import acknowledge
-from cdk_constructs.peagle_endpoint import PeagleEndpoint, VariantSpec
-from cdk_constructs.peagle_model import PeagleModel, ServingImage
-from cdk_constructs.private_network import PrivateNetwork
 from peagle.config import DeploymentConfig
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.deployment_rules import volume_key_allowed
 from peagle.planner import Plan
+from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
+from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec
+from peagle_cdk.endpoint_logs import component_log_group_name, endpoint_log_group_name
+from peagle_cdk.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
+from peagle_cdk.endpoint_scaling import ScalableCopyCount
+from peagle_cdk.execution_role import SageMakerExecutionRole
+from peagle_cdk.kpi_metrics import KpiMetrics
+from peagle_cdk.model_artifacts import ModelArtifactsLocation, artifacts_bucket_name, pair_prefix
+from peagle_cdk.nag import acknowledge
+from peagle_cdk.peagle_endpoint import PeagleEndpoint, VariantSpec
+from peagle_cdk.peagle_model import PeagleModel, ServingImage
+from peagle_cdk.private_network import PrivateNetwork
 
 # Inference components scaling to zero: one copy goes while two or more serve and the copies left would
 # still carry the load under this share of the per-copy target, for this many minutes (target tracking's
@@ -255,7 +255,7 @@ class EndpointStack(Stack):
 
     def _component_scaling(self, name: str, plan: Plan) -> ScalableCopyCount:
         """Copy count with load, to zero after the idle time and back on the first refused request
-        (cdk_constructs/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
+        (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
         settings, components = self.config.autoscaling, plan.components
         scaling = self.endpoint.auto_scale_copy_count(
             name, min_capacity=components.min_copies, max_capacity=components.max_copies

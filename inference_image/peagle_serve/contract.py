@@ -2,7 +2,7 @@
 container (environment, model mount) and read back out of it (the KPI line, vLLM's
 counters), and what the launcher reads.
 
-The CDK side (``peagle.container_env``, ``cdk_constructs``), the CLI (``peagle``) and
+The CDK side (``peagle.container_env``, ``peagle_cdk``), the CLI (``peagle``) and
 the launcher (this package) all import these names instead of spelling them, the way
 vLLM keeps every ``VLLM_*`` variable in ``vllm/envs.py``. Standard library only: the
 image copies just ``peagle_serve/``, and the CLI imports this without vLLM or
@@ -393,7 +393,7 @@ RESPONSE_SPEC_DECODE_KEY = "speculative_decoding"
 
 # --- The KPI line ----------------------------------------------------------------------
 # Every PEAGLE_KPI_INTERVAL_SECONDS the launcher prints one JSON object per line on stdout
-# (kpi.py); the endpoint's log-group metric filters (cdk_constructs/kpi_metrics.py) match
+# (kpi.py); the endpoint's log-group metric filters (peagle_cdk/kpi_metrics.py) match
 # KPI_EVENT and turn keys into metrics in KPI_NAMESPACE; `peagle smoke` reads them back.
 KPI_EVENT = "peagle_kpi"
 KPI_NAMESPACE = "PEagle/Endpoints"

@@ -230,7 +230,7 @@ def _autoscaled_variant_removed(endpoint: Endpoint, variant: str, context: Check
 # "AWS CloudFormation usually creates the replacement resource first, changes references
 # from other dependent resources to point to the replacement resource, and then deletes
 # the old resource." The endpoint's log group is named after the endpoint and retained
-# (cdk_constructs/endpoint_logs.py: RemovalPolicy.RETAIN), so the old one stays behind.
+# (peagle_cdk/endpoint_logs.py: RemovalPolicy.RETAIN), so the old one stays behind.
 ENDPOINT_NAME_REPLACEMENT = (
     "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-endpoint.html"
 )

@@ -202,7 +202,7 @@ def _run_endpoint_steps(
         endpoint_name=options.endpoint_name,
         variant_name=component or options.variant_name,
         window_minutes=options.metrics_window_minutes,
-        # cdk_constructs/endpoint_logs.py: an endpoint's log group, or a component's.
+        # peagle_cdk/endpoint_logs.py: an endpoint's log group, or a component's.
         log_group=f"/aws/sagemaker/InferenceComponents/{component}" if component else None,
         timing=timing,
     )

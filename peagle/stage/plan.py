@@ -7,7 +7,7 @@ Layout (what the SageMaker Model mounts at /opt/ml/model, peagle.container_env):
 
 The prefix is the deployment's ``artifacts.s3_uri``, else the project bucket
 ``<name>-models-<account>-<region>`` with ``models/<pair>/``
-(cdk_constructs/model_artifacts.py; the names are repeated here so the CLI does
+(peagle_cdk/model_artifacts.py; the names are repeated here so the CLI does
 not import aws-cdk-lib).
 """
 

@@ -33,13 +33,11 @@ def test_cdk_nag_reports_no_unacknowledged_findings(synthesized):
 
 
 def test_acknowledgements_go_through_one_helper_and_never_cover_a_whole_stack():
-    sources = [*REPO_ROOT.glob("cdk_constructs/*.py"), *REPO_ROOT.glob("stacks/*.py"), REPO_ROOT / "app.py"]
+    sources = [*REPO_ROOT.glob("peagle_cdk/*.py"), *REPO_ROOT.glob("stacks/*.py"), REPO_ROOT / "app.py"]
     for path in sources:
         text = path.read_text()
         if path.name != "nag.py":
-            assert "Validations.of(" not in text or ".add_plugins(" in text, (
-                f"{path}: use cdk_constructs.nag.acknowledge"
-            )
+            assert "Validations.of(" not in text or ".add_plugins(" in text, f"{path}: use peagle_cdk.nag.acknowledge"
         assert "NagSuppressions" not in text  # the cdk-nag 2.x API is gone in 3.x
         if path.parent.name == "stacks":
             # a stack-scoped acknowledgement would also hide findings on resources added later

@@ -8,8 +8,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from cdk_constructs.kpi_metrics import KPI_FIELDS
 from peagle.stage.hub import HubError, resolve_hub_token
+from peagle_cdk.kpi_metrics import KPI_FIELDS
 from peagle_serve.contract import (
     DRAFTER_DIR,
     KPI_DIMENSION_KEYS,
@@ -183,7 +183,7 @@ def _synthetic_kpi_line() -> dict:
 
 
 def test_every_kpi_key_the_launcher_emits_has_a_metric_filter_and_every_filter_reads_one():
-    """The launcher's KPI line and cdk_constructs/kpi_metrics.py's filters, checked without an engine."""
+    """The launcher's KPI line and peagle_cdk/kpi_metrics.py's filters, checked without an engine."""
     line = _synthetic_kpi_line()
     assert tuple(line) == KPI_LINE_KEYS and line["event"] == KPI_EVENT
 

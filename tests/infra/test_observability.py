@@ -6,9 +6,9 @@ import pytest
 from aws_cdk.assertions import Match
 from cdk_synth import dashboard_widgets, write_deployment
 
-from cdk_constructs.kpi_metrics import KPI_FIELDS, KPI_NAMESPACE
 from peagle.config import config_from_overrides
 from peagle.errors import ConfigError
+from peagle_cdk.kpi_metrics import KPI_FIELDS, KPI_NAMESPACE
 
 ENDPOINT = "peagle-endpoint"
 RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/Primary"

@@ -81,8 +81,8 @@ def test_kpi_line_appears_on_stdout_with_sane_values(local_server):
 
 
 def test_kpi_lines_carry_every_field_the_cloudwatch_metric_filters_read(local_server):
-    """The contract between the launcher and cdk_constructs/kpi_metrics.py, checked on real lines."""
-    from cdk_constructs.kpi_metrics import KPI_EVENT, KPI_FIELDS
+    """The contract between the launcher and peagle_cdk/kpi_metrics.py, checked on real lines."""
+    from peagle_cdk.kpi_metrics import KPI_EVENT, KPI_FIELDS
 
     deadline = time.monotonic() + 3 * TEST_KPI_INTERVAL_SECONDS + 10
     while time.monotonic() < deadline and not local_server.kpi_records():

@@ -11,9 +11,7 @@ from aws_stubs import ENDPOINT, STACK, FakeClock, StubbedAws, step_lines
 from peagle.cli import main
 
 COMPONENT = "peagle-primary"
-POOL = (
-    "AllTraffic"  # the endpoint config's one variant in inference-component mode (cdk_constructs/component_endpoint.py)
-)
+POOL = "AllTraffic"  # the endpoint config's one variant in inference-component mode (peagle_cdk/component_endpoint.py)
 HEALTHY_ALARMS = {"P-EAGLE demo ModelLatencyP90High": "OK"}
 EXPLANATION = f"cold start: Inference component {COMPONENT} has no copy to serve the request: it is scaled to zero"
 

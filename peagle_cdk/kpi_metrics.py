@@ -17,7 +17,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_constructs.endpoint_logs import EndpointLogGroup
+from peagle_cdk.endpoint_logs import EndpointLogGroup
 from peagle_serve.contract import (
     ENDPOINT_NAME_DIMENSION,
     KPI_DIMENSION_KEYS,

@@ -13,13 +13,13 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from cdk_constructs.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
-from cdk_constructs.endpoint_scaling import MICROSECONDS_PER_SECOND
-from cdk_constructs.kpi_metrics import KPI_REPORTS_METRIC, KpiMetrics
-from cdk_constructs.peagle_endpoint import PeagleEndpoint
+from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
+from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
+from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC, KpiMetrics
+from peagle_cdk.peagle_endpoint import PeagleEndpoint
 
 if TYPE_CHECKING:
-    from cdk_constructs.component_endpoint import ComponentEndpoint
+    from peagle_cdk.component_endpoint import ComponentEndpoint
 
 
 @dataclass(frozen=True)

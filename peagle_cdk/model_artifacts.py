@@ -9,8 +9,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from cdk_constructs.nag import acknowledge
 from peagle import artifacts_layout as layout
+from peagle_cdk.nag import acknowledge
 
 
 def artifacts_bucket_name(deployment_name: str) -> str:

@@ -9,10 +9,12 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from cdk_constructs.execution_role import SageMakerExecutionRole
-from cdk_constructs.model_artifacts import ModelArtifactsLocation
+from peagle_cdk.execution_role import SageMakerExecutionRole
+from peagle_cdk.model_artifacts import ModelArtifactsLocation
 
-INFERENCE_IMAGE_DIR = Path(__file__).resolve().parent.parent / "inference_image"
+# The serving image's build context: inference_image/, linked into this package as serving_image/ and
+# shipped in the wheel as package data, so an installed library builds the same image.
+INFERENCE_IMAGE_DIR = (Path(__file__).resolve().parent / "serving_image").resolve()
 
 
 class ServingImage(Construct):

@@ -62,11 +62,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
-from cdk_constructs.endpoint_logs import EndpointLogGroup, component_log_group_name
-from cdk_constructs.endpoint_scaling import ScalableCopyCount
-from cdk_constructs.peagle_endpoint import INVOKE_ACTIONS, ServingMetrics, autoscaling_service_role
-from cdk_constructs.peagle_model import PeagleModel
 from peagle.config import RollingSettings
+from peagle_cdk.endpoint_logs import EndpointLogGroup, component_log_group_name
+from peagle_cdk.endpoint_scaling import ScalableCopyCount
+from peagle_cdk.peagle_endpoint import INVOKE_ACTIONS, ServingMetrics, autoscaling_service_role
+from peagle_cdk.peagle_model import PeagleModel
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.

@@ -10,10 +10,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from cdk_constructs.endpoint_alarms import EncryptedTopic
-from cdk_constructs.endpoint_logs import endpoint_log_group_name
-from cdk_constructs.execution_role import SageMakerExecutionRole
-from cdk_constructs.peagle_endpoint import PeagleEndpoint, VariantSpec
+from peagle_cdk.endpoint_alarms import EncryptedTopic
+from peagle_cdk.endpoint_logs import endpoint_log_group_name
+from peagle_cdk.execution_role import SageMakerExecutionRole
+from peagle_cdk.peagle_endpoint import PeagleEndpoint, VariantSpec
 
 INPUT_PREFIX = "async/input/"
 OUTPUT_PREFIX = "async/output/"
@@ -54,7 +54,7 @@ class AsyncInferenceEndpoint(Construct):
         :param wake_cooldown: how long the scale-out-from-zero step waits before it adds another instance:
             an instance's whole start. Its alarm stays in ALARM while the backlog waits and acts every minute,
             so a shorter cooldown adds an instance per cooldown during the first one's start
-            (cdk_constructs/endpoint_scaling.py, ScalableCopyCount.scale_out_from_zero, quotes the rules).
+            (peagle_cdk/endpoint_scaling.py, ScalableCopyCount.scale_out_from_zero, quotes the rules).
         """
         super().__init__(scope, id)
         self.input_s3_uri = f"s3://{bucket_name}/{INPUT_PREFIX}"

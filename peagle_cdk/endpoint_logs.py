@@ -17,7 +17,7 @@ def endpoint_log_group_name(endpoint_name: str) -> str:
 
 def component_log_group_name(component_name: str) -> str:
     """Where an inference component's container logs go (not stated by an AWS page we found;
-    public tooling that reads component logs uses it: see cdk_constructs/component_endpoint.py)."""
+    public tooling that reads component logs uses it: see peagle_cdk/component_endpoint.py)."""
     return f"/aws/sagemaker/InferenceComponents/{component_name}"
 
 

@@ -19,8 +19,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from cdk_constructs.model_artifacts import ModelArtifactsLocation
-from cdk_constructs.nag import acknowledge
+from peagle_cdk.model_artifacts import ModelArtifactsLocation
+from peagle_cdk.nag import acknowledge
 
 
 def _nag_rendering(text: str) -> str:

@@ -12,10 +12,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from cdk_constructs.endpoint_logs import EndpointLogGroup
-from cdk_constructs.endpoint_scaling import ScalableInstanceCount
-from cdk_constructs.peagle_model import PeagleModel
 from peagle.config import RolloutSettings
+from peagle_cdk.endpoint_logs import EndpointLogGroup
+from peagle_cdk.endpoint_scaling import ScalableInstanceCount
+from peagle_cdk.peagle_model import PeagleModel
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 # Instance-level metrics (GPU, CPU, memory, disk) live in this namespace.
