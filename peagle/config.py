@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PositiveInt, ValidationError, field_validator, model_validator
 
-from peagle.catalog import ModelPair, ProfileName, StrictModel, load_catalog
+from peagle.catalog import InstanceType, ModelPair, ProfileName, StrictModel, load_catalog
 from peagle.errors import ConfigError
 from peagle_serve.contract import ScheduleBand, schedule_problems
 
@@ -397,6 +397,11 @@ class DeploymentConfig(StrictModel):
     )
     model: str = Field("gpt-oss-20b", description="a catalog pair id or a key of custom_pairs")
     custom_pairs: dict[str, ModelPair] = {}
+    custom_instances: dict[str, InstanceType] = Field(
+        {},
+        description="instance types the catalog lacks, by SageMaker name, with their GPU facts (the fields of "
+        "peagle/catalog/instances.yaml); instance.type may then name one",
+    )
     instance: InstanceSettings = InstanceSettings()
     endpoint: EndpointSettings = EndpointSettings()
     profile: ProfileName = ProfileName.CHATBOT
@@ -447,10 +452,13 @@ class DeploymentConfig(StrictModel):
             problems.append(
                 f"model {self.model!r} is not a known pair; use one of {pairs} or declare it under custom_pairs"
             )
-        if self.instance.type not in catalog.instances:
+        clashes = sorted(set(self.custom_instances) & set(catalog.instances))
+        if clashes:
+            problems.append(f"custom_instances redefine catalog instance types {clashes}; leave them to the catalog")
+        if self.instance.type not in catalog.instances and self.instance.type not in self.custom_instances:
             problems.append(
                 f"instance.type {self.instance.type!r} is not in the instance catalog; "
-                f"use one of {sorted(catalog.instances)}"
+                f"use one of {sorted(catalog.instances)}, or give its GPU facts under custom_instances"
             )
         for name in self.vllm_args:
             if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
@@ -657,6 +665,10 @@ class DeploymentConfig(StrictModel):
 
     def pair(self) -> ModelPair:
         return self.custom_pairs.get(self.model) or load_catalog().pairs[self.model]
+
+    def instance_facts(self) -> InstanceType:
+        """The GPU and host facts of instance.type: its catalog row, or its custom_instances entry."""
+        return self.custom_instances.get(self.instance.type) or load_catalog().instances[self.instance.type]
 
 
 def _set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:

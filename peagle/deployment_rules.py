@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from peagle.catalog import HostDriver, cuda_version, instance_family, load_catalog
+from peagle.catalog import HostDriver, InstanceType, cuda_version, instance_family, load_catalog
 from peagle.config import DeploymentConfig
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.errors import PlanError
@@ -393,7 +393,7 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
 # --- Volume encryption ----------------------------------------------------------------------
 
 
-def volume_key_allowed(instance_type: str) -> bool:
+def volume_key_allowed(instance: InstanceType) -> bool:
     """Whether the stack sets EndpointConfig.KmsKeyId for this instance type: not on types with
     local NVMe instance storage.
 
@@ -417,7 +417,7 @@ def volume_key_allowed(instance_type: str) -> bool:
     the deploy. So no key is made there, and the stack acknowledges cdk-nag's KMS finding with that
     reason. Nothing is refused: the deployment file has no volume-key setting to check.
     """
-    return not load_catalog().instances[instance_type].local_nvme
+    return not instance.local_nvme
 
 
 RULES: tuple[Callable[[DeploymentPlans], list[Violation]], ...] = (

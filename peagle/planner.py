@@ -424,7 +424,7 @@ def _plan_memory(
 def _plan_exactly(config: DeploymentConfig) -> Plan:
     catalog = load_catalog()
     pair = config.pair()
-    instance = catalog.instances[config.instance.type]
+    instance = config.instance_facts()
     profile = _resolve_profile(config)
     k = _resolve_speculative_tokens(config, pair)
     components = None

@@ -358,7 +358,7 @@ class EndpointStack(Stack):
         )
 
     def _volume_key(self, plan: Plan) -> kms.IKey | None:
-        if not volume_key_allowed(plan.instance_type):
+        if not volume_key_allowed(plan.instance):
             return None
         return kms.Key(self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume")
 
