@@ -33,7 +33,12 @@ CONTEXT_OVERRIDES: dict[str, tuple[str, ...]] = {
 
 class InstanceSettings(StrictModel):
     type: str = Field("ml.g6e.xlarge", description="SageMaker instance type (see `peagle catalog`)")
-    count: PositiveInt = Field(1, le=100, description="initial instance count")
+    count: PositiveInt = Field(
+        1,
+        le=100,
+        description="initial instances (within autoscaling.min_instances..max_instances; in inference_components "
+        "mode within endpoint.inference_components.min_instances..max_instances)",
+    )
     ami_version: str | None = Field(
         None,
         description="ProductionVariant.InferenceAmiVersion (the GPU host's NVIDIA driver); unset: the one the "
@@ -45,8 +50,8 @@ class SpeculationBand(StrictModel):
     """K for a range of batch sizes: how many requests the engine runs in one step (at most the
     plan's max_num_seqs), both ends inclusive."""
 
-    min_batch: PositiveInt
-    max_batch: PositiveInt
+    min_batch: PositiveInt = Field(description="smallest batch size of the band")
+    max_batch: PositiveInt = Field(description="largest batch size of the band (inclusive)")
     speculative_tokens: int = Field(ge=0, le=64, description="K at these batch sizes; 0: no drafts")
 
     def as_tuple(self) -> ScheduleBand:
@@ -64,23 +69,50 @@ class SpeculationSettings(StrictModel):
     schedule: list[SpeculationBand] | None = Field(
         None,
         description="K by batch size (vLLM's num_speculative_tokens_per_batch_size): bands covering "
-        "1..max_num_seqs without gaps or overlap, K > 0 at batch size 1 (the start-up self-check). "
-        "speculative_tokens is then the largest K (leave it unset or set it to that). "
-        "Earn it by measurement: it can be slower than a static K",
+        "1..max_num_seqs without gaps or overlap (vLLM would silently fill a gap with the previous band's K), "
+        "each K at most the drafter's trained K, K > 0 at batch size 1 (the start-up self-check's warm-up "
+        "request runs alone). speculative_tokens is then the largest K (leave it unset or set it to that; vLLM "
+        "caps every band at it); a schedule whose bands are all 0 is refused (set speculative_tokens: 0). "
+        "The A/B baseline variant stays at its static K. Earn it by measurement: it can be slower than a static K",
     )
 
 
 class ProfileOverrides(StrictModel):
     """Any profile field, overridden for this deployment only."""
 
-    temperature: float | None = Field(None, ge=0.0, le=2.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    max_tokens: PositiveInt | None = None
-    max_model_len: PositiveInt | None = None
-    min_model_len: PositiveInt | None = None
-    max_num_seqs: PositiveInt | None = Field(None, le=1024)
-    typical_context_tokens: PositiveInt | None = None
-    latency_sla_p90_seconds: float | None = Field(None, gt=0)
+    temperature: float | None = Field(
+        None,
+        ge=0.0,
+        le=2.0,
+        description="the server's default for requests that omit it (vLLM --override-generation-config)",
+    )
+    top_p: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="the server's default for requests that omit it (vLLM --override-generation-config)",
+    )
+    max_tokens: PositiveInt | None = Field(
+        None,
+        description="applied by `peagle invoke`, `bench` and `batch` (--profile), not by the server: vLLM 0.32 "
+        "would turn a server-side default into a cap on every request",
+    )
+    max_model_len: PositiveInt | None = Field(
+        None,
+        description="prompt + answer, per request; the planner lowers it in 1024-token steps, not below "
+        "min_model_len, if one full-length request would not fit the KV cache",
+    )
+    min_model_len: PositiveInt | None = Field(None, description="the floor the planner may lower max_model_len to")
+    max_num_seqs: PositiveInt | None = Field(
+        None,
+        le=1024,
+        description="concurrent sequences per replica; the planner lowers it to what the KV cache holds at "
+        "typical_context_tokens plus K speculative slots",
+    )
+    typical_context_tokens: PositiveInt | None = Field(None, description="the request length max_num_seqs is sized for")
+    latency_sla_p90_seconds: float | None = Field(
+        None, gt=0, description="p90 ModelLatency the latency alarm and the latency step scaling use"
+    )
     ttft_target_seconds: float | None = Field(None, gt=0, description="the same as slo.ttft_seconds (older name)")
 
 
@@ -112,10 +144,14 @@ class ArtifactsSettings(StrictModel):
     )
     s3_uri: str | None = Field(
         None,
-        description="s3://bucket/prefix/ holding target/ and drafter/ side by side. "
+        description="s3://bucket/prefix/ holding target/ and drafter/ side by side; then no artifacts stack is "
+        "created. One prefix because CloudFormation's AWS::SageMaker::Model has no AdditionalModelDataSources "
+        "(the channel JumpStart uses for its drafter). "
         "Unset: the project's artifacts bucket (stack <name>-artifacts), prefix models/<pair>/",
     )
-    kms_key_arn: str | None = Field(None, description="KMS key the artifacts are encrypted with")
+    kms_key_arn: str | None = Field(
+        None, description="KMS key the artifacts under s3_uri are encrypted with, if they are; the role may use it"
+    )
 
     @field_validator("s3_uri")
     @classmethod
@@ -133,10 +169,10 @@ class VpcSettings(StrictModel):
     (create: true) with isolated subnets, no NAT, a security group without ingress and the VPC
     endpoints SageMaker needs to pull the image, read weights and write logs and metrics."""
 
-    create: bool = False
+    create: bool = Field(False, description="a new VPC for the model instead of your own subnets")
     max_azs: int = Field(2, ge=2, le=6, description="with create: availability zones to span")
-    subnet_ids: list[str] = []
-    security_group_ids: list[str] = []
+    subnet_ids: list[str] = Field([], description="your private subnets for the model")
+    security_group_ids: list[str] = Field([], description="your security groups for the model")
 
     @model_validator(mode="after")
     def _one_source(self) -> VpcSettings:
@@ -153,12 +189,24 @@ class VpcSettings(StrictModel):
 
 class NetworkSettings(StrictModel):
     isolation: bool = Field(True, description="no network and no AWS credentials in the container")
-    vpc: VpcSettings | None = None
+    vpc: VpcSettings | None = Field(
+        None,
+        description="private subnets for the model; the execution role then gets the ENI permissions SageMaker needs",
+    )
 
 
 class TimeoutSettings(StrictModel):
-    container_startup_seconds: int | None = Field(None, ge=60, le=3600)
-    model_download_seconds: int | None = Field(None, ge=60, le=3600)
+    container_startup_seconds: int | None = Field(
+        None,
+        ge=60,
+        le=3600,
+        description="the launcher's whole start-up budget: engine load, then the speculation self-check (300 s), "
+        "then a 30 s margin so the launcher's own error comes before SageMaker stops the container; unset: "
+        "sized from the weights (600-3600 s)",
+    )
+    model_download_seconds: int | None = Field(
+        None, ge=60, le=3600, description="unset: sized from the weights (600-3600 s, SageMaker's range)"
+    )
 
 
 class ScheduledScaling(StrictModel):
@@ -190,29 +238,55 @@ class AutoscalingSettings(StrictModel):
     ``sagemaker:variant:DesiredInstanceCount``; SageMaker Developer Guide, "Automatic scaling of
     Amazon SageMaker AI models", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
-    enabled: bool = True
-    min_instances: PositiveInt = 1
-    max_instances: PositiveInt = Field(2, le=100)
+    enabled: bool = Field(True, description="false: instance.count instances, not scaled")
+    min_instances: PositiveInt = Field(1, description="variants mode only (components: endpoint.inference_components)")
+    max_instances: PositiveInt = Field(
+        2, le=100, description="variants mode only (components: endpoint.inference_components)"
+    )
     target: Literal["concurrency", "invocations"] = Field(
         "concurrency",
-        description="concurrency: in-flight requests per instance (10 s metric, counts streaming requests); "
-        "invocations: requests per minute per instance, needs max_rps_per_instance",
+        description="concurrency: target tracking on SageMakerVariantConcurrentRequestsPerModelHighResolution, "
+        "in-flight requests per instance (10 s metric, counts queued and streaming requests); "
+        "invocations: requests per minute per instance, target max_rps_per_instance x safety_factor x 60, "
+        "needs max_rps_per_instance",
     )
     target_concurrency_per_instance: float | None = Field(
-        None, gt=0, description="unset: 75% of the plan's max_num_seqs"
+        None,
+        gt=0,
+        description="the concurrency target; `peagle capacity`'s snippet sets it to the concurrency measured "
+        "within the SLO x headroom; unset: 75% of the plan's max_num_seqs (a guess)",
     )
-    max_rps_per_instance: float | None = Field(None, gt=0, description="measured with `peagle capacity`")
-    safety_factor: float = Field(0.5, gt=0, le=1)
+    max_rps_per_instance: float | None = Field(
+        None,
+        gt=0,
+        description="the highest requests/s per instance that meets the SLO, measured with `peagle capacity`",
+    )
+    safety_factor: float = Field(
+        0.5, gt=0, le=1, description="share of max_rps_per_instance the invocations target aims at (the headroom)"
+    )
     measured_capacity: MeasuredCapacity | None = Field(
         None, description="written by `peagle capacity`: where the targets above came from"
     )
     gpu_utilization_target_percent: float | None = Field(
-        80, gt=0, le=100, description="per GPU (normalised by the GPU count); null: no GPU policy"
+        80,
+        gt=0,
+        le=100,
+        description="GPU utilization target tracking, per GPU (multiplied by the GPU count, because the metric "
+        "sums GPUs); null: no GPU policy",
     )
-    latency_step_scaling: bool = Field(True, description="add instances while p90 ModelLatency exceeds the SLA")
-    scale_in_cooldown_seconds: int = Field(900, ge=0, le=3600, description="GPU instances are slow to replace")
-    scale_out_cooldown_seconds: int = Field(120, ge=0, le=3600)
-    schedules: list[ScheduledScaling] = []
+    latency_step_scaling: bool = Field(
+        True,
+        description="step scaling while p90 ModelLatency exceeds the SLA: +1 instance, +2 at twice the SLA; never "
+        "scales in (target tracking does); waits an instance's whole start budget (the plan's timeouts + 600 s) "
+        "between steps, because its alarm acts every minute it is in ALARM",
+    )
+    scale_in_cooldown_seconds: int = Field(
+        900, ge=0, le=3600, description="target tracking's scale-in cooldown; GPU instances are slow to replace"
+    )
+    scale_out_cooldown_seconds: int = Field(120, ge=0, le=3600, description="target tracking's scale-out cooldown")
+    schedules: list[ScheduledScaling] = Field(
+        [], description="cron-based capacity (min/max instances by schedule), e.g. fewer instances at night"
+    )
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -221,11 +295,17 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 class AlarmSettings(StrictModel):
     """Alarm thresholds; unset ones come from the profile."""
 
-    enabled: bool = True
-    emails: list[str] = Field([], description="subscribed to the alarm topic (each must confirm)")
+    enabled: bool = Field(True, description="the alarms and their SNS topic")
+    emails: list[str] = Field(
+        [], description="subscribed to the alarm topic (one KMS-encrypted, SSL-only SNS topic; each must confirm)"
+    )
     latency_p90_seconds: float | None = Field(None, gt=0, description="unset: the profile's latency SLA")
-    error_5xx_rate_percent: float = Field(1.0, gt=0, le=100)
-    error_4xx_rate_percent: float = Field(10.0, gt=0, le=100)
+    error_5xx_rate_percent: float = Field(
+        1.0, gt=0, le=100, description="5xx share of invocations that alarms (and rolls a deploy back)"
+    )
+    error_4xx_rate_percent: float = Field(
+        10.0, gt=0, le=100, description="4xx share that alarms (client errors, e.g. prompts over max_model_len)"
+    )
     gpu_memory_percent: float = Field(95.0, gt=0, le=100, description="per GPU")
     min_acceptance_rate: float = Field(
         0.2, gt=0, lt=1, description="below it speculation costs more than it saves (drafter mismatch or off)"
@@ -269,10 +349,18 @@ LOG_RETENTION_DAYS = (
 
 
 class ObservabilitySettings(StrictModel):
-    log_retention_days: int = 365
+    log_retention_days: int = Field(
+        365, description="retention of the endpoint's log group (created by the stack, KMS-encrypted)"
+    )
     kpi_interval_seconds: int = Field(60, ge=10, le=300, description="how often the launcher logs a KPI line")
-    metric_publish_frequency_seconds: Literal[10, 30, 60, 120, 180, 240, 300] = 60
-    detailed_observability: bool = Field(True, description="SageMaker scrapes the container's /metrics (PromQL)")
+    metric_publish_frequency_seconds: Literal[10, 30, 60, 120, 180, 240, 300] = Field(
+        60, description="EndpointConfig.MetricsConfig.MetricPublishFrequencyInSeconds"
+    )
+    detailed_observability: bool = Field(
+        True,
+        description="SageMaker's detailed observability (EndpointConfig.MetricsConfig) scrapes the container's "
+        "/metrics (PromQL)",
+    )
 
     @field_validator("log_retention_days")
     @classmethod
@@ -296,14 +384,24 @@ class BlueGreenSettings(StrictModel):
     linear_step_percent: int = Field(25, ge=10, le=50, description="SageMaker allows 10-50% per step")
     wait_seconds: int = Field(600, ge=0, le=3600, description="baking time between traffic shifts")
     termination_wait_seconds: int = Field(600, ge=0, le=3600, description="keep the old fleet this long after 100%")
-    max_execution_seconds: int = Field(7200, ge=600, le=28800)
+    max_execution_seconds: int = Field(
+        7200, ge=600, le=28800, description="the update's time limit; its waits must fit in it"
+    )
 
 
 class RollingSettings(StrictModel):
-    batch_percent: int = Field(25, ge=5, le=50, description="share of instances replaced per step")
-    wait_seconds: int = Field(600, ge=0, le=3600)
-    rollback_batch_percent: int = Field(100, ge=1, le=100)
-    max_execution_seconds: int = Field(7200, ge=600, le=28800)
+    batch_percent: int = Field(
+        25,
+        ge=5,
+        le=50,
+        description="share of instances (or copies) replaced per step; SageMaker needs each batch to be at least "
+        "one instance, so rolling is refused on a fleet that can shrink below 100 / batch_percent instances",
+    )
+    wait_seconds: int = Field(600, ge=0, le=3600, description="baking time after each batch")
+    rollback_batch_percent: int = Field(100, ge=1, le=100, description="share of instances rolled back per step")
+    max_execution_seconds: int = Field(
+        7200, ge=600, le=28800, description="the update's time limit; its waits must fit in it"
+    )
 
 
 class RolloutSettings(StrictModel):
@@ -319,7 +417,12 @@ class RolloutSettings(StrictModel):
 
     # Default blue_green for variants; in endpoint.mode inference_components the default is rolling
     # (DeploymentConfig._components_roll_by_default).
-    strategy: Literal["blue_green", "rolling", "none"] = "blue_green"
+    strategy: Literal["blue_green", "rolling", "none"] = Field(
+        "blue_green",
+        description="blue_green: a second fleet takes the traffic under guardrails (the default with variants); "
+        "rolling: batches of rolling.batch_percent, no second full GPU fleet (the default with inference "
+        "components; not on multi-variant endpoints); none: SageMaker's plain update (above)",
+    )
     blue_green: BlueGreenSettings = BlueGreenSettings()
     rolling: RollingSettings = RollingSettings()
     auto_rollback: bool = Field(True, description="roll back when the 5xx or latency alarm fires during the update")
@@ -337,7 +440,9 @@ class InferenceComponentSettings(StrictModel):
     min_copies: int = Field(0, ge=0, description="0: no copy runs while the component is idle (cold start)")
     max_copies: PositiveInt | None = Field(None, description="unset: as many as max_instances hold")
     accelerators_per_copy: PositiveInt | None = Field(
-        None, description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest a copy fits on"
+        None,
+        description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest on which the profile's full "
+        "context fits, else the fewest on which the model fits at all",
     )
     target_concurrency_per_copy: float | None = Field(
         None, gt=0, description="in-flight requests per copy to scale on; unset: 75% of the plan's max_num_seqs"
@@ -360,10 +465,17 @@ class EndpointSettings(StrictModel):
 class AbTestSettings(StrictModel):
     """A second production variant serving the same target with another K (0 = no speculation)."""
 
-    enabled: bool = False
-    baseline_speculative_tokens: int = Field(0, ge=0, le=64)
-    baseline_traffic_percent: float = Field(50.0, gt=0, lt=100)
-    baseline_instance_count: PositiveInt = 1
+    enabled: bool = Field(
+        False,
+        description="adds a Baseline production variant and an A/B dashboard row (the measured speedup, Baseline "
+        "TPOT / Primary TPOT); turning it on or off adds or removes a variant: deploy that change with "
+        "rollout.strategy none",
+    )
+    baseline_speculative_tokens: int = Field(0, ge=0, le=64, description="the Baseline variant's K; 0: no speculation")
+    baseline_traffic_percent: float = Field(50.0, gt=0, lt=100, description="share of traffic the Baseline gets")
+    baseline_instance_count: PositiveInt = Field(
+        1, description="the Baseline's fixed instance count; autoscaling and alarms follow the Primary variant"
+    )
 
 
 class BatchSettings(StrictModel):
@@ -374,29 +486,48 @@ class BatchSettings(StrictModel):
     what works instead.
     """
 
-    enabled: bool = False
-    input_prefix: str = Field("batch/input/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$")
-    output_prefix: str = Field("batch/output/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$")
+    enabled: bool = Field(False, description="refused while no Batch Transform host runs the image (today: none does)")
+    input_prefix: str = Field(
+        "batch/input/",
+        pattern=r"^[A-Za-z0-9!_.*'()/-]+/$",
+        description="key prefix the role may read (stack output BatchInputS3Uri)",
+    )
+    output_prefix: str = Field(
+        "batch/output/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$", description="key prefix the role may write"
+    )
 
 
 class AsyncInferenceSettings(StrictModel):
     """A second, asynchronous endpoint on the same Model for long jobs (results to S3, SNS on done/failed)."""
 
-    enabled: bool = False
-    max_concurrent_invocations_per_instance: int = Field(4, ge=1, le=1000)
+    enabled: bool = Field(
+        False,
+        description="a second endpoint (<name>-async) on the same Model, e.g. for long summarisation: requests "
+        "queue, results land under async/output/, SNS topics report success and failure",
+    )
+    max_concurrent_invocations_per_instance: int = Field(
+        4, ge=1, le=1000, description="requests each instance works on at once"
+    )
     min_instances: int = Field(0, ge=0, le=100, description="0: scale to zero when the queue is empty")
-    max_instances: PositiveInt = Field(2, le=100)
-    target_backlog_per_instance: float = Field(4.0, gt=0)
+    max_instances: PositiveInt = Field(2, le=100, description="scaling ceiling of the async endpoint")
+    target_backlog_per_instance: float = Field(
+        4.0, gt=0, description="queued requests per instance the backlog target tracking aims at"
+    )
 
 
 class DeploymentConfig(StrictModel):
     name: str = Field(
         "peagle",
         pattern=r"^[a-z][a-z0-9-]{0,23}$",
-        description="lower-case prefix of stack and bucket names (<name>-endpoint, <name>-models-<account>-<region>)",
+        description="lower-case prefix of stack, endpoint and bucket names (<name>-endpoint, "
+        "<name>-models-<account>-<region>), so several deployments can live in one account",
     )
     model: str = Field("gpt-oss-20b", description="a catalog pair id or a key of custom_pairs")
-    custom_pairs: dict[str, ModelPair] = {}
+    custom_pairs: dict[str, ModelPair] = Field(
+        {},
+        description="model pairs only this deployment needs, by id, with the fields of peagle/catalog/pairs.yaml "
+        "and the same validation; model may then name one",
+    )
     custom_instances: dict[str, InstanceType] = Field(
         {},
         description="instance types the catalog lacks, by SageMaker name, with their GPU facts (the fields of "
@@ -404,13 +535,21 @@ class DeploymentConfig(StrictModel):
     )
     instance: InstanceSettings = InstanceSettings()
     endpoint: EndpointSettings = EndpointSettings()
-    profile: ProfileName = ProfileName.CHATBOT
-    profile_overrides: ProfileOverrides = ProfileOverrides()
+    profile: ProfileName = Field(
+        ProfileName.CHATBOT,
+        description="the workload profile (peagle/catalog/profiles.yaml): sampling, context, concurrency, "
+        "latency SLA and SLO the planner sizes for",
+    )
+    profile_overrides: ProfileOverrides = Field(
+        ProfileOverrides(), description="sampling, context, concurrency and SLA of the profile, overridden"
+    )
     slo: SloSettings = SloSettings()
     speculation: SpeculationSettings = SpeculationSettings()
     artifacts: ArtifactsSettings = ArtifactsSettings()
     network: NetworkSettings = NetworkSettings()
-    timeouts: TimeoutSettings = TimeoutSettings()
+    timeouts: TimeoutSettings = Field(
+        TimeoutSettings(), description="model download and container start-up; unset: sized from the weights"
+    )
     autoscaling: AutoscalingSettings = AutoscalingSettings()
     alarms: AlarmSettings = AlarmSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
