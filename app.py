@@ -22,8 +22,8 @@ def build_app(app: App) -> App:
     overrides = {key: app.node.try_get_context(key) for key in CONTEXT_OVERRIDES}
     config = load_deployment_config(deployment_file, overrides)
     # Plans every variant and checks SageMaker's rules (GPU driver vs image, rollout limits, ...).
-    plans = plan_checked_deployment(config)
-    plan, baseline_plan = plans.plan, plans.baseline_plan
+    # Planned here too so a bad file exits with its message before any construct is built.
+    plan = plan_checked_deployment(config).plan
     # Optional: pin both stacks to one account/region (README, context keys); unset = environment-agnostic.
     env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 
@@ -45,8 +45,6 @@ def build_app(app: App) -> App:
         env=env,
         description=f"P-EAGLE endpoint: {plan.pair_id} on {plan.instance_count} x {plan.instance_type}",
         config=config,
-        plan=plan,
-        baseline_plan=baseline_plan,
         artifacts_key=artifacts_stack.artifacts.key if artifacts_stack else None,
     )
     Tags.of(app).add("project", "peagle-sagemaker")

@@ -43,6 +43,14 @@ GUESSED_CONCURRENCY_SHARE = 0.75
 # to zero instances") says only that "the provisioning process takes several minutes": our allowance,
 # not an AWS figure.
 INSTANCE_LAUNCH_ALLOWANCE_S = 600
+# Inference components scaling to zero: one copy goes while two or more serve and the copies left would
+# still carry the load under this share of the per-copy target, for this many minutes (target tracking's
+# own scale-in is off; see peagle_cdk/endpoint_scaling.py, ScalableCopyCount). Both mirror target
+# tracking's own scale-in: 90 % of the target, and 15 minutes, the delay AWS describes for the
+# high-resolution metric ("90 10-second data points", scale-to-zero launch post). A fixed 30 % of the
+# target kept a falling daily curve on 3-4 times the copies it needed (`peagle simulate --traffic daily`).
+LIGHT_LOAD_SHARE = 0.9
+LIGHT_LOAD_MINUTES = 15
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,13 @@ class ComponentPlan:
     def scales_to_zero(self) -> bool:
         return self.min_copies == 0
 
+    @property
+    def light_load_below_per_copy(self) -> float:
+        """Remove a copy while the copies but one would carry the load under this many requests each."""
+        return self.target_concurrency_per_copy * LIGHT_LOAD_SHARE
+
+    light_load_minutes: int = LIGHT_LOAD_MINUTES
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -176,6 +191,16 @@ class Plan:
         return self.speculative_tokens > 0
 
     scales_on_concurrency: bool = True  # autoscaling on, tracking requests in flight
+    # The p90 ModelLatency over which the latency alarm fires and the latency step adds capacity: the
+    # deployment's alarms.latency_p90_seconds, else the profile's SLA.
+    latency_sla_p90_seconds: float = 0.0
+
+    @property
+    def gpus_per_metric(self) -> int:
+        """The GPUs a unit's GPU metrics sum: a variant's GPUUtilization is 0-100 x the instance's GPUs
+        ("Amazon SageMaker AI metrics in Amazon CloudWatch"); a component's ...Normalized metrics are
+        already per GPU of its copy."""
+        return 1 if self.components is not None else self.instance.gpu_count
 
     @property
     def unit_start_budget_seconds(self) -> int:
@@ -473,6 +498,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         scaling=scaling_target(config, max_num_seqs),
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
+        latency_sla_p90_seconds=config.alarms.latency_p90_seconds or profile.latency_sla_p90_seconds,
         notes=tuple(notes),
     )
 

@@ -1,5 +1,48 @@
-"""CDK constructs, one concern each; stacks compose them.
+"""peagle_cdk: P-EAGLE speculative decoding on Amazon SageMaker with vLLM, as CDK constructs.
 
-Named `peagle_cdk` rather than `constructs`: a top-level package called
-`constructs` would shadow the `constructs` library that aws-cdk-lib itself imports.
+    from peagle_cdk import PeagleEndpoint, EndpointMonitoring, ModelWeights
+
+    endpoint = PeagleEndpoint(stack, "Chat", model="gpt-oss-20b", instance_type="ml.g6e.xlarge",
+                              weights=ModelWeights.from_bucket(bucket, "models/gpt-oss-20b/"))
+    EndpointMonitoring(stack, "ChatMonitoring", endpoint=endpoint, alarm_action=SnsAction(topic))
+
+Named `peagle_cdk` rather than `constructs`: a top-level package called `constructs` would shadow
+the `constructs` library that aws-cdk-lib itself imports, and a generic name could collide with
+another package in your environment.
 """
+
+from peagle.catalog import InstanceType, ModelPair
+from peagle.config import MeasuredCapacity, ProfileOverrides, SloSettings
+from peagle_cdk.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
+from peagle_cdk.endpoint_props import (
+    AbBaseline,
+    Autoscaling,
+    EndpointMode,
+    ModelWeights,
+    Rollout,
+    ScheduledCapacity,
+    ServingImage,
+    Speculation,
+)
+from peagle_cdk.model_artifacts import ModelArtifactsLocation
+from peagle_cdk.peagle_endpoint import PeagleEndpoint
+
+__all__ = [
+    "AbBaseline",
+    "AlarmThresholds",
+    "Autoscaling",
+    "EndpointMode",
+    "EndpointMonitoring",
+    "InstanceType",
+    "MeasuredCapacity",
+    "ModelArtifactsLocation",
+    "ModelPair",
+    "ModelWeights",
+    "PeagleEndpoint",
+    "ProfileOverrides",
+    "Rollout",
+    "ScheduledCapacity",
+    "ServingImage",
+    "SloSettings",
+    "Speculation",
+]

@@ -13,7 +13,7 @@ from constructs import Construct
 from peagle_cdk.endpoint_alarms import EncryptedTopic
 from peagle_cdk.endpoint_logs import endpoint_log_group_name
 from peagle_cdk.execution_role import SageMakerExecutionRole
-from peagle_cdk.peagle_endpoint import PeagleEndpoint, VariantSpec
+from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
 INPUT_PREFIX = "async/input/"
 OUTPUT_PREFIX = "async/output/"
@@ -32,6 +32,7 @@ class AsyncInferenceEndpoint(Construct):
         variant: VariantSpec,
         execution_role: SageMakerExecutionRole,
         bucket_name: str,
+        bucket_key: kms.IKey | None = None,
         max_concurrent_invocations_per_instance: int = 4,
         min_instances: int = 0,
         max_instances: int = 2,
@@ -48,13 +49,13 @@ class AsyncInferenceEndpoint(Construct):
         :param execution_role: the variant's Model role: it reads inputs, writes results and publishes
             the notifications, so this construct grants it exactly that.
         :param bucket_name: the bucket of the ``async/input/``, ``async/output/`` and ``async/failure/``
-            prefixes (its KMS key, if any, is the role's bucket key).
+            prefixes; ``bucket_key``: its KMS key, if any (default: the weights' key).
         :param min_instances: 0 (the default) scales to zero on an empty queue; a request then waits
             for an instance to start (a GPU instance takes minutes).
         :param wake_cooldown: how long the scale-out-from-zero step waits before it adds another instance:
             an instance's whole start. Its alarm stays in ALARM while the backlog waits and acts every minute,
             so a shorter cooldown adds an instance per cooldown during the first one's start
-            (peagle_cdk/endpoint_scaling.py, ScalableCopyCount.scale_out_from_zero, quotes the rules).
+            (peagle_cdk/endpoint_scaling.py, ScalableCopyCount.scale_out_on_refused_requests, quotes the rules).
         """
         super().__init__(scope, id)
         self.input_s3_uri = f"s3://{bucket_name}/{INPUT_PREFIX}"
@@ -72,9 +73,9 @@ class AsyncInferenceEndpoint(Construct):
         role.grant_write_prefix(
             bucket_name, FAILURE_PREFIX, sid="WriteAsyncFailures", why="the async-inference failure prefix"
         )
-        role.grant_encrypt_with_bucket_key()
+        role.grant_encrypt_with_bucket_key(bucket_key)
         role.grant_write_logs(endpoint_log_group_name(endpoint_name), sid="WriteAsyncEndpointLogs")
-        self.endpoint = PeagleEndpoint(
+        self.endpoint = VariantEndpoint(
             self,
             "Endpoint",
             endpoint_name=endpoint_name,
@@ -103,7 +104,7 @@ class AsyncInferenceEndpoint(Construct):
             scale_out_cooldown=scale_out_cooldown,
         )
         if min_instances == 0:
-            self.scaling.scale_out_from_zero(
+            self.scaling.scale_out_on_backlog_without_capacity(
                 "ScaleOutFromZero",
                 metric=self.endpoint.metric_has_backlog_without_capacity(period=Duration.minutes(1)),
                 cooldown=wake_cooldown,

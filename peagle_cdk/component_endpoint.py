@@ -62,11 +62,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
-from peagle.config import RollingSettings
 from peagle_cdk.endpoint_logs import EndpointLogGroup, component_log_group_name
 from peagle_cdk.endpoint_scaling import ScalableCopyCount
-from peagle_cdk.peagle_endpoint import INVOKE_ACTIONS, ServingMetrics, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
+from peagle_cdk.rollout import RolloutPolicy
+from peagle_cdk.variant_endpoint import INVOKE_ACTIONS, ServingMetrics, autoscaling_service_role
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
@@ -132,12 +132,12 @@ class ComponentEndpoint(Construct, ServingMetrics):
         self.log_groups = {
             spec.name: EndpointLogGroup(
                 self,
-                f"Logs{index}" if index else "Logs",
+                "Logs" + self._id_suffix(spec.name),
                 endpoint_name=endpoint_name,
                 retention_days=log_retention_days,
                 log_group_name=component_log_group_name(spec.name),
             )
-            for index, spec in enumerate(components)
+            for spec in components
         }
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
@@ -195,10 +195,10 @@ class ComponentEndpoint(Construct, ServingMetrics):
         if execution_role_policy is not None:
             self.endpoint.node.add_dependency(execution_role_policy)
         self.inference_components: dict[str, sagemaker.CfnInferenceComponent] = {}
-        for index, spec in enumerate(components):
+        for spec in components:
             component = sagemaker.CfnInferenceComponent(
                 self,
-                f"Component{index}" if index else "Component",
+                "Component" + self._id_suffix(spec.name),
                 endpoint_name=endpoint_name,
                 variant_name=POOL_VARIANT_NAME,
                 inference_component_name=spec.name,
@@ -227,6 +227,10 @@ class ComponentEndpoint(Construct, ServingMetrics):
     def endpoint_name(self) -> str:
         return self._endpoint_name
 
+    def log_group_of(self, name: str | None = None) -> EndpointLogGroup:
+        """Component ``name``'s log group (default: the primary component's)."""
+        return self.log_groups[name or self.variant_name]
+
     @property
     def endpoint_arn(self) -> str:
         return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
@@ -234,33 +238,17 @@ class ComponentEndpoint(Construct, ServingMetrics):
     def component_arn(self, name: str) -> str:
         return Stack.of(self).format_arn(service="sagemaker", resource="inference-component", resource_name=name)
 
-    def configure_rollout(self, name: str, settings: RollingSettings, rollback_alarms: list[cloudwatch.IAlarm]) -> None:
-        """A component updates copy by copy: ``settings.batch_percent`` of its copies per step (a percentage
-        meets the documented 5-50 % of the copy count at any count), baking ``wait_seconds``, rolled back
-        on ``rollback_alarms`` (at most 10, "minItems": 1, "maxItems": 10)."""
-        percent = lambda value: sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(  # noqa: E731
-            type="CAPACITY_PERCENT", value=value
-        )
-        self.inference_components[
-            name
-        ].deployment_config = sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
-            rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-                maximum_batch_size=percent(settings.batch_percent),
-                wait_interval_in_seconds=settings.wait_seconds,
-                rollback_maximum_batch_size=percent(settings.rollback_batch_percent),
-                maximum_execution_timeout_in_seconds=settings.max_execution_seconds,
-            ),
-            auto_rollback_configuration=(
-                sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
-                    alarms=[
-                        sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=alarm.alarm_name)
-                        for alarm in rollback_alarms[:10]
-                    ]
-                )
-                if rollback_alarms
-                else None
-            ),
-        )
+    def _id_suffix(self, name: str) -> str:
+        """Child ids by component name, not position: the primary's children keep the bare id (Logs,
+        Component, CopyCount), another component's carry its name (peagle-baseline: PeagleBaseline), so
+        adding, removing or reordering components never renames another one's resources."""
+        if name == self.variant_name:
+            return ""
+        return "".join(part.title() for part in name.replace("_", "-").split("-"))
+
+    def configure_rollout(self, name: str, policy: RolloutPolicy) -> None:
+        """Component ``name`` updates copy by copy, as ``policy`` says (its strategy is rolling)."""
+        self.inference_components[name].deployment_config = policy.component_deployment_config()
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Invoke this endpoint's components. The IAM service authorization reference lists both the
@@ -273,14 +261,14 @@ class ComponentEndpoint(Construct, ServingMetrics):
 
     def auto_scale_copy_count(self, name: str, *, min_capacity: int, max_capacity: int) -> ScalableCopyCount:
         """Register a component's copy count with Application Auto Scaling; add policies on the result."""
-        index = [spec.name for spec in self.components].index(name)
+        suffix = self._id_suffix(name)
         scaling = ScalableCopyCount(
             self,
-            f"CopyCount{index}" if index else "CopyCount",
+            "CopyCount" + suffix,
             component_name=name,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
-            role=autoscaling_service_role(self, f"AutoScalingRole{index}"),
+            role=autoscaling_service_role(self, "AutoScalingRole" + (suffix or "0")),
         )
         scaling.node.add_dependency(self.inference_components[name])
         return scaling

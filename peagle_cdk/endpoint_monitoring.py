@@ -1,69 +1,82 @@
-"""Alarms, the alarm topic and the dashboard for one endpoint variant, or one inference component
-(ComponentEndpoint offers the same metric helpers, by component).
+"""Alarms and a dashboard segment for a PeagleEndpoint, in either endpoint mode: the construct takes
+your alarm action (e.g. your SNS topic) and your dashboard, or makes its own of each, exposes each alarm
+as an attribute, and sets the endpoint's update to roll back on the latency and 5xx alarms.
 
-What each signal means and how to tune it is in the README ("Reading the dashboard").
+What each signal means and how to tune it is in docs/observability.md ("Reading the dashboard").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from peagle.config import AlarmSettings
 from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
 from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
-from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC, KpiMetrics
-from peagle_cdk.peagle_endpoint import PeagleEndpoint
+from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 
 if TYPE_CHECKING:
-    from peagle_cdk.component_endpoint import ComponentEndpoint
+    from peagle_cdk.peagle_endpoint import PeagleEndpoint
+
+# The deployment file's defaults (peagle.config.AlarmSettings) are the construct's: one set of numbers.
+_DEFAULTS = AlarmSettings()
 
 
 @dataclass(frozen=True)
 class AlarmThresholds:
-    latency_p90_seconds: float
-    error_5xx_rate_percent: float
-    error_4xx_rate_percent: float
-    gpu_memory_percent_per_gpu: float
-    min_acceptance_rate: float
-    kpi_missing_minutes: int
+    """``latency_p90_seconds`` None: the endpoint plan's latency SLA (its profile's, or the one it was given)."""
+
+    latency_p90_seconds: float | None = None
+    error_5xx_rate_percent: float = field(default=_DEFAULTS.error_5xx_rate_percent)
+    error_4xx_rate_percent: float = field(default=_DEFAULTS.error_4xx_rate_percent)
+    gpu_memory_percent_per_gpu: float = field(default=_DEFAULTS.gpu_memory_percent)
+    min_acceptance_rate: float = field(default=_DEFAULTS.min_acceptance_rate)
+    kpi_missing_minutes: int = field(default=_DEFAULTS.kpi_missing_minutes)
 
 
 class EndpointMonitoring(Construct):
+    """Typed alarms: ``latency_alarm``, ``error_5xx_alarm``, ``error_4xx_alarm``, ``gpu_memory_alarm``,
+    ``acceptance_alarm`` (None without speculation), ``kpi_missing_alarm``, ``unhealthy`` (composite);
+    ``alarms`` lists them all. ``dashboard`` is the dashboard the widgets went to."""
+
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
-        endpoint: PeagleEndpoint | ComponentEndpoint,
-        kpi: KpiMetrics,
-        thresholds: AlarmThresholds,
-        gpu_count: int,
-        speculation_enabled: bool,
-        summary_markdown: str,
+        endpoint: PeagleEndpoint,
+        alarm_action: cloudwatch.IAlarmAction | None = None,
         alarm_emails: list[str] = (),
-        kpi_interval_seconds: int = 60,
-        kpi_expected_while: cloudwatch.IMetric | None = None,
+        dashboard: cloudwatch.Dashboard | None = None,
+        thresholds: AlarmThresholds = AlarmThresholds(),
+        summary_markdown: str | None = None,
+        roll_back_updates: bool = True,
     ) -> None:
         """
-        :param gpu_count: GPUs per instance; GPU metrics are 0-100 x this (1 for a component's normalized ones).
-        :param speculation_enabled: adds the acceptance-rate alarm (K > 0).
-        :param summary_markdown: the plan, shown at the top of the dashboard.
-        :param kpi_expected_while: KPI lines are missed only while this metric is above zero (a component that
-            scales to zero reports nothing on purpose); None: always expected.
+        :param alarm_action: where every alarm notifies on ALARM and OK (e.g. ``cw_actions.SnsAction(topic)``);
+            default: a new KMS-encrypted SNS topic (``topic``), with ``alarm_emails`` subscribed.
+        :param dashboard: your dashboard, which gets this endpoint's widgets as a segment; default: a new one.
+        :param summary_markdown: the text atop the segment; default: the endpoint's plan.
+        :param roll_back_updates: the endpoint's updates roll back on the latency and 5xx alarms (default).
         """
         super().__init__(scope, id)
-        variant = endpoint.variant_name
-        self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
-        factory = AlarmFactory(self, action=self.topic.action, name_prefix=f"P-EAGLE {endpoint.endpoint_name}")
+        plan = endpoint.plan
+        thresholds = _with_latency(thresholds, plan.latency_sla_p90_seconds)
+        self.topic = None
+        if alarm_action is None:
+            self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
+            alarm_action = self.topic.action
+        factory = AlarmFactory(self, action=alarm_action, name_prefix=f"P-EAGLE {endpoint.endpoint_name}")
         self._factory, self._thresholds = factory, thresholds
         minute = Duration.minutes(1)
+        gpu_count = plan.gpus_per_metric
 
-        latency, errors_5xx = self.rollback_alarms_for(endpoint)
-        factory.alarm(
+        self.latency_alarm, self.error_5xx_alarm = self.rollback_alarms_for(endpoint)
+        self.error_4xx_alarm = factory.alarm(
             "Invocation4xxRateHigh",
             metric=rate_percent(
                 endpoint.metric_invocation_4xx_errors(period=minute),
@@ -75,7 +88,7 @@ class EndpointMonitoring(Construct):
             description=f"more than {thresholds.error_4xx_rate_percent:g}% of invocations are rejected (4xx): "
             "a client sends bad requests or exceeds max_model_len",
         )
-        factory.alarm(
+        self.gpu_memory_alarm = factory.alarm(
             "GpuMemoryHigh",
             metric=endpoint.metric_gpu_memory_utilization_percent(period=minute),
             threshold=thresholds.gpu_memory_percent_per_gpu * gpu_count,
@@ -83,10 +96,11 @@ class EndpointMonitoring(Construct):
             description=f"GPU memory over {thresholds.gpu_memory_percent_per_gpu:g}% per GPU (metric is 0-100 x "
             f"{gpu_count} GPUs)",
         )
-        if speculation_enabled:
-            factory.alarm(
+        self.acceptance_alarm = None
+        if plan.speculation_enabled:
+            self.acceptance_alarm = factory.alarm(
                 "SpecAcceptanceRateLow",
-                metric=kpi.metric("SpecAcceptanceRate", variant_name=variant, period=Duration.minutes(5)),
+                metric=endpoint.metric_kpi("SpecAcceptanceRate", period=Duration.minutes(5)),
                 threshold=thresholds.min_acceptance_rate,
                 comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
                 evaluation_periods=3,
@@ -94,14 +108,12 @@ class EndpointMonitoring(Construct):
                 description=f"draft acceptance under {thresholds.min_acceptance_rate:g} for 15 minutes: the "
                 "drafter does not match the target or speculation is not running; drafts then cost compute",
             )
-        reports = kpi.metric(
-            KPI_REPORTS_METRIC,
-            variant_name=variant,
-            statistic="SampleCount",
-            period=Duration.minutes(thresholds.kpi_missing_minutes),
+        reports = endpoint.metric_kpi(
+            KPI_REPORTS_METRIC, statistic="SampleCount", period=Duration.minutes(thresholds.kpi_missing_minutes)
         )
+        kpi_expected_while = endpoint.metric_units_serving(period=Duration.minutes(thresholds.kpi_missing_minutes))
         if kpi_expected_while is None:
-            kpi_missing = factory.alarm(
+            self.kpi_missing_alarm = factory.alarm(
                 "KpiReportsMissing",
                 metric=reports,
                 threshold=1,
@@ -112,7 +124,7 @@ class EndpointMonitoring(Construct):
                 description=f"no KPI line for {thresholds.kpi_missing_minutes} minutes: the container is not reporting",
             )
         else:
-            kpi_missing = factory.alarm(
+            self.kpi_missing_alarm = factory.alarm(
                 "KpiReportsMissing",
                 metric=cloudwatch.MathExpression(
                     expression="IF(FILL(serving, 0) > 0 AND FILL(reports, 0) < 1, 1, 0)",
@@ -129,20 +141,40 @@ class EndpointMonitoring(Construct):
             )
         self.unhealthy = factory.composite(
             "EndpointUnhealthy",
-            alarms=[errors_5xx, kpi_missing, latency],
+            alarms=[self.error_5xx_alarm, self.kpi_missing_alarm, self.latency_alarm],
             description="5xx errors, latency over SLA, or the container stopped reporting",
         )
-        self.alarms = factory.alarms
-        self.dashboard = self._dashboard(endpoint, kpi, gpu_count, summary_markdown, kpi_interval_seconds)
+        self._primary_alarms = list(factory.alarms.values())
+        self.dashboard = self._dashboard(
+            endpoint, dashboard, summary_markdown or _plan_summary(endpoint), endpoint.kpi_interval_seconds
+        )
+        if roll_back_updates:
+            self._roll_back_on_alarms(endpoint)
+        self.alarms: list[cloudwatch.Alarm] = list(factory.alarms.values())
+        if endpoint.baseline_unit is not None:
+            self.add_variant_comparison(endpoint, baseline_variant=endpoint.baseline_unit)
+
+    def _roll_back_on_alarms(self, endpoint: PeagleEndpoint) -> None:
+        """Updates roll back on each unit's p90 latency and 5xx alarms. The lists keep the order the 0.1.0
+        templates had (variants: 5xx first; components: latency first): a reordered list is a changed
+        DeploymentConfig, which would update deployed endpoints for nothing."""
+        if not endpoint.inference_component_names:
+            endpoint.add_rollback_alarms([self.error_5xx_alarm, self.latency_alarm])
+            return
+        if endpoint.rollout_strategy == "none":
+            return
+        endpoint.add_rollback_alarms([self.latency_alarm, self.error_5xx_alarm])
+        for unit in endpoint.inference_component_names[1:]:
+            endpoint.add_rollback_alarms(list(self.rollback_alarms_for(endpoint, unit)), unit_name=unit)
 
     def rollback_alarms_for(
-        self, endpoint: PeagleEndpoint | ComponentEndpoint, variant_name: str | None = None
+        self, endpoint: PeagleEndpoint, variant_name: str | None = None
     ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm]:
         """The p90-latency and 5xx-rate alarms of one variant or component (default: the primary one), which
         an update rolls back on. Other units than the primary get their name in the alarm id."""
         thresholds, minute = self._thresholds, Duration.minutes(1)
-        suffix = "" if variant_name in (None, endpoint.variant_name) else variant_name.title().replace("-", "")
-        unit = {"variant_name": variant_name} if suffix else {}
+        suffix = "" if variant_name in (None, endpoint.primary_unit) else variant_name.title().replace("-", "")
+        unit = {"unit_name": variant_name} if suffix else {}
         latency_us = thresholds.latency_p90_seconds * MICROSECONDS_PER_SECOND
         latency = self._factory.alarm(
             f"ModelLatencyP90High{suffix}",
@@ -168,17 +200,16 @@ class EndpointMonitoring(Construct):
 
     def _dashboard(
         self,
-        endpoint: PeagleEndpoint | ComponentEndpoint,
-        kpi: KpiMetrics,
-        gpu_count: int,
+        endpoint: PeagleEndpoint,
+        dashboard: cloudwatch.Dashboard | None,
         summary: str,
         kpi_interval_seconds: int,
     ) -> cloudwatch.Dashboard:
-        variant = endpoint.variant_name
+        gpu_count = endpoint.plan.gpus_per_metric
         minute = Duration.minutes(1)
 
         def kpi_metric(name: str, label: str, statistic: str = "Average") -> cloudwatch.Metric:
-            return kpi.metric(name, variant_name=variant, statistic=statistic, period=minute, label=label)
+            return endpoint.metric_kpi(name, statistic=statistic, period=minute, label=label)
 
         def latency_ms(statistic: str) -> cloudwatch.MathExpression:
             metric_id = "latency_" + statistic.lower()  # ids must differ between lines of one graph
@@ -189,11 +220,11 @@ class EndpointMonitoring(Construct):
                 period=minute,
             )
 
-        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
         dashboard.add_widgets(
             cloudwatch.TextWidget(markdown=summary, width=16, height=6),
             cloudwatch.AlarmStatusWidget(
-                title="Alarms", alarms=[*self.alarms.values(), self.unhealthy], width=8, height=6
+                title="Alarms", alarms=[*self._primary_alarms, self.unhealthy], width=8, height=6
             ),
         )
         dashboard.add_widgets(
@@ -251,9 +282,8 @@ class EndpointMonitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Load: instances, requests in flight, KV cache",
                 left=[
-                    kpi.metric(
+                    endpoint.metric_kpi(
                         KPI_REPORTS_METRIC,
-                        variant_name=variant,
                         statistic="SampleCount",
                         period=Duration.seconds(kpi_interval_seconds),
                         label="reporting instances",
@@ -292,40 +322,38 @@ class EndpointMonitoring(Construct):
         )
         return dashboard
 
-    def add_variant_comparison(
-        self, endpoint: PeagleEndpoint | ComponentEndpoint, kpi: KpiMetrics, *, baseline_variant: str
-    ) -> None:
+    def add_variant_comparison(self, endpoint: PeagleEndpoint, *, baseline_variant: str) -> None:
         """A/B widgets: the same target with and without (or with another K of) speculation.
 
         The speedup line is baseline TPOT / speculative TPOT on live traffic: above 1, P-EAGLE
         generates faster per request; compare tokens/s too, since gains shrink under load.
         """
-        primary = endpoint.variant_name
+        primary = endpoint.primary_unit
         minute = Duration.minutes(5)
         split = (
-            "traffic split by variant weight"
-            if isinstance(endpoint, PeagleEndpoint)
-            else "each request names its inference component"
+            "each request names its inference component"
+            if endpoint.inference_component_names
+            else "traffic split by variant weight"
         )
 
         def per_variant(name: str, statistic: str = "Average") -> list[cloudwatch.Metric]:
             return [
-                kpi.metric(name, variant_name=variant, statistic=statistic, period=minute, label=f"{variant}")
+                endpoint.metric_kpi(name, unit_name=variant, statistic=statistic, period=minute, label=f"{variant}")
                 for variant in (primary, baseline_variant)
             ]
 
         speedup = cloudwatch.MathExpression(
             expression="baseline / speculative",
             using_metrics={
-                "baseline": kpi.metric("TimePerOutputTokenSeconds", variant_name=baseline_variant, period=minute),
-                "speculative": kpi.metric("TimePerOutputTokenSeconds", variant_name=primary, period=minute),
+                "baseline": endpoint.metric_kpi("TimePerOutputTokenSeconds", unit_name=baseline_variant, period=minute),
+                "speculative": endpoint.metric_kpi("TimePerOutputTokenSeconds", unit_name=primary, period=minute),
             },
             label=f"measured speedup ({baseline_variant} TPOT / {primary} TPOT)",
             period=minute,
         )
         latency = [
             endpoint.metric_model_latency_microseconds(
-                "p50", period=minute, variant_name=variant, label=f"{variant} p50 (us)"
+                "p50", period=minute, unit_name=variant, label=f"{variant} p50 (us)"
             )
             for variant in (primary, baseline_variant)
         ]
@@ -353,3 +381,19 @@ class EndpointMonitoring(Construct):
                 title="Time to first token (s)", left=per_variant("TimeToFirstTokenSeconds"), width=12
             ),
         )
+
+
+def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:
+    if thresholds.latency_p90_seconds is not None:
+        return thresholds
+    return AlarmThresholds(**{**thresholds.__dict__, "latency_p90_seconds": plan_sla_seconds})
+
+
+def _plan_summary(endpoint: PeagleEndpoint) -> str:
+    lines = "\n".join(f"    {line}" for line in endpoint.plan.summary_lines())
+    return (
+        f"# P-EAGLE endpoint `{endpoint.endpoint_name}`\n"
+        "Latency and errors come from SageMaker (AWS/SageMaker, /aws/sagemaker/Endpoints); tokens/s, TTFT, "
+        "TPOT and acceptance from the launcher's KPI lines (PEagle/Endpoints). See the README, "
+        "'Reading the dashboard'.\n\n" + lines
+    )

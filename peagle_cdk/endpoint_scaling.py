@@ -56,6 +56,53 @@ class _SageMakerCapacity(appscaling.BaseScalableAttribute):
             metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
         )
 
+    # The predefined high-resolution concurrency metric of the unit (instance or copy).
+    CONCURRENCY_METRIC: appscaling.PredefinedMetric
+
+    def scale_on_concurrency(
+        self,
+        id: str,
+        *,
+        target_requests_per_unit: float,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        disable_scale_in: bool = False,
+    ) -> None:
+        """Track in-flight requests per unit (an instance, or a copy), queued and streaming ones included."""
+        self._do_scale_to_track_metric(
+            id,
+            target_value=target_requests_per_unit,
+            predefined_metric=self.CONCURRENCY_METRIC,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in or None,
+        )
+
+    def scale_on_gpu_utilization(
+        self,
+        id: str,
+        *,
+        metric: cloudwatch.IMetric,
+        target_percent_per_gpu: float,
+        gpu_count: int = 1,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        disable_scale_in: bool = False,
+    ) -> float:
+        """Track GPU utilization. ``gpu_count``: the GPUs the metric sums (a variant's GPUUtilization "is
+        multiplied by the number of GPUs"; a copy's GPUUtilizationNormalized is already per GPU: 1). Returns
+        the target."""
+        target = target_percent_per_gpu * gpu_count
+        self._do_scale_to_track_metric(
+            id,
+            target_value=target,
+            custom_metric=metric,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in or None,
+        )
+        return target
+
     def scale_on_schedule(
         self, id: str, *, schedule: appscaling.Schedule, min_capacity: int, max_capacity: int, time_zone=None
     ) -> None:
@@ -70,6 +117,8 @@ class _SageMakerCapacity(appscaling.BaseScalableAttribute):
 
 class ScalableInstanceCount(_SageMakerCapacity):
     """The DesiredInstanceCount of one production variant."""
+
+    CONCURRENCY_METRIC = appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION
 
     def __init__(
         self,
@@ -93,18 +142,6 @@ class ScalableInstanceCount(_SageMakerCapacity):
             max_capacity=max_capacity,
         )
 
-    def scale_on_concurrency(
-        self, id: str, *, target_requests_per_instance: float, scale_in_cooldown: Duration, scale_out_cooldown: Duration
-    ) -> None:
-        """Track in-flight requests per instance (queued and streaming included)."""
-        self._do_scale_to_track_metric(
-            id,
-            target_value=target_requests_per_instance,
-            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
-        )
-
     def scale_on_invocations(
         self,
         id: str,
@@ -120,27 +157,6 @@ class ScalableInstanceCount(_SageMakerCapacity):
             id,
             target_value=target,
             predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
-        )
-        return target
-
-    def scale_on_gpu_utilization(
-        self,
-        id: str,
-        *,
-        metric: cloudwatch.IMetric,
-        target_percent_per_gpu: float,
-        gpu_count: int,
-        scale_in_cooldown: Duration,
-        scale_out_cooldown: Duration,
-    ) -> float:
-        """Track GPUUtilization; the metric sums its GPUs, so the target is scaled by gpu_count."""
-        target = target_percent_per_gpu * gpu_count
-        self._do_scale_to_track_metric(
-            id,
-            target_value=target,
-            custom_metric=metric,
             scale_in_cooldown=scale_in_cooldown,
             scale_out_cooldown=scale_out_cooldown,
         )
@@ -164,7 +180,7 @@ class ScalableInstanceCount(_SageMakerCapacity):
             scale_out_cooldown=scale_out_cooldown,
         )
 
-    def scale_out_from_zero(self, id: str, *, metric: cloudwatch.IMetric, cooldown: Duration) -> None:
+    def scale_out_on_backlog_without_capacity(self, id: str, *, metric: cloudwatch.IMetric, cooldown: Duration) -> None:
         """Async endpoints at zero instances: backlog tracking divides by zero, so add one on any backlog."""
         self._do_scale_on_metric(
             id,
@@ -204,6 +220,13 @@ class ScalableCopyCount(_SageMakerCapacity):
     first one still starts.
     """
 
+    # SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (botocore 1.44.5,
+    # application-autoscaling MetricType; "Specify a high-resolution predefined metric",
+    # https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-add-code-define.html).
+    CONCURRENCY_METRIC = (
+        appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION
+    )
+
     def __init__(
         self,
         scope: Construct,
@@ -231,42 +254,9 @@ class ScalableCopyCount(_SageMakerCapacity):
         # aws-applicationautoscaling/lib/base-scalable-attribute.ts); the step actions below need it.
         return self.node.find_child("Target")
 
-    def scale_on_concurrency(
-        self,
-        id: str,
-        *,
-        target_requests_per_copy: float,
-        scale_in_cooldown: Duration,
-        scale_out_cooldown: Duration,
-        disable_scale_in: bool,
+    def scale_out_on_refused_requests(
+        self, id: str, *, no_capacity_failures: cloudwatch.IMetric, cooldown: Duration
     ) -> None:
-        """Track in-flight requests per copy: predefined metric
-        SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (botocore 1.44.5,
-        application-autoscaling MetricType; "Specify a high-resolution predefined metric",
-        https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-add-code-define.html)."""
-        self._do_scale_to_track_metric(
-            id,
-            target_value=target_requests_per_copy,
-            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
-            disable_scale_in=disable_scale_in,
-        )
-
-    def scale_on_gpu_utilization(
-        self, id: str, *, metric: cloudwatch.IMetric, target_percent: float, scale_in_cooldown, scale_out_cooldown
-    ) -> None:
-        """Track GPUUtilizationNormalized: 0-100 over the copy's reserved GPUs, so no GPU-count factor."""
-        self._do_scale_to_track_metric(
-            id,
-            target_value=target_percent,
-            custom_metric=metric,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
-            disable_scale_in=True,  # scale-in is the step policies' (see the class docstring)
-        )
-
-    def scale_out_from_zero(self, id: str, *, no_capacity_failures: cloudwatch.IMetric, cooldown: Duration) -> None:
         """Add one copy when an invocation found no capacity.
 
         SageMaker Developer Guide, "Scale an endpoint to zero instances"

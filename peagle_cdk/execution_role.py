@@ -36,20 +36,21 @@ class SageMakerExecutionRole(Construct):
         scope: Construct,
         id: str,
         *,
-        artifacts: ModelArtifactsLocation,
+        artifacts: ModelArtifactsLocation | None,
         image_repository: ecr.IRepository,
         in_vpc: bool = False,
-        read_weights: bool = True,
+        role: iam.IRole | None = None,
     ) -> None:
         """
         :param artifacts: the prefix holding target/ and drafter/ (and its KMS key); only it is readable.
-        :param read_weights: grant reading the weights prefix (default); off when the container
-            downloads weights from the hub itself.
+            None when the container downloads the weights from the hub itself.
         :param image_repository: the ECR repository of the serving image; only it is pullable.
         :param in_vpc: grant the ENI permissions SageMaker needs to attach to your subnets (default: no VPC).
+        :param role: your own role for SageMaker to assume (it must trust sagemaker.amazonaws.com); the
+            grants below go into a managed policy attached to it. Default: a new role.
         """
         super().__init__(scope, id)
-        self.role = iam.Role(
+        self.role = role or iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -57,8 +58,8 @@ class SageMakerExecutionRole(Construct):
         )
         # A customer-managed policy rather than an inline one (NIST 800-53 IAMNoInlinePolicy).
         self.policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])
-        self._bucket_key = artifacts.key
-        if read_weights:
+        self._bucket_key = artifacts.key if artifacts is not None else None
+        if artifacts is not None:
             self.grant_read_prefix(
                 artifacts.bucket_name,
                 artifacts.prefix,
@@ -76,10 +77,10 @@ class SageMakerExecutionRole(Construct):
             # GetAuthorizationToken has no resource type: it can only be granted on '*'.
             iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
         )
-        if artifacts.key is not None:
+        if self._bucket_key is not None:
             self.policy.add_statements(
                 iam.PolicyStatement(
-                    sid="DecryptModelWeights", actions=["kms:Decrypt"], resources=[artifacts.key.key_arn]
+                    sid="DecryptModelWeights", actions=["kms:Decrypt"], resources=[self._bucket_key.key_arn]
                 )
             )
         if in_vpc:
@@ -146,13 +147,12 @@ class SageMakerExecutionRole(Construct):
             bucket_name, prefix, f"Write access to {why} only: result object names are chosen by SageMaker at run time."
         )
 
-    def grant_encrypt_with_bucket_key(self) -> None:
-        """Results written to the KMS-encrypted project bucket need a data key from its key."""
-        if self._bucket_key is not None:
+    def grant_encrypt_with_bucket_key(self, key: kms.IKey | None = None) -> None:
+        """Results written to a KMS-encrypted bucket need a data key from its key (default: the weights')."""
+        key = key or self._bucket_key
+        if key is not None:
             self.policy.add_statements(
-                iam.PolicyStatement(
-                    sid="EncryptResults", actions=["kms:GenerateDataKey"], resources=[self._bucket_key.key_arn]
-                )
+                iam.PolicyStatement(sid="EncryptResults", actions=["kms:GenerateDataKey"], resources=[key.key_arn])
             )
 
     def _acknowledge_prefix(self, bucket_name: str, prefix: str, reason: str) -> None:

@@ -1,305 +1,775 @@
-"""EndpointConfig + Endpoint for PeagleModels, with rollout guardrails and grant, metric
-and autoscaling helpers that fill the EndpointName/VariantName dimensions in one place."""
+"""PeagleEndpoint: a SageMaker endpoint serving a target LLM with a P-EAGLE drafter on vLLM, planned
+for its GPUs. One construct for both endpoint modes (production variants, inference components).
+
+It plans itself: its props become the project's one validated deployment model
+(peagle.config.DeploymentConfig) and go through the same planner (peagle.planner) and SageMaker rules
+(peagle.deployment_rules) as a deployment file, so what fails `cdk synth` of the YAML app fails a
+construct with the same message. Config and planning errors raise while the construct is built; the
+SageMaker rules run as the construct's validation (``node.add_validation``), when the app synthesizes.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from aws_cdk import Duration, Stack
+import jsii
+from aws_cdk import Duration, Names, TimeZone
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
+from constructs import Construct, IValidation
 
-from peagle.config import RolloutSettings
-from peagle_cdk.endpoint_logs import EndpointLogGroup
-from peagle_cdk.endpoint_scaling import ScalableInstanceCount
-from peagle_cdk.peagle_model import PeagleModel
-
-SAGEMAKER_NAMESPACE = "AWS/SageMaker"
-# Instance-level metrics (GPU, CPU, memory, disk) live in this namespace.
-ENDPOINT_INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
-INVOKE_ACTIONS = (
-    "sagemaker:InvokeEndpoint",
-    "sagemaker:InvokeEndpointWithResponseStream",
-    "sagemaker:InvokeEndpointAsync",
+from peagle.catalog import InstanceType, ModelPair
+from peagle.config import DeploymentConfig, ProfileOverrides, SloSettings, parse_deployment_config
+from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
+from peagle.deployment_rules import DeploymentPlans, check_deployment, volume_key_allowed
+from peagle.planner import Plan, plan_ab_baseline, plan_deployment
+from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
+from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec
+from peagle_cdk.endpoint_logs import component_log_group_name, endpoint_log_group_name
+from peagle_cdk.endpoint_props import (
+    AbBaseline,
+    Autoscaling,
+    EndpointMode,
+    ModelWeights,
+    Rollout,
+    ServingImage,
+    Speculation,
 )
+from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
+from peagle_cdk.execution_role import SageMakerExecutionRole
+from peagle_cdk.kpi_metrics import KpiMetrics
+from peagle_cdk.nag import acknowledge
+from peagle_cdk.peagle_model import PeagleModel
+from peagle_cdk.rollout import RolloutPolicy
+from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
 
-def autoscaling_service_role(scope: Construct, id: str) -> iam.IRole:
-    """Application Auto Scaling's service-linked role for SageMaker endpoints and components
-    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint)."""
-    return iam.Role.from_role_arn(
-        scope,
-        id,
-        Stack.of(scope).format_arn(
-            service="iam",
-            region="",
-            resource="role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com",
-            resource_name="AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
-        ),
-    )
+@jsii.implements(IValidation)
+class _SageMakerRules:
+    """peagle.deployment_rules on this construct's inputs, with the messages a deployment file gets."""
+
+    def __init__(self, endpoint: PeagleEndpoint) -> None:
+        self._endpoint = endpoint
+
+    def validate(self) -> list[str]:
+        endpoint = self._endpoint
+        messages = [f"[{violation.rule}] {violation.message}" for violation in check_deployment(endpoint.plans)]
+        return messages + endpoint._prop_problems()
 
 
-@dataclass(frozen=True)
-class VariantSpec:
-    """One production variant. Keep ``name`` stable across updates: autoscaling and rollouts key on it."""
+class PeagleEndpoint(Construct):
+    """The model(s), the execution role, the endpoint (variants or inference components), its log groups,
+    KPI metric filters, autoscaling and update policy. Add EndpointMonitoring for alarms and a dashboard.
 
-    name: str
-    model: PeagleModel
-    instance_type: str
-    instance_count: int
-    weight: float
-    container_startup_timeout_seconds: int
-    model_download_timeout_seconds: int
-    # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it,
-    # which is too old for a CUDA 13 serving image; peagle/deployment_rules.py picks and checks it.
-    inference_ami_version: str | None = None
-
-
-class ServingMetrics:
-    """CloudWatch metric helpers for the unit that serves: a production variant (PeagleEndpoint) or an
-    inference component (ComponentEndpoint). ``variant_name`` names that unit, default the primary one.
-    Each class that mixes it in defines ``_dimensions(variant_name) -> dict`` (the CloudWatch dimensions
-    that pick the unit) and may move the GPU metrics (GPU_NAMESPACE and the two names)."""
-
-    GPU_NAMESPACE = ENDPOINT_INSTANCE_NAMESPACE
-    GPU_UTILIZATION = "GPUUtilization"  # 0-100 x number of GPUs per instance
-    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
-
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        namespace: str = SAGEMAKER_NAMESPACE,
-        statistic: str = "Average",
-        period: Duration = Duration.minutes(1),
-        label: str | None = None,
-        variant_name: str | None = None,
-    ) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map=self._dimensions(variant_name),
-            statistic=statistic,
-            period=period,
-            label=label,
-        )
-
-    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
-        return self.metric("ModelLatency", statistic=statistic, **kwargs)
-
-    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocations", statistic="Sum", **kwargs)
-
-    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
-
-    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
-
-    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric(self.GPU_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
-
-    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric(self.GPU_MEMORY_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
-
-
-class PeagleEndpoint(Construct, ServingMetrics):
-    """A real-time endpoint; the first variant is the primary one (metrics default to it)."""
+    Child ids are a contract (a rename replaces the resource): ExecutionRole, PeagleModel, BaselineModel,
+    VolumeKey, PeagleEndpoint (the endpoint, its config, logs and scaling), KpiMetrics, AsyncModel,
+    AsyncInference. Give the construct the id "Default" to keep a stack's own logical ids: CDK leaves a
+    path component named Default out of logical ids ("Resources with this ID are complete hidden from the
+    logical ID calculation", aws/aws-cdk packages/aws-cdk-lib/core/lib/private/uniqueid.ts).
+    """
 
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
-        endpoint_name: str,
-        variants: list[VariantSpec],
+        weights: ModelWeights,
+        model: str = "gpt-oss-20b",
+        custom_pair: ModelPair | None = None,
+        instance_type: str = "ml.g6e.xlarge",
+        instance_facts: InstanceType | None = None,
+        instance_count: int = 1,
+        inference_ami_version: str | None = None,
+        profile: str = "chatbot",
+        profile_overrides: ProfileOverrides | None = None,
+        slo: SloSettings | None = None,
+        speculation: Speculation | None = None,
+        mode: EndpointMode | None = None,
+        autoscaling: Autoscaling | None = Autoscaling(),
+        rollout: Rollout | None = None,
+        ab_baseline: AbBaseline | None = None,
+        image: ServingImage | None = None,
+        name: str | None = None,
+        endpoint_name: str | None = None,
+        role: iam.IRole | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        network_isolation: bool = True,
+        container_startup_timeout: Duration | None = None,
+        model_download_timeout: Duration | None = None,
+        latency_sla: Duration | None = None,
         volume_key: kms.IKey | None = None,
         log_retention_days: int = 365,
+        kpi_interval: Duration = Duration.minutes(1),
+        metric_publish_frequency: Duration = Duration.minutes(1),
         detailed_observability: bool = True,
-        metric_publish_frequency_seconds: int = 60,
-        async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
+        vllm_args: Mapping[str, bool | int | float | str] | None = None,
     ) -> None:
         """
-        :param endpoint_name: a physical name, so the log group (and with it the KPI metric filters)
-            can exist before the endpoint starts logging. Changing it replaces the endpoint.
-        :param volume_key: KMS key for the ML storage volume (default: none; on instance types with
-            local NVMe storage a key does not encrypt that storage, and older API texts say the call
-            fails: peagle.deployment_rules.volume_key_allowed).
-        :param log_retention_days: retention of the endpoint's log group (default one year).
-        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics (default on).
-        :param async_inference: makes this an asynchronous endpoint (default: real-time).
+        :param weights: where target/ and drafter/ come from (``ModelWeights.from_bucket(bucket, prefix)``,
+            or ``from_hub()``); the role may read that prefix only.
+        :param model: a catalog pair id (`peagle catalog`), or the id of ``custom_pair``.
+        :param custom_pair: a pair the catalog lacks (peagle.catalog.ModelPair: target, drafter, facts).
+        :param instance_type: a SageMaker instance type; the catalog gives its GPU facts, or ``instance_facts``.
+        :param profile: chatbot | codegen | batch (sampling, lengths, SLO); ``profile_overrides`` and ``slo``
+            change single fields.
+        :param speculation: K (default ``Speculation.recommended()``: the pair's K for the profile).
+        :param mode: ``EndpointMode.variants()`` (default) or ``EndpointMode.inference_components(...)``.
+        :param autoscaling: the units' scaling, the same words in both modes; None: fixed capacity.
+        :param rollout: how updates roll out; default blue/green for variants, rolling for components.
+        :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
+        :param image: the serving image (default ``ServingImage.from_asset()``: built by `cdk deploy`).
+        :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default:
+            generated from the construct path.
+        :param endpoint_name: the endpoint's name (default <name>-endpoint). A physical name, so its log
+            group and metric filters exist before it logs; changing it replaces the endpoint.
+        :param role: your own execution role (trusting sagemaker.amazonaws.com); default: a new one.
+        :param vpc: with ``vpc_subnets`` (default: the VPC's private subnets) and ``security_groups``: run the
+            model in your subnets; default SageMaker's managed network.
+        :param network_isolation: no network or AWS credentials in the container (default: on).
+        :param latency_sla: the p90 ModelLatency the latency alarm and step scaling act on (default: the
+            profile's SLA).
+        :param volume_key: KMS key for the ML storage volume; default: a new key, or none on instance types
+            with local NVMe storage, where a key does not encrypt it.
         """
         super().__init__(scope, id)
-        if not variants:
-            raise ValueError("PeagleEndpoint needs at least one variant")
-        self.variants = variants
-        self.variant_name = variants[0].name
-        self._endpoint_name = endpoint_name
-        self.log_group = EndpointLogGroup(self, "Logs", endpoint_name=endpoint_name, retention_days=log_retention_days)
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
-            self,
-            "EndpointConfig",
-            kms_key_id=volume_key.key_arn if volume_key else None,
-            # Container /metrics scraping and per-instance metrics are real-time endpoint features.
-            metrics_config=(
-                sagemaker.CfnEndpointConfig.MetricsConfigProperty(
-                    enable_detailed_observability=detailed_observability,
-                    enable_enhanced_metrics=True,
-                    metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
-                )
-                if async_inference is None
-                else None
-            ),
-            async_inference_config=async_inference,
-            production_variants=[
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=variant.name,
-                    model_name=variant.model.model_name,
-                    instance_type=variant.instance_type,
-                    initial_instance_count=variant.instance_count,
-                    initial_variant_weight=variant.weight,
-                    container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
-                    model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
-                    inference_ami_version=variant.inference_ami_version,
-                    # LLM requests vary 100x in length: route to the least busy instance
-                    # (real-time only; an async endpoint's queue hands out work itself).
-                    routing_config=(
-                        sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
-                        if async_inference is None
-                        else None
-                    ),
-                )
-                for variant in variants
-            ],
+        self._mode = mode or EndpointMode.variants()
+        self._autoscaling = autoscaling
+        self._vpc_given = vpc is not None or vpc_subnets is not None
+        self._volume_key_given = volume_key
+        data = self._deployment_data(
+            name=name or Names.unique_resource_name(self, max_length=24, separator="-").lower(),
+            model=model,
+            custom_pair=custom_pair,
+            instance_type=instance_type,
+            instance_facts=instance_facts,
+            instance_count=instance_count,
+            inference_ami_version=inference_ami_version,
+            profile=profile,
+            profile_overrides=profile_overrides,
+            slo=slo,
+            speculation=speculation or Speculation.recommended(),
+            rollout=rollout,
+            ab_baseline=ab_baseline,
+            weights=weights,
+            network_isolation=network_isolation,
+            container_startup_timeout=container_startup_timeout,
+            model_download_timeout=model_download_timeout,
+            latency_sla=latency_sla,
+            log_retention_days=log_retention_days,
+            kpi_interval=kpi_interval,
+            metric_publish_frequency=metric_publish_frequency,
+            detailed_observability=detailed_observability,
+            vllm_args=vllm_args,
         )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self,
-            "Endpoint",
-            endpoint_name=endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        config = parse_deployment_config(data, source=f"PeagleEndpoint {self.node.path}")
+        self.plans = DeploymentPlans(
+            config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
         )
-        # The container logs from its first second; the group must exist (with our retention and key) first.
-        self.endpoint.node.add_dependency(self.log_group)
+        self.node.add_validation(_SageMakerRules(self))
+        self._config = config
+        self.endpoint_name = endpoint_name or config.endpoint_name
+        components = config.uses_inference_components
+        variants = [DEFAULT_VARIANT_NAME] + ([BASELINE_VARIANT_NAME] if self.plans.baseline_plan else [])
+        # The serving units' names: production variants, or inference components (<name>-primary).
+        self.unit_names = [config.inference_component_name(v) if components else v for v in variants]
+
+        self._subnet_ids, self._security_group_ids = self._placement(vpc, vpc_subnets, security_groups)
+        self._image = (image or ServingImage.from_asset()).bind(self)
+        self.execution_role = SageMakerExecutionRole(
+            self,
+            "ExecutionRole",
+            artifacts=weights.location,
+            image_repository=self._image.repository,
+            in_vpc=bool(self._subnet_ids),
+            role=role,
+        )
+        if components:
+            for index, (unit, variant) in enumerate(zip(self.unit_names, variants, strict=True)):
+                self.execution_role.grant_write_logs(
+                    component_log_group_name(unit), sid="WriteComponentLogs" + (variant if index else "")
+                )
+        else:
+            self.execution_role.grant_write_logs(endpoint_log_group_name(self.endpoint_name))
+        if weights.hub_token_secret_arn:
+            self.execution_role.grant_read_secret(weights.hub_token_secret_arn)
+        self._weights = weights
+
+        plan, baseline_plan = self.plans.plan, self.plans.baseline_plan
+        self.model = self._model("PeagleModel", plan, self.unit_names[0])
+        self.baseline_model = (
+            self._model("BaselineModel", baseline_plan, self.unit_names[1]) if baseline_plan is not None else None
+        )
+        self.volume_key = volume_key
+        if volume_key is None and volume_key_allowed(plan.instance):
+            self.volume_key = kms.Key(
+                self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume"
+            )
+        if components:
+            self.endpoint = self._component_endpoint()
+        else:
+            self.endpoint = self._variant_endpoint()
+        self._acknowledge_nvme(self.endpoint.endpoint_config)
+        self.kpi = {
+            unit: KpiMetrics(
+                self,
+                "KpiMetrics" + self._unit_id(unit),
+                log_group=self.endpoint.log_group_of(unit),
+                endpoint_name=self.endpoint_name,
+            )
+            for unit in (self.unit_names if components else self.unit_names[:1])
+        }
+        self._rollouts = self._rollout_policies()
+        self._rollback_alarm_units: set[str] = set()
+        self._apply_rollouts()
+        self.scaling = self._scale() if autoscaling is not None else None
+        self.async_endpoint: AsyncInferenceEndpoint | None = None
+
+    # --- read-only results ----------------------------------------------------------------------
 
     @property
-    def endpoint_name(self) -> str:
-        return self._endpoint_name
+    def plan(self) -> Plan:
+        """The resolved plan of the primary unit (K, TP size, max_model_len, memory fit, timeouts, targets)."""
+        return self.plans.plan
+
+    @property
+    def baseline_plan(self) -> Plan | None:
+        return self.plans.baseline_plan
+
+    @property
+    def primary_unit(self) -> str:
+        return self.unit_names[0]
+
+    @property
+    def baseline_unit(self) -> str | None:
+        return self.unit_names[1] if len(self.unit_names) > 1 else None
+
+    @property
+    def inference_component_names(self) -> list[str]:
+        """The inference components' names (empty in variants mode)."""
+        return list(self.unit_names) if self._config.uses_inference_components else []
+
+    @property
+    def rollout_strategy(self) -> str:
+        """blue_green, rolling or none (the resolved default: blue_green for variants, rolling for components)."""
+        return self._config.rollout.strategy
+
+    @property
+    def kpi_interval_seconds(self) -> int:
+        return self._config.observability.kpi_interval_seconds
+
+    @property
+    def role(self) -> iam.IRole:
+        return self.execution_role.role
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The execution role: grant it what your container needs beyond the weights (iam.IGrantable)."""
+        return self.execution_role.role
+
+    # --- escape hatches ---------------------------------------------------------------------------
+
+    @property
+    def cfn_model(self) -> sagemaker.CfnModel:
+        return self.model.model
+
+    @property
+    def cfn_endpoint_config(self) -> sagemaker.CfnEndpointConfig:
+        return self.endpoint.endpoint_config
+
+    @property
+    def cfn_endpoint(self) -> sagemaker.CfnEndpoint:
+        return self.endpoint.endpoint
+
+    @property
+    def cfn_inference_components(self) -> dict[str, sagemaker.CfnInferenceComponent]:
+        """Inference components by name (empty in variants mode)."""
+        return dict(getattr(self.endpoint, "inference_components", {}))
+
+    # --- grants and metrics (the same words in both modes) -----------------------------------------
 
     @property
     def endpoint_arn(self) -> str:
-        return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
-
-    def configure_rollout(
-        self, settings: RolloutSettings, rollback_alarms: list[cloudwatch.IAlarm], *, traffic: str
-    ) -> None:
-        """Updates go blue/green (``traffic``: canary, linear, all_at_once) or rolling, rolled back
-        on ``rollback_alarms``; strategy ``none`` leaves SageMaker's plain update (no DeploymentConfig).
-
-        Scaled instance counts survive deploys (only the weights of the new config apply), so a
-        deploy never shrinks an endpoint that autoscaling has grown.
-        """
-        if settings.strategy == "none":
-            # The plain update also takes variants added or removed; instance counts then come
-            # from the new config (nothing is retained for variants that may not exist any more).
-            return
-        percent = lambda value: sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=value)  # noqa: E731
-        rollback = (
-            sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                alarms=[
-                    sagemaker.CfnEndpoint.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in rollback_alarms[:10]
-                ]
-            )
-            if settings.auto_rollback and rollback_alarms
-            else None
-        )
-        if settings.strategy == "rolling":
-            rolling = settings.rolling
-            config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
-                rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
-                    maximum_batch_size=percent(rolling.batch_percent),
-                    wait_interval_in_seconds=rolling.wait_seconds,
-                    rollback_maximum_batch_size=percent(rolling.rollback_batch_percent),
-                    maximum_execution_timeout_in_seconds=rolling.max_execution_seconds,
-                ),
-                auto_rollback_configuration=rollback,
-            )
-        else:
-            green = settings.blue_green
-            traffic = {
-                "canary": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type="CANARY",
-                    canary_size=percent(green.canary_percent),
-                    wait_interval_in_seconds=green.wait_seconds,
-                ),
-                "linear": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type="LINEAR",
-                    linear_step_size=percent(green.linear_step_percent),
-                    wait_interval_in_seconds=green.wait_seconds,
-                ),
-                "all_at_once": sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type="ALL_AT_ONCE", wait_interval_in_seconds=green.wait_seconds
-                ),
-            }[traffic]
-            config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
-                blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
-                    traffic_routing_configuration=traffic,
-                    termination_wait_in_seconds=green.termination_wait_seconds,
-                    maximum_execution_timeout_in_seconds=green.max_execution_seconds,
-                ),
-                auto_rollback_configuration=rollback,
-            )
-        self.endpoint.deployment_config = config
-        self.endpoint.retain_all_variant_properties = True
-        self.endpoint.exclude_retained_variant_properties = [
-            sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
-        ]
+        return self.endpoint.endpoint_arn
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Allow real-time, streaming and async invocation of this endpoint only."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn]
+        """Real-time and streaming invocation (and, in variants mode, async) of this endpoint only."""
+        return self.endpoint.grant_invoke(grantee)
+
+    def metric(self, metric_name: str, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
+        """A SageMaker metric of one serving unit (default the primary one), dimensions filled in;
+        ``options`` are cloudwatch.Metric's (period, statistic, label, color, unit, account, region)."""
+        return self.endpoint.metric(metric_name, variant_name=unit_name, **options)
+
+    def metric_invocations(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
+        return self.endpoint.metric_invocations(variant_name=unit_name, **options)
+
+    def metric_model_latency_microseconds(
+        self, statistic: str = "p90", *, unit_name: str | None = None, **options: Any
+    ) -> cloudwatch.Metric:
+        return self.endpoint.metric_model_latency_microseconds(statistic, variant_name=unit_name, **options)
+
+    def metric_invocation_5xx_errors(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
+        return self.endpoint.metric_invocation_5xx_errors(variant_name=unit_name, **options)
+
+    def metric_invocation_4xx_errors(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
+        return self.endpoint.metric_invocation_4xx_errors(variant_name=unit_name, **options)
+
+    def metric_gpu_utilization_percent(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
+        """0-100 x ``plan.gpus_per_metric`` (a variant's metric sums its instance's GPUs)."""
+        return self.endpoint.metric_gpu_utilization_percent(variant_name=unit_name, **options)
+
+    def metric_gpu_memory_utilization_percent(
+        self, *, unit_name: str | None = None, **options: Any
+    ) -> cloudwatch.Metric:
+        return self.endpoint.metric_gpu_memory_utilization_percent(variant_name=unit_name, **options)
+
+    def metric_kpi(self, kpi_name: str, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
+        """A launcher KPI (PEagle/Endpoints: TimePerOutputTokenSeconds, SpecAcceptanceRate, ...)."""
+        unit = unit_name or self.primary_unit
+        kpi = self.kpi.get(unit) or self.kpi[self.primary_unit]
+        return kpi.metric(kpi_name, variant_name=unit, **options)
+
+    def metric_units_serving(self, *, period: Duration) -> cloudwatch.IMetric | None:
+        """Above zero while the primary unit serves; None where it always does (variants keep an instance)."""
+        if not self._config.uses_inference_components:
+            return None
+        return self.endpoint.metric_invocations_per_copy(period=period)
+
+    # --- rollout ----------------------------------------------------------------------------------
+
+    def add_rollback_alarms(self, alarms: Sequence[cloudwatch.IAlarm], *, unit_name: str | None = None) -> None:
+        """An update of ``unit_name`` (default: the primary unit; in variants mode the endpoint's one
+        update) rolls back when one of ``alarms`` fires (at most 10 count); the role may read them, as
+        SageMaker requires. Once per unit."""
+        unit = unit_name or self.primary_unit
+        policy = self._rollouts.get(unit)
+        if policy is None or policy.strategy == "none":
+            return
+        if unit in self._rollback_alarm_units:
+            raise ValueError(f"rollback alarms of {unit} are already set; pass them all in one call")
+        self._rollback_alarm_units.add(unit)
+        policy.rollback_alarms.extend(alarms)
+        if policy.auto_rollback:
+            is_primary = unit == self.primary_unit
+            self.execution_role.grant_describe_alarms(
+                list(alarms), sid="ReadRollbackAlarms" + ("" if is_primary else self._unit_variant(unit))
+            )
+        self._apply_rollouts()
+
+    # --- asynchronous endpoint ----------------------------------------------------------------
+
+    def add_async_endpoint(
+        self,
+        *,
+        bucket_name: str,
+        bucket_key: kms.IKey | None = None,
+        endpoint_name: str | None = None,
+        max_concurrent_invocations_per_instance: int = 4,
+        min_instances: int = 0,
+        max_instances: int = 2,
+        target_backlog_per_instance: float = 4.0,
+    ) -> AsyncInferenceEndpoint:
+        """An asynchronous endpoint on its own Model (the same image, weights and plan) for long jobs:
+        inputs and results under async/ in ``bucket_name``, SNS topics for success and failure, scaling on
+        the queue (to zero when ``min_instances`` is 0)."""
+        if self.async_endpoint is not None:
+            raise ValueError("PeagleEndpoint has an asynchronous endpoint already")
+        name = endpoint_name or self._config.async_endpoint_name
+        # Its own Model: its KPI lines must name the async endpoint (its log group's filters key on it).
+        self.async_model = self._model("AsyncModel", self.plan, DEFAULT_VARIANT_NAME, endpoint_name=name)
+        scaling = self._autoscaling or Autoscaling()
+        self.async_endpoint = AsyncInferenceEndpoint(
+            self,
+            "AsyncInference",
+            endpoint_name=name,
+            variant=self._variant_spec(DEFAULT_VARIANT_NAME, self.async_model, self.plan, 1.0),
+            execution_role=self.execution_role,
+            bucket_name=bucket_name,
+            bucket_key=bucket_key,
+            max_concurrent_invocations_per_instance=max_concurrent_invocations_per_instance,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            target_backlog_per_instance=target_backlog_per_instance,
+            scale_in_cooldown=scaling.scale_in_cooldown,
+            scale_out_cooldown=scaling.scale_out_cooldown,
+            wake_cooldown=Duration.seconds(self.plan.unit_start_budget_seconds),
+            volume_key=self.volume_key,
+            log_retention_days=self._config.observability.log_retention_days,
+        )
+        self._acknowledge_nvme(self.async_endpoint.endpoint.endpoint_config)
+        return self.async_endpoint
+
+    # --- props -> the deployment model ----------------------------------------------------------
+
+    def _deployment_data(self, **props: Any) -> dict[str, Any]:
+        """The deployment file these props amount to (keys as in deployments/*.yaml)."""
+        mode: EndpointMode = self._mode
+        data: dict[str, Any] = {
+            "name": props["name"],
+            "model": props["model"],
+            "instance": {"type": props["instance_type"], "count": props["instance_count"]},
+            "endpoint": {"mode": mode.mode},
+            "profile": props["profile"],
+            "speculation": props["speculation"].settings(),
+            "artifacts": props["weights"].settings(),
+            "network": {"isolation": props["network_isolation"]},
+            "timeouts": {
+                "container_startup_seconds": _seconds(props["container_startup_timeout"]),
+                "model_download_seconds": _seconds(props["model_download_timeout"]),
+            },
+            "observability": {
+                "log_retention_days": props["log_retention_days"],
+                "kpi_interval_seconds": _seconds(props["kpi_interval"]),
+                "metric_publish_frequency_seconds": _seconds(props["metric_publish_frequency"]),
+                "detailed_observability": props["detailed_observability"],
+            },
+            "alarms": {"latency_p90_seconds": _seconds_float(props["latency_sla"])},
+            "vllm_args": dict(props["vllm_args"] or {}),
+        }
+        if props["custom_pair"] is not None:
+            data["custom_pairs"] = {props["model"]: props["custom_pair"].model_dump()}
+        if props["instance_facts"] is not None:
+            data["custom_instances"] = {props["instance_type"]: props["instance_facts"].model_dump()}
+        if props["inference_ami_version"]:
+            data["instance"]["ami_version"] = props["inference_ami_version"]
+        if props["profile_overrides"] is not None:
+            data["profile_overrides"] = props["profile_overrides"].model_dump(exclude_none=True)
+        if props["slo"] is not None:
+            data["slo"] = props["slo"].model_dump(exclude_none=True)
+        unit: dict[str, Any] = {}
+        if self._autoscaling is None:
+            data["autoscaling"] = {"enabled": False}
+        else:
+            data["autoscaling"], unit = self._autoscaling.settings(mode.mode)
+        if mode.mode == "inference_components":
+            data["endpoint"]["inference_components"] = {**mode.components, **unit}
+        if props["rollout"] is not None:
+            data["rollout"] = props["rollout"].settings()
+        if props["ab_baseline"] is not None:
+            data["ab_test"] = props["ab_baseline"].settings()
+        return data
+
+    def _prop_problems(self) -> list[str]:
+        """Rules on props the deployment file has no field for."""
+        problems = []
+        if self._volume_key_given is not None and not volume_key_allowed(self.plan.instance):
+            problems.append(
+                f"volume_key: {self.plan.instance_type} has local NVMe instance storage, which a KmsKeyId does not "
+                "encrypt (the hardware does; older SageMaker API texts say CreateEndpointConfig fails); leave "
+                "volume_key unset on this type"
+            )
+        if self._config.artifacts.source == "hub" and self._vpc_given and self._config.network.isolation:
+            problems.append("vpc: a container with network isolation has no network; the VPC placement is unused")
+        return problems
+
+    # --- pieces ---------------------------------------------------------------------------------
+
+    def _placement(
+        self,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+    ) -> tuple[list[str] | None, list[str] | None]:
+        if vpc is None and vpc_subnets is None:
+            return None, None
+        if vpc is not None:
+            selection = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+            subnet_ids = vpc.select_subnets(**_selection_kwargs(selection)).subnet_ids
+        elif vpc_subnets.subnets:
+            subnet_ids = [subnet.subnet_id for subnet in vpc_subnets.subnets]
+        else:
+            raise ValueError(
+                "PeagleEndpoint: vpc_subnets without a vpc must list its subnets (SubnetSelection(subnets=...))"
+            )
+        return list(subnet_ids), [group.security_group_id for group in security_groups or ()]
+
+    def _unit_variant(self, unit: str) -> str:
+        return dict(zip(self.unit_names, [DEFAULT_VARIANT_NAME, BASELINE_VARIANT_NAME], strict=False))[unit]
+
+    def _unit_id(self, unit: str) -> str:
+        """A child id suffix from a unit's name: none for the primary unit, its name for the others."""
+        return "" if unit == self.primary_unit else self._unit_variant(unit)
+
+    def _model(self, construct_id: str, plan: Plan, unit: str, endpoint_name: str | None = None) -> PeagleModel:
+        # The KPI lines name the unit (their VariantName dimension): the variant, or the component.
+        return PeagleModel(
+            self,
+            construct_id,
+            environment=container_environment(
+                plan, self._config, variant_name=unit, endpoint_name=endpoint_name or self.endpoint_name
+            ),
+            artifacts=self._weights.location,
+            image=self._image,
+            execution_role=self.execution_role,
+            network_isolation=self._config.network.isolation,
+            subnet_ids=self._subnet_ids,
+            security_group_ids=self._security_group_ids,
         )
 
-    def auto_scale_instance_count(
-        self, *, min_capacity: int, max_capacity: int, variant_name: str | None = None
-    ) -> ScalableInstanceCount:
-        """Register a variant's instance count with Application Auto Scaling; add policies on the result."""
-        variant = variant_name or self.variant_name
-        role = autoscaling_service_role(self, f"AutoScalingRole{variant}")
-        scaling = ScalableInstanceCount(
-            self,
-            "InstanceCount" if variant == self.variant_name else f"InstanceCount{variant}",
-            endpoint_name=self.endpoint_name,
-            variant_name=variant,
-            min_capacity=min_capacity,
-            max_capacity=max_capacity,
-            role=role,
+    def _variant_spec(self, name: str, model: PeagleModel, plan: Plan, weight: float) -> VariantSpec:
+        return VariantSpec(
+            name=name,
+            model=model,
+            instance_type=plan.instance_type,
+            instance_count=plan.instance_count,
+            weight=round(weight, 4),
+            container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
+            model_download_timeout_seconds=plan.model_download_timeout_seconds,
+            inference_ami_version=plan.inference_ami_version,
         )
-        scaling.node.add_dependency(self.endpoint)
+
+    def _variant_endpoint(self) -> VariantEndpoint:
+        """Production variants: one model replica per instance, instances scaled by Application Auto Scaling."""
+        config, plan, baseline_plan = self._config, self.plan, self.baseline_plan
+        primary_weight = 1.0 if baseline_plan is None else (100 - config.ab_test.baseline_traffic_percent) / 100
+        variants = [self._variant_spec(DEFAULT_VARIANT_NAME, self.model, plan, primary_weight)]
+        if baseline_plan is not None:
+            variants.append(
+                self._variant_spec(BASELINE_VARIANT_NAME, self.baseline_model, baseline_plan, 1.0 - primary_weight)
+            )
+        observability = config.observability
+        return VariantEndpoint(
+            self,
+            "PeagleEndpoint",
+            endpoint_name=self.endpoint_name,
+            variants=variants,
+            volume_key=self.volume_key,
+            log_retention_days=observability.log_retention_days,
+            detailed_observability=observability.detailed_observability,
+            metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
+        )
+
+    def _component_endpoint(self) -> ComponentEndpoint:
+        """Inference components: copies packed per instance, copies and instances scaled to zero. The endpoint
+        config carries the Models' network isolation and VPC placement (ComponentEndpoint says why)."""
+        config, plan = self._config, self.plan
+        models = [self.model, self.baseline_model]
+        plans = [plan, self.baseline_plan]
+        specs = [
+            ComponentSpec(
+                name=unit,
+                model=models[index],
+                accelerators=plans[index].components.accelerators_per_copy,
+                cpu_cores=plans[index].components.cpu_cores_per_copy,
+                memory_mb=plans[index].components.memory_mb_per_copy,
+                initial_copies=plans[index].components.initial_copies,
+                container_startup_timeout_seconds=plans[index].container_startup_timeout_seconds,
+                model_download_timeout_seconds=plans[index].model_download_timeout_seconds,
+            )
+            for index, unit in enumerate(self.unit_names)
+        ]
+        observability = config.observability
+        return ComponentEndpoint(
+            self,
+            "PeagleEndpoint",
+            endpoint_name=self.endpoint_name,
+            instance_type=plan.instance_type,
+            initial_instance_count=plan.instance_count,
+            min_instances=plan.components.min_instances,
+            max_instances=plan.components.max_instances,
+            inference_ami_version=plan.inference_ami_version,
+            execution_role=self.execution_role.role,
+            execution_role_policy=self.execution_role.policy,
+            components=specs,
+            network_isolation=config.network.isolation,
+            subnet_ids=self._subnet_ids,
+            security_group_ids=self._security_group_ids,
+            volume_key=self.volume_key,
+            log_retention_days=observability.log_retention_days,
+            detailed_observability=observability.detailed_observability,
+            metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
+        )
+
+    def _acknowledge_nvme(self, endpoint_config: sagemaker.CfnEndpointConfig) -> None:
+        if self.volume_key is None:
+            acknowledge(
+                endpoint_config,
+                "NIST.800.53.R5-SageMakerEndpointConfigurationKMSKeyConfigured",
+                f"{self.plan.instance_type} has local NVMe instance storage, encrypted at rest by a hardware "
+                "module on the instance; a KmsKeyId does not encrypt it (SageMaker API reference; its "
+                "texts before botocore 1.43.27 said the call fails). See deployment_rules.volume_key_allowed.",
+            )
+
+    def _rollout_policies(self) -> dict[str, RolloutPolicy]:
+        settings = self._config.rollout
+        rolling, green = settings.rolling, settings.blue_green
+        common = {
+            "strategy": settings.strategy,
+            "auto_rollback": settings.auto_rollback,
+            "batch_percent": rolling.batch_percent,
+            "rollback_batch_percent": rolling.rollback_batch_percent,
+        }
+        if settings.strategy == "blue_green":
+            timing = {
+                "traffic": self._config.blue_green_traffic(),
+                "canary_percent": green.canary_percent,
+                "linear_step_percent": green.linear_step_percent,
+                "wait_seconds": green.wait_seconds,
+                "termination_wait_seconds": green.termination_wait_seconds,
+                "max_execution_seconds": green.max_execution_seconds,
+            }
+        else:
+            timing = {"wait_seconds": rolling.wait_seconds, "max_execution_seconds": rolling.max_execution_seconds}
+        # Variants: the endpoint's one update; components: one update per component.
+        units = self.unit_names if self._config.uses_inference_components else self.unit_names[:1]
+        return {unit: RolloutPolicy(**common, **timing) for unit in units}
+
+    def _apply_rollouts(self) -> None:
+        if self._config.uses_inference_components:
+            for unit, policy in self._rollouts.items():
+                if policy.strategy != "none":
+                    self.endpoint.configure_rollout(unit, policy)
+        else:
+            self.endpoint.configure_rollout(self._rollouts[self.primary_unit])
+
+    # --- autoscaling ------------------------------------------------------------------------------
+
+    def _scale(self) -> list[ScalableInstanceCount | ScalableCopyCount]:
+        """The units' scaling: each component's copies, or the primary variant's instances."""
+        if self._config.uses_inference_components:
+            plans = [self.plan, self.baseline_plan]
+            return [self._scale_copies(unit, plans[index]) for index, unit in enumerate(self.unit_names)]
+        return [self._scale_instances()]
+
+    def _cooldowns(self) -> dict[str, Duration]:
+        settings = self._config.autoscaling
+        return {
+            "scale_in_cooldown": Duration.seconds(settings.scale_in_cooldown_seconds),
+            "scale_out_cooldown": Duration.seconds(settings.scale_out_cooldown_seconds),
+        }
+
+    def _scale_on_latency(self, scaling, plan: Plan, unit: dict[str, str]) -> None:
+        if self._config.autoscaling.latency_step_scaling:
+            scaling.scale_on_model_latency(
+                "ModelLatencyOverSla",
+                metric=self.endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
+                threshold_seconds=plan.latency_sla_p90_seconds,
+                # Wait for the unit it added to serve (ScalableCopyCount's docstring; `peagle simulate`).
+                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
+            )
+
+    def _scale_instances(self) -> ScalableInstanceCount:
+        settings, plan = self._config.autoscaling, self.plan
+        scaling = self.endpoint.auto_scale_instance_count(
+            min_capacity=settings.min_instances, max_capacity=settings.max_instances
+        )
+        cooldowns = self._cooldowns()
+        if settings.target == "invocations":
+            scaling.scale_on_invocations(
+                "InvocationsPerInstance",
+                max_requests_per_second=settings.max_rps_per_instance,
+                safety_factor=settings.safety_factor,
+                **cooldowns,
+            )
+        else:
+            # The planner's target: measured by `peagle capacity`, given, or its stated guess.
+            scaling.scale_on_concurrency(
+                "ConcurrencyPerInstance", target_requests_per_unit=plan.scaling.concurrency, **cooldowns
+            )
+        if settings.gpu_utilization_target_percent is not None:
+            scaling.scale_on_gpu_utilization(
+                "GpuUtilization",
+                metric=self.endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1)),
+                target_percent_per_gpu=settings.gpu_utilization_target_percent,
+                gpu_count=plan.gpus_per_metric,
+                **cooldowns,
+            )
+        self._scale_on_latency(scaling, plan, {})
+        for schedule in settings.schedules:
+            scaling.scale_on_schedule(
+                schedule.name,
+                schedule=appscaling.Schedule.expression(schedule.schedule),
+                min_capacity=schedule.min_instances,
+                max_capacity=schedule.max_instances,
+                time_zone=_time_zone(schedule.time_zone),
+            )
         return scaling
 
-    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
-        return {"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant_name}
-
-    def metric_backlog_per_instance(self, **kwargs) -> cloudwatch.Metric:
-        """Async endpoints only: queued requests per instance (EndpointName dimension only)."""
-        return cloudwatch.Metric(
-            namespace=SAGEMAKER_NAMESPACE,
-            metric_name="ApproximateBacklogSizePerInstance",
-            dimensions_map={"EndpointName": self.endpoint_name},
-            statistic="Average",
-            **kwargs,
+    def _scale_copies(self, name: str, plan: Plan) -> ScalableCopyCount:
+        """Copy count with load, to zero after the idle time and back on the first refused request
+        (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
+        settings, components = self._config.autoscaling, plan.components
+        scaling = self.endpoint.auto_scale_copy_count(
+            name, min_capacity=components.min_copies, max_capacity=components.max_copies
         )
-
-    def metric_has_backlog_without_capacity(self, **kwargs) -> cloudwatch.Metric:
-        """Async endpoints only: 1 while requests wait and no instance runs (scale out from zero)."""
-        return cloudwatch.Metric(
-            namespace=SAGEMAKER_NAMESPACE,
-            metric_name="HasBacklogWithoutCapacity",
-            dimensions_map={"EndpointName": self.endpoint_name},
-            statistic="Average",
-            **kwargs,
+        unit = {"variant_name": name}
+        to_zero = components.scales_to_zero
+        cooldowns = self._cooldowns()
+        scaling.scale_on_concurrency(
+            "ConcurrencyPerCopy",
+            target_requests_per_unit=components.target_concurrency_per_copy,
+            disable_scale_in=to_zero,
+            **cooldowns,
         )
+        if settings.gpu_utilization_target_percent is not None:
+            scaling.scale_on_gpu_utilization(
+                "GpuUtilization",
+                metric=self.endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1), **unit),
+                target_percent_per_gpu=settings.gpu_utilization_target_percent,
+                gpu_count=plan.gpus_per_metric,
+                disable_scale_in=True,  # scale-in is the step policies' (ScalableCopyCount's docstring)
+                **cooldowns,
+            )
+        self._scale_on_latency(scaling, plan, unit)
+        if to_zero:
+            minute = Duration.minutes(1)
+            scaling.scale_out_on_refused_requests(
+                "ScaleOutFromZero",
+                no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
+                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
+            )
+            # InvocationsPerCopy is Invocations normalized by the copies, so their ratio counts the copies
+            # serving ("Amazon SageMaker AI metrics in Amazon CloudWatch", InferenceComponentName metrics).
+            scaling.scale_in_on_light_load(
+                "ScaleInOnLightLoad",
+                load=self.endpoint.metric_concurrent_requests_per_copy(period=minute, **unit),
+                copies=cloudwatch.MathExpression(
+                    expression="IF(perCopy > 0, invocations / perCopy, 0)",
+                    using_metrics={
+                        "invocations": self.endpoint.metric_invocations(period=minute, **unit),
+                        "perCopy": self.endpoint.metric_invocations_per_copy(period=minute, **unit),
+                    },
+                    label="copies serving",
+                    period=minute,
+                ),
+                below=components.light_load_below_per_copy,
+                minutes=components.light_load_minutes,
+                cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+            )
+            scaling.scale_in_when_idle(
+                "ScaleInToZero",
+                invocations=self.endpoint.metric_invocations(period=minute, **unit),
+                no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
+                idle_minutes=components.scale_to_zero_after_idle_minutes,
+            )
+        return scaling
+
+    @property
+    def config(self) -> DeploymentConfig:
+        """The validated deployment model these props amount to (what `peagle plan` would print)."""
+        return self._config
+
+
+def _selection_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:
+    """A SubnetSelection as select_subnets' keywords (jsii's Python binding takes them flattened)."""
+    fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
+    return {name: getattr(selection, name) for name in fields if getattr(selection, name) is not None}
+
+
+def _seconds(duration: Duration | None) -> int | None:
+    return None if duration is None else int(duration.to_seconds())
+
+
+def _seconds_float(duration: Duration | None) -> float | None:
+    return None if duration is None else duration.to_seconds()
+
+
+def _time_zone(name: str | None) -> TimeZone | None:
+    return TimeZone.of(name) if name else None

@@ -3,28 +3,12 @@ weights prefix mounted at /opt/ml/model (target/ and drafter/)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from peagle_cdk.endpoint_props import BoundImage
 from peagle_cdk.execution_role import SageMakerExecutionRole
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
-
-# The serving image's build context: inference_image/, linked into this package as serving_image/ and
-# shipped in the wheel as package data, so an installed library builds the same image.
-INFERENCE_IMAGE_DIR = (Path(__file__).resolve().parent / "serving_image").resolve()
-
-
-class ServingImage(Construct):
-    """The inference_image/ build context as a Docker image asset (built and pushed by `cdk deploy`)."""
-
-    def __init__(self, scope: Construct, id: str, *, directory: Path = INFERENCE_IMAGE_DIR) -> None:
-        super().__init__(scope, id)
-        self.asset = ecr_assets.DockerImageAsset(
-            self, "Image", directory=str(directory), platform=ecr_assets.Platform.LINUX_AMD64
-        )
 
 
 class PeagleModel(Construct):
@@ -37,7 +21,7 @@ class PeagleModel(Construct):
         *,
         environment: dict[str, str],
         artifacts: ModelArtifactsLocation | None,
-        image: ServingImage,
+        image: BoundImage,
         execution_role: SageMakerExecutionRole,
         network_isolation: bool = True,
         subnet_ids: list[str] | None = None,
@@ -47,7 +31,7 @@ class PeagleModel(Construct):
         :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.container_env.
         :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix);
             None when the container downloads the weights from the hub itself.
-        :param image: the serving image; several models (A/B variants) share one.
+        :param image: the serving image (ServingImage.bind); several models (A/B variants) share one.
         :param execution_role: shared by every model of the endpoint.
         :param network_isolation: no network or AWS credentials in the container (default: on).
         :param subnet_ids: private subnets to run in (default: SageMaker's managed network).
@@ -62,7 +46,7 @@ class PeagleModel(Construct):
             execution_role_arn=execution_role.role.role_arn,
             enable_network_isolation=network_isolation,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image.asset.image_uri,
+                image=image.image_uri,
                 mode="SingleModel",
                 environment=environment,
                 model_data_source=(

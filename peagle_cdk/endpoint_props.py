@@ -1,0 +1,371 @@
+"""The value types of PeagleEndpoint's props, in CDK's conventions: static factories
+(``ModelWeights.from_bucket``, ``ServingImage.from_asset``, ``Rollout.blue_green``), CDK types
+(``s3.IBucket``, ``ecr.IRepository``, ``Duration``) and a ``bind()`` that grants what it needs, as
+@aws-cdk/aws-sagemaker-alpha's ``ModelData.fromBucket`` and ``ContainerImage.fromAsset`` do.
+
+Each type also says how it reads in the deployment file (``settings()``): PeagleEndpoint plans
+through the same validated model (peagle.config.DeploymentConfig) and rules as `cdk synth` of the
+YAML app, so a construct and a file given the same bad input fail with the same message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from aws_cdk import Duration, TimeZone
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from peagle.config import MeasuredCapacity
+from peagle_cdk.model_artifacts import ModelArtifactsLocation
+
+# The serving image's build context: inference_image/, linked into this package as serving_image/ and
+# shipped in the wheel as package data, so an installed library builds the same image.
+INFERENCE_IMAGE_DIR = (Path(__file__).resolve().parent / "serving_image").resolve()
+
+
+def _seconds(duration: Duration | None) -> int | None:
+    return None if duration is None else int(duration.to_seconds())
+
+
+# --- weights -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelWeights:
+    """Where target/ and drafter/ come from: an S3 prefix (mounted at /opt/ml/model) or the Hugging
+    Face Hub (downloaded by the container at start-up; needs network isolation off)."""
+
+    location: ModelArtifactsLocation | None
+    hub_token_secret_arn: str | None = None
+
+    @staticmethod
+    def from_bucket(bucket: s3.IBucket, prefix: str, *, key: kms.IKey | None = None) -> ModelWeights:
+        """``prefix`` (ending in '/') holds target/ and drafter/ side by side, as `peagle stage` writes
+        them. The endpoint's role may read that prefix only (and decrypt with ``key``, the bucket's
+        KMS key, when it has one)."""
+        return ModelWeights(ModelArtifactsLocation(bucket_name=bucket.bucket_name, prefix=prefix, key=key))
+
+    @staticmethod
+    def from_location(location: ModelArtifactsLocation) -> ModelWeights:
+        """A prefix given by name (a bucket outside this app), e.g. ``ModelArtifactsLocation.from_s3_uri``."""
+        return ModelWeights(location)
+
+    @staticmethod
+    def from_hub(*, token_secret_arn: str | None = None) -> ModelWeights:
+        """The container downloads the pair's Hub ids; ``token_secret_arn``: a Secrets Manager secret holding
+        a Hugging Face token for gated repositories (the role may read it; its value never reaches the
+        template)."""
+        return ModelWeights(None, hub_token_secret_arn=token_secret_arn)
+
+    def settings(self) -> dict[str, Any]:
+        if self.location is None:
+            return {"source": "hub", "hf_token_secret_arn": self.hub_token_secret_arn}
+        return {"source": "s3"}
+
+
+# --- image -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BoundImage:
+    image_uri: str
+    repository: ecr.IRepository
+
+
+class ServingImage:
+    """The serving container: the launcher over the pinned vLLM (inference_image/)."""
+
+    def __init__(self, *, directory: Path | None = None, repository: ecr.IRepository | None = None, tag: str = ""):
+        self._directory, self._repository, self._tag = directory, repository, tag
+        self._bound: dict[int, BoundImage] = {}
+
+    @staticmethod
+    def from_asset(directory: str | Path | None = None) -> ServingImage:
+        """Build the image from its build context at deploy time (`cdk deploy` builds and pushes it;
+        default: the context shipped in this package)."""
+        return ServingImage(directory=Path(directory) if directory else INFERENCE_IMAGE_DIR)
+
+    @staticmethod
+    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> ServingImage:
+        """An image you built and pushed from inference_image/ (same launcher, same vLLM pin)."""
+        return ServingImage(repository=repository, tag=tag)
+
+    def bind(self, scope: Construct) -> BoundImage:
+        """The image for one endpoint; an asset is built once per scope (the construct id "ServingImage")."""
+        key = id(scope)
+        if key not in self._bound:
+            if self._repository is not None:
+                self._bound[key] = BoundImage(self._repository.repository_uri_for_tag(self._tag), self._repository)
+            else:
+                asset = ecr_assets.DockerImageAsset(
+                    Construct(scope, "ServingImage"),
+                    "Image",
+                    directory=str(self._directory),
+                    platform=ecr_assets.Platform.LINUX_AMD64,
+                )
+                self._bound[key] = BoundImage(asset.image_uri, asset.repository)
+        return self._bound[key]
+
+
+# --- speculation -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """How many tokens the P-EAGLE drafter proposes per step (K)."""
+
+    speculative_tokens: int | None = None
+    schedule: tuple[tuple[int, int, int], ...] | None = None
+
+    @staticmethod
+    def recommended() -> Speculation:
+        """The pair's recommended K for the profile (peagle/catalog/pairs.yaml)."""
+        return Speculation()
+
+    @staticmethod
+    def fixed(speculative_tokens: int) -> Speculation:
+        return Speculation(speculative_tokens=speculative_tokens)
+
+    @staticmethod
+    def off() -> Speculation:
+        """No drafter: the target alone (a baseline to compare against)."""
+        return Speculation(speculative_tokens=0)
+
+    @staticmethod
+    def by_batch_size(bands: list[tuple[int, int, int]]) -> Speculation:
+        """K by batch size: (min_batch, max_batch, K) bands covering 1..max_num_seqs without gaps or
+        overlap (vLLM's num_speculative_tokens_per_batch_size)."""
+        return Speculation(schedule=tuple(tuple(band) for band in bands))
+
+    def settings(self) -> dict[str, Any]:
+        schedule = (
+            [{"min_batch": low, "max_batch": high, "speculative_tokens": k} for low, high, k in self.schedule]
+            if self.schedule is not None
+            else None
+        )
+        return {"speculative_tokens": self.speculative_tokens, "schedule": schedule}
+
+
+# --- rollout -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How endpoint updates roll out: blue/green (variants only), rolling, or SageMaker's plain update."""
+
+    strategy: Literal["blue_green", "rolling", "none"]
+    options: dict[str, Any] = field(default_factory=dict)
+    auto_rollback: bool = True
+
+    @staticmethod
+    def blue_green(
+        *,
+        traffic: Literal["auto", "canary", "linear", "all_at_once"] = "auto",
+        canary_percent: int = 10,
+        linear_step_percent: int = 25,
+        wait: Duration = Duration.minutes(10),
+        termination_wait: Duration = Duration.minutes(10),
+        max_execution: Duration = Duration.hours(2),
+        auto_rollback: bool = True,
+    ) -> Rollout:
+        """A second fleet takes traffic in steps (``traffic`` auto: canary with two or more instances,
+        all at once with baking with one), rolled back on the monitoring's alarms."""
+        return Rollout(
+            "blue_green",
+            {
+                "traffic": traffic,
+                "canary_percent": canary_percent,
+                "linear_step_percent": linear_step_percent,
+                "wait_seconds": _seconds(wait),
+                "termination_wait_seconds": _seconds(termination_wait),
+                "max_execution_seconds": _seconds(max_execution),
+            },
+            auto_rollback,
+        )
+
+    @staticmethod
+    def rolling(
+        *,
+        batch_percent: int = 25,
+        wait: Duration = Duration.minutes(10),
+        rollback_batch_percent: int = 100,
+        max_execution: Duration = Duration.hours(2),
+        auto_rollback: bool = True,
+    ) -> Rollout:
+        """Instances (or component copies) replaced ``batch_percent`` at a time."""
+        return Rollout(
+            "rolling",
+            {
+                "batch_percent": batch_percent,
+                "wait_seconds": _seconds(wait),
+                "rollback_batch_percent": rollback_batch_percent,
+                "max_execution_seconds": _seconds(max_execution),
+            },
+            auto_rollback,
+        )
+
+    @staticmethod
+    def none() -> Rollout:
+        """No DeploymentConfig: SageMaker's plain update (needed to add or remove a variant)."""
+        return Rollout("none")
+
+    def settings(self) -> dict[str, Any]:
+        section = {"blue_green": "blue_green", "rolling": "rolling"}.get(self.strategy)
+        return {
+            "strategy": self.strategy,
+            "auto_rollback": self.auto_rollback,
+            **({section: self.options} if section else {}),
+        }
+
+
+# --- endpoint mode -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EndpointMode:
+    """Production variants (one model replica per instance, at least one instance running) or inference
+    components (copies packed per instance, copies and instances may scale to zero)."""
+
+    mode: Literal["variants", "inference_components"]
+    components: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def variants() -> EndpointMode:
+        return EndpointMode("variants")
+
+    @staticmethod
+    def inference_components(
+        *,
+        min_instances: int = 0,
+        max_instances: int = 2,
+        initial_copies: int = 1,
+        accelerators_per_copy: int | None = None,
+        scale_to_zero_after: Duration = Duration.minutes(30),
+    ) -> EndpointMode:
+        """``min_instances`` 0 lets managed instance scaling release every instance; copy bounds and the
+        per-copy target are Autoscaling's (min_capacity 0: the last copy goes after ``scale_to_zero_after``
+        without a request)."""
+        return EndpointMode(
+            "inference_components",
+            {
+                "min_instances": min_instances,
+                "max_instances": max_instances,
+                "initial_copies": initial_copies,
+                "accelerators_per_copy": accelerators_per_copy,
+                "scale_to_zero_after_idle_minutes": int(scale_to_zero_after.to_minutes()),
+            },
+        )
+
+
+# --- autoscaling -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduledCapacity:
+    """Capacity bounds from a schedule, e.g. fewer instances off-peak (variants)."""
+
+    name: str  # PascalCase construct id, stable across deploys
+    schedule: appscaling.Schedule
+    min_capacity: int
+    max_capacity: int
+    time_zone: TimeZone | None = None
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """Scaling of the serving units, in the same words for both modes: instances of the variant, or copies
+    of the component (``min_capacity`` 0 scales the component to zero).
+
+    The target: ``target_concurrency`` requests in flight per unit if given, else ``measured_capacity``'s
+    (what `peagle capacity` measured at the SLO, times its headroom), else the planner's stated guess
+    (`peagle plan` prints which). ``max_requests_per_second`` instead tracks invocations per instance
+    (variants only).
+    """
+
+    min_capacity: int | None = None  # default: 1 instance, or 0 copies
+    max_capacity: int | None = None  # default: 2 instances, or as many copies as max_instances hold
+    target_concurrency: float | None = None
+    measured_capacity: MeasuredCapacity | None = None
+    max_requests_per_second: float | None = None
+    safety_factor: float = 0.5
+    gpu_utilization_percent: float | None = 80
+    latency_step_scaling: bool = True
+    scale_in_cooldown: Duration = Duration.minutes(15)
+    scale_out_cooldown: Duration = Duration.minutes(2)
+    schedules: tuple[ScheduledCapacity, ...] = ()
+
+    def settings(self, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(autoscaling section, inference_components additions) of the deployment file."""
+        components = mode == "inference_components"
+        section: dict[str, Any] = {
+            "enabled": True,
+            "target": "invocations" if self.max_requests_per_second is not None else "concurrency",
+            "max_rps_per_instance": self.max_requests_per_second,
+            "safety_factor": self.safety_factor,
+            "measured_capacity": self.measured_capacity.model_dump() if self.measured_capacity else None,
+            "gpu_utilization_target_percent": self.gpu_utilization_percent,
+            "latency_step_scaling": self.latency_step_scaling,
+            "scale_in_cooldown_seconds": _seconds(self.scale_in_cooldown),
+            "scale_out_cooldown_seconds": _seconds(self.scale_out_cooldown),
+            "schedules": [
+                {
+                    "name": schedule.name,
+                    "schedule": schedule.schedule.expression_string,
+                    "min_instances": schedule.min_capacity,
+                    "max_instances": schedule.max_capacity,
+                    "time_zone": schedule.time_zone.timezone_name if schedule.time_zone else None,
+                }
+                for schedule in self.schedules
+            ],
+        }
+        if not section["schedules"]:
+            del section["schedules"]  # named only when used: in components mode the file's rules refuse it
+        unit: dict[str, Any] = {}
+        if components:
+            unit = {
+                "min_copies": self.min_capacity,
+                "max_copies": self.max_capacity,
+                "target_concurrency_per_copy": self.target_concurrency,
+            }
+        else:
+            section |= {
+                "min_instances": self.min_capacity,
+                "max_instances": self.max_capacity,
+                "target_concurrency_per_instance": self.target_concurrency,
+            }
+        # None means "the default" everywhere but the GPU policy, where it means "no GPU policy".
+        keep = {"gpu_utilization_target_percent"}
+        drop_unset = lambda values: {k: v for k, v in values.items() if v is not None or k in keep}  # noqa: E731
+        return drop_unset(section), drop_unset(unit)
+
+
+# --- A/B baseline ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AbBaseline:
+    """A second variant (or component) serving the same target with another K, 0 by default (no
+    speculation): the dashboard then compares the two on live traffic."""
+
+    speculative_tokens: int = 0
+    # Variants: the baseline's share of requests (None: half). Components have no split: each request
+    # names its component.
+    traffic_percent: float | None = None
+    instance_count: int = 1
+
+    def settings(self) -> dict[str, Any]:
+        section = {
+            "enabled": True,
+            "baseline_speculative_tokens": self.speculative_tokens,
+            "baseline_instance_count": self.instance_count,
+        }
+        if self.traffic_percent is not None:
+            section["baseline_traffic_percent"] = self.traffic_percent
+        return section

@@ -1,0 +1,263 @@
+"""EndpointConfig + Endpoint of production variants for PeagleModels, with rollout guardrails and
+grant, metric and autoscaling helpers that fill the EndpointName/VariantName dimensions in one place.
+PeagleEndpoint (the L3) builds it in variants mode; ComponentEndpoint is the other mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from peagle_cdk.endpoint_logs import EndpointLogGroup
+from peagle_cdk.endpoint_scaling import ScalableInstanceCount
+from peagle_cdk.peagle_model import PeagleModel
+from peagle_cdk.rollout import RolloutPolicy
+
+SAGEMAKER_NAMESPACE = "AWS/SageMaker"
+# Instance-level metrics (GPU, CPU, memory, disk) live in this namespace.
+ENDPOINT_INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
+INVOKE_ACTIONS = (
+    "sagemaker:InvokeEndpoint",
+    "sagemaker:InvokeEndpointWithResponseStream",
+    "sagemaker:InvokeEndpointAsync",
+)
+
+
+def autoscaling_service_role(scope: Construct, id: str) -> iam.IRole:
+    """Application Auto Scaling's service-linked role for SageMaker endpoints and components
+    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint)."""
+    return iam.Role.from_role_arn(
+        scope,
+        id,
+        Stack.of(scope).format_arn(
+            service="iam",
+            region="",
+            resource="role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com",
+            resource_name="AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One production variant. Keep ``name`` stable across updates: autoscaling and rollouts key on it."""
+
+    name: str
+    model: PeagleModel
+    instance_type: str
+    instance_count: int
+    weight: float
+    container_startup_timeout_seconds: int
+    model_download_timeout_seconds: int
+    # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it,
+    # which is too old for a CUDA 13 serving image; peagle/deployment_rules.py picks and checks it.
+    inference_ami_version: str | None = None
+
+
+class ServingMetrics:
+    """CloudWatch metric helpers for the unit that serves: a production variant (VariantEndpoint) or an
+    inference component (ComponentEndpoint). ``variant_name`` names that unit, default the primary one.
+    Each class that mixes it in defines ``_dimensions(variant_name) -> dict`` (the CloudWatch dimensions
+    that pick the unit) and may move the GPU metrics (GPU_NAMESPACE and the two names)."""
+
+    GPU_NAMESPACE = ENDPOINT_INSTANCE_NAMESPACE
+    GPU_UTILIZATION = "GPUUtilization"  # 0-100 x number of GPUs per instance
+    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = SAGEMAKER_NAMESPACE,
+        statistic: str = "Average",
+        period: Duration = Duration.minutes(1),
+        variant_name: str | None = None,
+        **options,
+    ) -> cloudwatch.Metric:
+        """``options``: the rest of cloudwatch.Metric's (label, color, unit, account, region)."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map=self._dimensions(variant_name),
+            statistic=statistic,
+            period=period,
+            **options,
+        )
+
+    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocations", statistic="Sum", **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
+
+    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric(self.GPU_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
+
+    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
+        return self.metric(self.GPU_MEMORY_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
+
+
+class VariantEndpoint(Construct, ServingMetrics):
+    """A real-time endpoint; the first variant is the primary one (metrics default to it)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint_name: str,
+        variants: list[VariantSpec],
+        volume_key: kms.IKey | None = None,
+        log_retention_days: int = 365,
+        detailed_observability: bool = True,
+        metric_publish_frequency_seconds: int = 60,
+        async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
+    ) -> None:
+        """
+        :param endpoint_name: a physical name, so the log group (and with it the KPI metric filters)
+            can exist before the endpoint starts logging. Changing it replaces the endpoint.
+        :param volume_key: KMS key for the ML storage volume (default: none; on instance types with
+            local NVMe storage a key does not encrypt that storage, and older API texts say the call
+            fails: peagle.deployment_rules.volume_key_allowed).
+        :param log_retention_days: retention of the endpoint's log group (default one year).
+        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics (default on).
+        :param async_inference: makes this an asynchronous endpoint (default: real-time).
+        """
+        super().__init__(scope, id)
+        if not variants:
+            raise ValueError("VariantEndpoint needs at least one variant")
+        self.variants = variants
+        self.variant_name = variants[0].name
+        self._endpoint_name = endpoint_name
+        self.log_group = EndpointLogGroup(self, "Logs", endpoint_name=endpoint_name, retention_days=log_retention_days)
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            kms_key_id=volume_key.key_arn if volume_key else None,
+            # Container /metrics scraping and per-instance metrics are real-time endpoint features.
+            metrics_config=(
+                sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+                    enable_detailed_observability=detailed_observability,
+                    enable_enhanced_metrics=True,
+                    metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
+                )
+                if async_inference is None
+                else None
+            ),
+            async_inference_config=async_inference,
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=variant.name,
+                    model_name=variant.model.model_name,
+                    instance_type=variant.instance_type,
+                    initial_instance_count=variant.instance_count,
+                    initial_variant_weight=variant.weight,
+                    container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
+                    model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
+                    inference_ami_version=variant.inference_ami_version,
+                    # LLM requests vary 100x in length: route to the least busy instance
+                    # (real-time only; an async endpoint's queue hands out work itself).
+                    routing_config=(
+                        sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
+                        if async_inference is None
+                        else None
+                    ),
+                )
+                for variant in variants
+            ],
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        )
+        # The container logs from its first second; the group must exist (with our retention and key) first.
+        self.endpoint.node.add_dependency(self.log_group)
+
+    @property
+    def endpoint_name(self) -> str:
+        return self._endpoint_name
+
+    def log_group_of(self, variant_name: str | None = None) -> EndpointLogGroup:
+        """The endpoint's one log group: every variant logs there."""
+        return self.log_group
+
+    @property
+    def endpoint_arn(self) -> str:
+        return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
+
+    def configure_rollout(self, policy: RolloutPolicy) -> None:
+        """Updates go blue/green or rolling as ``policy`` says, rolled back on its alarms (it renders when the
+        template does, so alarms added later count); a policy of strategy ``none`` sets no DeploymentConfig.
+
+        Scaled instance counts survive deploys (only the weights of the new config apply), so a
+        deploy never shrinks an endpoint that autoscaling has grown.
+        """
+        if policy.strategy == "none":
+            # The plain update also takes variants added or removed; instance counts then come
+            # from the new config (nothing is retained for variants that may not exist any more).
+            return
+        self.endpoint.deployment_config = policy.endpoint_deployment_config()
+        self.endpoint.retain_all_variant_properties = True
+        self.endpoint.exclude_retained_variant_properties = [
+            sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
+        ]
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow real-time, streaming and async invocation of this endpoint only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn]
+        )
+
+    def auto_scale_instance_count(
+        self, *, min_capacity: int, max_capacity: int, variant_name: str | None = None
+    ) -> ScalableInstanceCount:
+        """Register a variant's instance count with Application Auto Scaling; add policies on the result."""
+        variant = variant_name or self.variant_name
+        role = autoscaling_service_role(self, f"AutoScalingRole{variant}")
+        scaling = ScalableInstanceCount(
+            self,
+            "InstanceCount" if variant == self.variant_name else f"InstanceCount{variant}",
+            endpoint_name=self.endpoint_name,
+            variant_name=variant,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            role=role,
+        )
+        scaling.node.add_dependency(self.endpoint)
+        return scaling
+
+    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
+        return {"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant_name}
+
+    def metric_backlog_per_instance(self, **kwargs) -> cloudwatch.Metric:
+        """Async endpoints only: queued requests per instance (EndpointName dimension only)."""
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_NAMESPACE,
+            metric_name="ApproximateBacklogSizePerInstance",
+            dimensions_map={"EndpointName": self.endpoint_name},
+            statistic="Average",
+            **kwargs,
+        )
+
+    def metric_has_backlog_without_capacity(self, **kwargs) -> cloudwatch.Metric:
+        """Async endpoints only: 1 while requests wait and no instance runs (scale out from zero)."""
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_NAMESPACE,
+            metric_name="HasBacklogWithoutCapacity",
+            dimensions_map={"EndpointName": self.endpoint_name},
+            statistic="Average",
+            **kwargs,
+        )
