@@ -16,7 +16,7 @@ from peagle.config import DEFAULT_DEPLOYMENT_FILE
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_AWS = 0, 1, 2, 3
 # The endpoint stack's construct id in app.py: the artifact id in cdk.out/manifest.json
-# (README, "Deploying to an account": cdk selects stacks by their construct ids).
+# (docs/deployment.md, "Stacks, names and outputs": cdk selects stacks by their construct ids).
 ENDPOINT_STACK_ID = "PeagleEndpoint"
 DEPLOYMENT_TAG = "peagle:deployment"  # app.py tags every stack with the deployment's name
 _FROM_MANIFEST = ""  # --stack given without a name

@@ -421,7 +421,7 @@ def weights_prefix(old: StackTemplate, new: StackTemplate, context: CheckContext
 
 # https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html
 # lists ResourceAlreadyExistsException, "The specified resource already exists.", and
-# the endpoint's log groups are retained after the stack lets go of them (README,
+# the endpoint's log groups are retained after the stack lets go of them (docs/deployment.md,
 # "Deleting": "the next deploy with the same name fails on the existing log group").
 CREATE_LOG_GROUP = "https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html"
 
