@@ -11,7 +11,7 @@ roles", https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html; IA
 
 from __future__ import annotations
 
-from aws_cdk import Aws
+from aws_cdk import Aws, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
@@ -156,7 +156,14 @@ class SageMakerExecutionRole(Construct):
             )
 
     def _acknowledge_prefix(self, bucket_name: str, prefix: str, reason: str) -> None:
-        finding = f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{_nag_rendering(bucket_name)}/{prefix}*]"
+        name = _nag_rendering(bucket_name)
+        if Token.is_unresolved(name):
+            # A bucket of the same app: its name is a Ref, which cdk-nag prints as <LogicalId>.
+            resolved = Stack.of(self).resolve(bucket_name)
+            if not (isinstance(resolved, dict) and set(resolved) == {"Ref"}):
+                return  # no finding id to name: cdk-nag reports it, for you to acknowledge
+            name = f"<{resolved['Ref']}>"
+        finding = f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*]"
         acknowledge(self.policy, finding, reason)
 
     def grant_write_logs(self, log_group_name: str, *, sid: str = "WriteEndpointLogs") -> None:

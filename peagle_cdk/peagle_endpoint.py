@@ -27,6 +27,7 @@ from peagle.catalog import InstanceType, ModelPair
 from peagle.config import DeploymentConfig, ProfileOverrides, SloSettings, parse_deployment_config
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.deployment_rules import DeploymentPlans, check_deployment, volume_key_allowed
+from peagle.errors import PeagleError
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec
@@ -47,6 +48,16 @@ from peagle_cdk.nag import acknowledge
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
+
+# The messages name deployment-file fields (one set of messages for files and constructs); this line
+# says which prop each one is.
+PROPS_AS_FIELDS = (
+    "(PeagleEndpoint props as deployment-file fields: instance_type = instance.type, instance_facts = "
+    "custom_instances, custom_pair = custom_pairs, inference_ami_version = instance.ami_version, mode = "
+    "endpoint.mode and endpoint.inference_components, autoscaling = autoscaling (min_capacity/max_capacity: "
+    "min_/max_instances, or min_/max_copies), ab_baseline = ab_test, latency_sla = alarms.latency_p90_seconds; "
+    "see docs/library.md)"
+)
 
 
 @jsii.implements(IValidation)
@@ -168,10 +179,13 @@ class PeagleEndpoint(Construct):
             detailed_observability=detailed_observability,
             vllm_args=vllm_args,
         )
-        config = parse_deployment_config(data, source=f"PeagleEndpoint {self.node.path}")
-        self.plans = DeploymentPlans(
-            config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
-        )
+        try:
+            config = parse_deployment_config(data, source=f"PeagleEndpoint {self.node.path}")
+            self.plans = DeploymentPlans(
+                config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
+            )
+        except PeagleError as error:
+            raise type(error)(f"{error}\n{PROPS_AS_FIELDS}") from None
         self.node.add_validation(_SageMakerRules(self))
         self._config = config
         self.endpoint_name = endpoint_name or config.endpoint_name
