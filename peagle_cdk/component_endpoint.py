@@ -48,7 +48,8 @@ shipped with cfn-lint 1.58.0, unless a URL is given):
   scale-out alarm is on it: "your endpoint will automatically provision an instance soon after it
   receives an inference request that it can't respond to".
 - Container logs: /aws/sagemaker/InferenceComponents/<component name>. No AWS page we found
-  states it; public tooling that reads component logs uses that group. Unverified (README).
+  states it; public tooling that reads component logs uses that group. Unverified (docs/inference-components.md,
+  "Not verified on AWS").
 """
 
 from __future__ import annotations

@@ -394,6 +394,6 @@ def _plan_summary(endpoint: PeagleEndpoint) -> str:
     return (
         f"# P-EAGLE endpoint `{endpoint.endpoint_name}`\n"
         "Latency and errors come from SageMaker (AWS/SageMaker, /aws/sagemaker/Endpoints); tokens/s, TTFT, "
-        "TPOT and acceptance from the launcher's KPI lines (PEagle/Endpoints). See the README, "
-        "'Reading the dashboard'.\n\n" + lines
+        "TPOT and acceptance from the launcher's KPI lines (PEagle/Endpoints). What each one means: "
+        "docs/observability.md, 'Reading the dashboard'.\n\n" + lines
     )
