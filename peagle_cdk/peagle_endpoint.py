@@ -389,10 +389,12 @@ class PeagleEndpoint(Construct):
         min_instances: int = 0,
         max_instances: int = 2,
         target_backlog_per_instance: float = 4.0,
+        scale_in_cooldown: Duration | None = None,
+        scale_out_cooldown: Duration | None = None,
     ) -> AsyncInferenceEndpoint:
         """An asynchronous endpoint on its own Model (the same image, weights and plan) for long jobs:
         inputs and results under async/ in ``bucket_name``, SNS topics for success and failure, scaling on
-        the queue (to zero when ``min_instances`` is 0)."""
+        the queue (to zero when ``min_instances`` is 0). Cooldowns default to the autoscaling prop's."""
         if self.async_endpoint is not None:
             raise ValueError("PeagleEndpoint has an asynchronous endpoint already")
         name = endpoint_name or self._config.async_endpoint_name
@@ -411,8 +413,8 @@ class PeagleEndpoint(Construct):
             min_instances=min_instances,
             max_instances=max_instances,
             target_backlog_per_instance=target_backlog_per_instance,
-            scale_in_cooldown=scaling.scale_in_cooldown,
-            scale_out_cooldown=scaling.scale_out_cooldown,
+            scale_in_cooldown=scale_in_cooldown or scaling.scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown or scaling.scale_out_cooldown,
             wake_cooldown=Duration.seconds(self.plan.unit_start_budget_seconds),
             volume_key=self.volume_key,
             log_retention_days=self._config.observability.log_retention_days,

@@ -101,6 +101,8 @@ class EndpointStack(Stack):
                 min_instances=settings.min_instances,
                 max_instances=settings.max_instances,
                 target_backlog_per_instance=settings.target_backlog_per_instance,
+                scale_in_cooldown=Duration.seconds(config.autoscaling.scale_in_cooldown_seconds),
+                scale_out_cooldown=Duration.seconds(config.autoscaling.scale_out_cooldown_seconds),
             )
         self._outputs()
 
