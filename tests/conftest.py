@@ -1,4 +1,7 @@
-"""Shared fixtures for tests that need a real vLLM (CPU build) server.
+"""Shared fixtures: the synthesized CDK app, and a real vLLM (CPU build) server.
+
+``cdk_synthesized`` is the one synth cache of the session: tests/infra, tests/preflight and
+tests/simulate each ask it for their apps, so an app that two folders need is synthesized once.
 
 Engine start-ups cost ~30 s each on 2 cores, so the whole suite starts few: one
 session-wide P-EAGLE server (``local_server``, K=4) that every folder shares, plus
@@ -9,10 +12,26 @@ launcher), on a free port: never 8080, where a user's `make local` may be runnin
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from local_engine import TEST_KPI_INTERVAL_SECONDS, LocalServer, free_port, peagle_local_command, spawn
+
+
+@pytest.fixture(scope="session")
+def cdk_synthesized(tmp_path_factory):
+    """``cdk_synthesized(**context)`` -> cdk_synth.SynthResult, each distinct app synthesized once.
+
+    Imported here, not at the top: the serving tests need no CDK (aws-cdk-lib loads in seconds).
+    """
+    infra = str(Path(__file__).resolve().parent / "infra")
+    if infra not in sys.path:
+        sys.path.insert(0, infra)
+    from cdk_synth import SynthCache
+
+    return SynthCache(lambda: tmp_path_factory.mktemp("synth"))
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,20 @@
-"""Build the real CDK app (app.py's build_app) in-process and read its templates."""
+"""Build the real CDK app (app.py's build_app) in-process and read its templates.
+
+``synthesize`` always builds anew (for tests that change something around the app first);
+``SynthCache`` builds each distinct (deployment, context) once and shares the result. One
+``SynthCache`` serves the whole session (tests/conftest.py's ``cdk_synthesized``), so tests/infra,
+tests/preflight and tests/simulate never synthesize the same app twice.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
@@ -19,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class SynthResult:
     app: App
     templates: dict[str, dict]  # stack id -> template JSON
+    outdir: Path  # the cloud assembly (manifest.json, templates, assets), a directory named cdk.out
 
     def template(self, stack_id: str = "PeagleEndpoint") -> Template:
         return Template.from_json(self.templates[stack_id])
@@ -35,16 +44,54 @@ class SynthResult:
         return model["Properties"]["PrimaryContainer"]["Environment"]
 
 
-def synthesize(outdir: Path, **context: object) -> SynthResult:
-    """Build and synthesize the real app (with cdk-nag) from the repo root's files."""
+def _app_context(context: dict[str, object]) -> dict[str, object]:
     # cdk.json's context (feature flags) applies here exactly as under `cdk synth`.
     cdk_json = json.loads((REPO_ROOT / "cdk.json").read_text())
-    context = {**cdk_json["context"], "deployment": str(REPO_ROOT / "deployments" / "default.yaml"), **context}
-    app = App(context=context, outdir=str(outdir))
+    return {**cdk_json["context"], "deployment": str(REPO_ROOT / "deployments" / "default.yaml"), **context}
+
+
+def synthesize(outdir: Path, **context: object) -> SynthResult:
+    """Build and synthesize the real app (with cdk-nag) from the repo root's files."""
+    app = App(context=_app_context(context), outdir=str(outdir))
     cdk_app.build_app(app)
     assembly = app.synth()  # raises ValidationFailed on any unacknowledged cdk-nag finding
     templates = {stack.id: stack.template for stack in assembly.stacks}
-    return SynthResult(app=app, templates=templates)
+    return SynthResult(app=app, templates=templates, outdir=Path(outdir))
+
+
+def synth_key(context: dict[str, object]) -> str:
+    """What a synthesis depends on: the context, with the deployment file as its parsed content.
+
+    The app reads the file's path only into error messages, so two files with the same settings (the
+    repo's default.yaml and preflight's rewritten copy of it) are one synthesis, and a file rewritten
+    in place is a new one. Failures are never cached, so an unreadable file keys by its path.
+    """
+    full = _app_context(context)
+    deployment = str(full.pop("deployment"))
+    try:
+        settings: object = yaml.safe_load(Path(deployment).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        settings = {"unreadable deployment file": deployment}
+    return json.dumps({"deployment": settings, "context": full}, sort_keys=True, default=str)
+
+
+class SynthCache:
+    """``cache(**context)`` -> the SynthResult for that context, synthesized on first use only.
+
+    ``new_root()`` gives an empty directory per synthesis; the assembly goes to ``<root>/cdk.out``
+    (the name `peagle preflight` and `peagle simulate` default to). Results are shared: read them,
+    don't change them or write into their cdk.out.
+    """
+
+    def __init__(self, new_root: Callable[[], Path]) -> None:
+        self._new_root = new_root
+        self._results: dict[str, SynthResult] = {}
+
+    def __call__(self, **context: object) -> SynthResult:
+        key = synth_key(context)
+        if key not in self._results:
+            self._results[key] = synthesize(self._new_root() / "cdk.out", **context)
+        return self._results[key]
 
 
 def write_deployment(tmp_path: Path, text: str) -> str:

@@ -1,6 +1,7 @@
 """Real endpoint-stack templates for preflight: each deployment variant is synthesized once
-per session by the project's own CDK app (tests/infra/cdk_synth.py), ~5 s each, so the
-rules are checked against the structure `cdk deploy` really submits."""
+per session by the project's own CDK app (tests/conftest.py's shared cache of
+tests/infra/cdk_synth.py), so the rules are checked against the structure `cdk deploy` really
+submits; a variant with the settings of another folder's app reuses that synthesis."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))  # the same helper tests/infra uses
-from cdk_synth import REPO_ROOT, synthesize  # noqa: E402
+from cdk_synth import REPO_ROOT  # noqa: E402
 
 
 def _deployment(base: str, **changes: Any) -> dict:
@@ -60,16 +61,14 @@ class Synthesized:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory):
+def synthesized(cdk_synthesized, tmp_path_factory):
     cache: dict[str, Synthesized] = {}
 
     def _get(name: str) -> Synthesized:
         if name not in cache:
-            root = tmp_path_factory.mktemp(name)
-            deployment_file = root / f"{name}.yaml"
+            deployment_file = tmp_path_factory.mktemp(name) / f"{name}.yaml"
             deployment_file.write_text(yaml.safe_dump(DEPLOYMENTS[name]))
-            cdk_out = root / "cdk.out"
-            synthesize(cdk_out, deployment=str(deployment_file))
+            cdk_out = cdk_synthesized(deployment=str(deployment_file)).outdir
             cache[name] = Synthesized(deployment_file, cdk_out, cdk_out / "PeagleEndpoint.template.json")
         return cache[name]
 

@@ -1,5 +1,6 @@
 """Real endpoint-stack templates for the simulator: every example deployment synthesized once per
-session by the project's own CDK app (tests/infra/cdk_synth.py), ~5 s each."""
+session by the project's own CDK app (tests/conftest.py's shared cache of tests/infra/cdk_synth.py,
+so an example another folder synthesized already is not built again)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))  # the same helper tests/infra uses
-from cdk_synth import REPO_ROOT, synthesize  # noqa: E402
+from cdk_synth import REPO_ROOT  # noqa: E402
 
 EXAMPLE_DEPLOYMENTS = sorted(path.stem for path in (REPO_ROOT / "deployments").glob("*.yaml"))
 
@@ -23,15 +24,10 @@ class Synthesized:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory):
-    cache: dict[str, Synthesized] = {}
-
+def synthesized(cdk_synthesized):
     def _get(name: str) -> Synthesized:
-        if name not in cache:
-            deployment_file = REPO_ROOT / "deployments" / f"{name}.yaml"
-            cdk_out = tmp_path_factory.mktemp(name) / "cdk.out"
-            synthesize(cdk_out, deployment=str(deployment_file))
-            cache[name] = Synthesized(deployment_file, cdk_out, cdk_out / "PeagleEndpoint.template.json")
-        return cache[name]
+        deployment_file = REPO_ROOT / "deployments" / f"{name}.yaml"
+        cdk_out = cdk_synthesized(deployment=str(deployment_file)).outdir
+        return Synthesized(deployment_file, cdk_out, cdk_out / "PeagleEndpoint.template.json")
 
     return _get
