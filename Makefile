@@ -14,7 +14,7 @@ DEPLOYMENT ?= deployments/default.yaml
 CDK := node_modules/.bin/cdk
 NODE_DEPS := node_modules/.installed
 
-.PHONY: synth deploy test lint format local plan catalog deps client-deps dev-deps serving-deps clean
+.PHONY: synth deploy test test-fast lint format local plan catalog deps client-deps dev-deps serving-deps clean
 
 # synth also installs what the deploy section's other commands need (peagle stage, invoke,
 # bench, smoke, preflight: boto3, httpx, ...), so the README's deploy steps run after it.
@@ -31,8 +31,32 @@ deploy: synth
 	$(VENV)/bin/peagle preflight --deployment $(DEPLOYMENT) --stack $(PREFLIGHT_ARGS)
 	$(CDK) deploy --app cdk.out PeagleEndpoint $(CDK_DEPLOY_ARGS)
 
-test: lint $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
-	$(PY) -m pytest $(PYTEST_ARGS)
+# Two lanes, every test in exactly one. SERVING_TESTS need requirements-serving.txt (the vLLM CPU
+# build, torch): a real engine (the `engine` marker or the session's local_server), the tiny pair
+# (built with torch) or torch itself; a file holding any such test is listed whole, and tests/serving
+# (the container's launcher) stays together. A new test that needs vLLM or torch goes in this list.
+SERVING_TESTS := tests/serving \
+	tests/batch/test_batch_against_local_server.py \
+	tests/bench/test_bench_against_local_server.py \
+	tests/bench/test_bench_against_vllm_bench_serve.py \
+	tests/bench/test_bench_open_loop.py \
+	tests/capacity/test_capacity_local.py \
+	tests/client/test_client_against_local_server.py \
+	tests/smoke/test_smoke_against_local_server.py \
+	tests/stage/test_stage_checkpoints_and_plan.py \
+	tests/tune/test_tune_choice.py \
+	tests/tune/test_tune_signals.py
+
+# The fast lane: ruff, then every other test (config, planner, CDK templates, cdk-nag, cfn-lint,
+# preflight, simulate, the library wheel, client/bench/batch/stage/tune/smoke against stand-ins),
+# on requirements.txt, -client and -dev plus the CDK CLI only: no torch, no vLLM.
+test-fast: lint $(VENV)/.dev-deps $(VENV)/bin/node $(NODE_DEPS)
+	$(PY) -m pytest $(addprefix --ignore=,$(SERVING_TESTS)) $(PYTEST_ARGS)
+
+# Everything: the fast lane first (on a fresh clone before the serving stack is even installed,
+# so CI keeps it torch-free), then SERVING_TESTS. PYTEST_ARGS (e.g. -x, -k NAME) go to both runs.
+test: test-fast $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
+	$(PY) -m pytest $(SERVING_TESTS) $(PYTEST_ARGS)
 
 # One linter and formatter (ruff, configured in pyproject.toml); `make format` applies both.
 lint: $(VENV)/.dev-deps
