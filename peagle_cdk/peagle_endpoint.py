@@ -356,6 +356,21 @@ class PeagleEndpoint(Construct):
             return None
         return self.endpoint.metric_invocations_per_copy(period=period)
 
+    def auto_scale_capacity(self, *, unit_name: str | None = None) -> ScalableInstanceCount | ScalableCopyCount:
+        """The scalable capacity of a unit (default the primary one): a variant's instance count, or a
+        component's copy count. Both offer the same policies with the same keywords (scale_on_concurrency,
+        scale_on_gpu_utilization, scale_on_model_latency, scale_on_schedule); what you add goes beside the
+        policies the ``autoscaling`` prop made. The bounds and targets themselves are that prop's: the
+        planner and SageMaker's rules need them (a rolling batch against the minimum instance count, the
+        copies a fleet holds)."""
+        if self.scaling is None:
+            raise ValueError("PeagleEndpoint was built with autoscaling=None; pass autoscaling=Autoscaling(...)")
+        units = self.unit_names if self._config.uses_inference_components else self.unit_names[:1]
+        unit = unit_name or self.primary_unit
+        if unit not in units:
+            raise ValueError(f"no scalable capacity for {unit!r}; units that scale: {units}")
+        return self.scaling[units.index(unit)]
+
     # --- rollout ----------------------------------------------------------------------------------
 
     def add_rollback_alarms(self, alarms: Sequence[cloudwatch.IAlarm], *, unit_name: str | None = None) -> None:

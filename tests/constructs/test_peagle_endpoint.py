@@ -206,6 +206,34 @@ def test_variants_mode_scales_instances_with_the_same_keywords():
     )
 
 
+def test_auto_scale_capacity_takes_the_same_policies_in_both_modes():
+    stack = _stack()
+    variants = _endpoint(stack, "Variants", name="variants")
+    components = _endpoint(
+        stack,
+        "Components",
+        name="components",
+        model="qwen3-8b",
+        instance_type="ml.g6e.48xlarge",
+        mode=EndpointMode.inference_components(),
+        autoscaling=Autoscaling(min_capacity=0),
+        bucket=s3.Bucket(stack, "W2"),
+    )
+    for endpoint in (variants, components):
+        endpoint.auto_scale_capacity().scale_on_concurrency(
+            "MyConcurrency",
+            target_requests_per_unit=3,
+            scale_in_cooldown=Duration.minutes(5),
+            scale_out_cooldown=Duration.minutes(1),
+        )
+    policies = Template.from_stack(stack).find_resources("AWS::ApplicationAutoScaling::ScalingPolicy")
+    mine = [p for logical_id, p in policies.items() if "MyConcurrency" in logical_id]
+    assert len(mine) == 2
+    assert {p["Properties"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] for p in mine} == {3}
+    with pytest.raises(ValueError, match="units that scale"):
+        variants.auto_scale_capacity(unit_name="Baseline")
+
+
 def test_no_autoscaling_means_fixed_capacity():
     stack = _stack()
     _endpoint(stack, autoscaling=None)
