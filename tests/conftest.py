@@ -24,7 +24,7 @@ from local_engine import TEST_KPI_INTERVAL_SECONDS, LocalServer, free_port, peag
 def cdk_synthesized(tmp_path_factory):
     """``cdk_synthesized(**context)`` -> cdk_synth.SynthResult, each distinct app synthesized once.
 
-    Imported here, not at the top: the serving tests need no CDK (aws-cdk-lib loads in seconds).
+    Imported here, not at the top: the serving tests need no CDK app (importing it takes ~1.5 s).
     """
     infra = str(Path(__file__).resolve().parent / "infra")
     if infra not in sys.path:
