@@ -50,7 +50,9 @@ def test_your_topic_and_dashboard_get_the_alarms_and_the_widgets():
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::SNS::Topic", 1)  # yours; none made
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
-    assert _alarm_actions(template, "ChatMonitoring") == {json.dumps({"Ref": stack.get_logical_id(topic.node.default_child)})}
+    assert _alarm_actions(template, "ChatMonitoring") == {
+        json.dumps({"Ref": stack.get_logical_id(topic.node.default_child)})
+    }
     assert monitoring.topic is None and monitoring.dashboard is dashboard
     (body,) = [d["Properties"]["DashboardBody"] for d in template.find_resources("AWS::CloudWatch::Dashboard").values()]
     text = json.dumps(body)
