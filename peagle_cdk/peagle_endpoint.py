@@ -477,6 +477,8 @@ class PeagleEndpoint(Construct):
         unit: dict[str, Any] = {}
         if self._autoscaling is None:
             data["autoscaling"] = {"enabled": False}
+            # Fixed capacity: the copies the deploy starts stay (no copy count of 0 without a policy to wake it).
+            unit = {"min_copies": mode.components.get("initial_copies", 1)}
         else:
             data["autoscaling"], unit = self._autoscaling.settings(mode.mode)
         if mode.mode == "inference_components":

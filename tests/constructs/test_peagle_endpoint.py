@@ -237,6 +237,17 @@ def test_auto_scale_capacity_takes_the_same_policies_in_both_modes():
 def test_no_autoscaling_means_fixed_capacity():
     stack = _stack()
     _endpoint(stack, autoscaling=None)
+    components = _endpoint(
+        stack,
+        "Components",
+        name="components",
+        model="qwen3-8b",
+        instance_type="ml.g6e.48xlarge",
+        mode=EndpointMode.inference_components(initial_copies=2),
+        autoscaling=None,
+        bucket=s3.Bucket(stack, "W2"),
+    )
+    assert components.plan.components.min_copies == 2  # the deploy's copies stay: none scale to zero
     Template.from_stack(stack).resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
 
 
