@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cdk_synth import REPO_ROOT, synthesize
+from cdk_synth import REPO_ROOT
 
 VARIANTS = {
     "default": {},
@@ -20,10 +20,9 @@ VARIANTS = {
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def synthesized(request, tmp_path_factory):
-    outdir = tmp_path_factory.mktemp(request.param)
-    synthesize(outdir, **VARIANTS[request.param])  # raises on any unacknowledged finding
-    return outdir
+def synthesized(request, synth):
+    # The session's synth cache; synthesis raises on any unacknowledged finding.
+    return synth(**VARIANTS[request.param]).outdir
 
 
 def test_cdk_nag_reports_no_unacknowledged_findings(synthesized):

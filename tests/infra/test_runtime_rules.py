@@ -9,7 +9,7 @@ import re
 import botocore.session
 import pytest
 from aws_cdk.assertions import Match
-from cdk_synth import REPO_ROOT, synthesize, write_deployment
+from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.catalog import instance_family, load_catalog
 from peagle.cli import main
@@ -71,10 +71,8 @@ def test_the_dockerfile_builds_from_the_image_the_catalog_describes():
 
 
 @pytest.fixture(scope="module", params=EXAMPLES)
-def example(request, tmp_path_factory):
-    return synthesize(
-        tmp_path_factory.mktemp(request.param), deployment=str(REPO_ROOT / "deployments" / f"{request.param}.yaml")
-    )
+def example(request, synth):
+    return synth(deployment=str(REPO_ROOT / "deployments" / f"{request.param}.yaml"))
 
 
 def test_every_synthesized_variant_boots_an_ami_whose_driver_runs_the_image(example):
