@@ -30,7 +30,8 @@ from peagle_cdk.model_artifacts import ModelArtifactsLocation
 INFERENCE_IMAGE_DIR = (Path(__file__).resolve().parent / "serving_image").resolve()
 
 
-def _seconds(duration: Duration | None) -> int | None:
+def seconds(duration: Duration | None) -> int | None:
+    """A Duration as the whole seconds the deployment file holds (None stays None)."""
     return None if duration is None else int(duration.to_seconds())
 
 
@@ -183,9 +184,9 @@ class Rollout:
                 "traffic": traffic,
                 "canary_percent": canary_percent,
                 "linear_step_percent": linear_step_percent,
-                "wait_seconds": _seconds(wait),
-                "termination_wait_seconds": _seconds(termination_wait),
-                "max_execution_seconds": _seconds(max_execution),
+                "wait_seconds": seconds(wait),
+                "termination_wait_seconds": seconds(termination_wait),
+                "max_execution_seconds": seconds(max_execution),
             },
             auto_rollback,
         )
@@ -204,9 +205,9 @@ class Rollout:
             "rolling",
             {
                 "batch_percent": batch_percent,
-                "wait_seconds": _seconds(wait),
+                "wait_seconds": seconds(wait),
                 "rollback_batch_percent": rollback_batch_percent,
-                "max_execution_seconds": _seconds(max_execution),
+                "max_execution_seconds": seconds(max_execution),
             },
             auto_rollback,
         )
@@ -312,8 +313,8 @@ class Autoscaling:
             "measured_capacity": self.measured_capacity.model_dump() if self.measured_capacity else None,
             "gpu_utilization_target_percent": self.gpu_utilization_percent,
             "latency_step_scaling": self.latency_step_scaling,
-            "scale_in_cooldown_seconds": _seconds(self.scale_in_cooldown),
-            "scale_out_cooldown_seconds": _seconds(self.scale_out_cooldown),
+            "scale_in_cooldown_seconds": seconds(self.scale_in_cooldown),
+            "scale_out_cooldown_seconds": seconds(self.scale_out_cooldown),
             "schedules": [
                 {
                     "name": schedule.name,

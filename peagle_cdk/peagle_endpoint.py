@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, Names, TimeZone
-from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import Duration, Names
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -31,6 +30,7 @@ from peagle.errors import PeagleError
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec
+from peagle_cdk.endpoint_config import PROPS_AS_FIELDS, deployment_data
 from peagle_cdk.endpoint_logs import component_log_group_name, endpoint_log_group_name
 from peagle_cdk.endpoint_props import (
     AbBaseline,
@@ -46,18 +46,9 @@ from peagle_cdk.execution_role import SageMakerExecutionRole
 from peagle_cdk.kpi_metrics import KpiMetrics
 from peagle_cdk.nag import acknowledge
 from peagle_cdk.peagle_model import PeagleModel
+from peagle_cdk.planned_scaling import scale_copies, scale_instances
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
-
-# The messages name deployment-file fields (one set of messages for files and constructs); this line
-# says which prop each one is.
-PROPS_AS_FIELDS = (
-    "(PeagleEndpoint props as deployment-file fields: instance_type = instance.type, instance_facts = "
-    "custom_instances, custom_pair = custom_pairs, inference_ami_version = instance.ami_version, mode = "
-    "endpoint.mode and endpoint.inference_components, autoscaling = autoscaling (min_capacity/max_capacity: "
-    "min_/max_instances, or min_/max_copies), ab_baseline = ab_test, latency_sla = alarms.latency_p90_seconds; "
-    "see docs/library.md)"
-)
 
 
 @jsii.implements(IValidation)
@@ -154,7 +145,9 @@ class PeagleEndpoint(Construct):
         self._autoscaling = autoscaling
         self._vpc_given = vpc is not None or vpc_subnets is not None
         self._volume_key_given = volume_key
-        data = self._deployment_data(
+        data = deployment_data(
+            mode=self._mode,
+            autoscaling=autoscaling,
             name=name or Names.unique_resource_name(self, max_length=24, separator="-").lower(),
             model=model,
             custom_pair=custom_pair,
@@ -437,58 +430,6 @@ class PeagleEndpoint(Construct):
         self._acknowledge_nvme(self.async_endpoint.endpoint.endpoint_config)
         return self.async_endpoint
 
-    # --- props -> the deployment model ----------------------------------------------------------
-
-    def _deployment_data(self, **props: Any) -> dict[str, Any]:
-        """The deployment file these props amount to (keys as in deployments/*.yaml)."""
-        mode: EndpointMode = self._mode
-        data: dict[str, Any] = {
-            "name": props["name"],
-            "model": props["model"],
-            "instance": {"type": props["instance_type"], "count": props["instance_count"]},
-            "endpoint": {"mode": mode.mode},
-            "profile": props["profile"],
-            "speculation": props["speculation"].settings(),
-            "artifacts": props["weights"].settings(),
-            "network": {"isolation": props["network_isolation"]},
-            "timeouts": {
-                "container_startup_seconds": _seconds(props["container_startup_timeout"]),
-                "model_download_seconds": _seconds(props["model_download_timeout"]),
-            },
-            "observability": {
-                "log_retention_days": props["log_retention_days"],
-                "kpi_interval_seconds": _seconds(props["kpi_interval"]),
-                "metric_publish_frequency_seconds": _seconds(props["metric_publish_frequency"]),
-                "detailed_observability": props["detailed_observability"],
-            },
-            "alarms": {"latency_p90_seconds": _seconds_float(props["latency_sla"])},
-            "vllm_args": dict(props["vllm_args"] or {}),
-        }
-        if props["custom_pair"] is not None:
-            data["custom_pairs"] = {props["model"]: props["custom_pair"].model_dump()}
-        if props["instance_facts"] is not None:
-            data["custom_instances"] = {props["instance_type"]: props["instance_facts"].model_dump()}
-        if props["inference_ami_version"]:
-            data["instance"]["ami_version"] = props["inference_ami_version"]
-        if props["profile_overrides"] is not None:
-            data["profile_overrides"] = props["profile_overrides"].model_dump(exclude_none=True)
-        if props["slo"] is not None:
-            data["slo"] = props["slo"].model_dump(exclude_none=True)
-        unit: dict[str, Any] = {}
-        if self._autoscaling is None:
-            data["autoscaling"] = {"enabled": False}
-            # Fixed capacity: the copies the deploy starts stay (no copy count of 0 without a policy to wake it).
-            unit = {"min_copies": mode.components.get("initial_copies", 1)}
-        else:
-            data["autoscaling"], unit = self._autoscaling.settings(mode.mode)
-        if mode.mode == "inference_components":
-            data["endpoint"]["inference_components"] = {**mode.components, **unit}
-        if props["rollout"] is not None:
-            data["rollout"] = props["rollout"].settings()
-        if props["ab_baseline"] is not None:
-            data["ab_test"] = props["ab_baseline"].settings()
-        return data
-
     def _prop_problems(self) -> list[str]:
         """Rules on props the deployment file has no field for."""
         problems = []
@@ -662,127 +603,15 @@ class PeagleEndpoint(Construct):
         else:
             self.endpoint.configure_rollout(self._rollouts[self.primary_unit])
 
-    # --- autoscaling ------------------------------------------------------------------------------
-
     def _scale(self) -> list[ScalableInstanceCount | ScalableCopyCount]:
         """The units' scaling: each component's copies, or the primary variant's instances."""
+        settings = self._config.autoscaling
         if self._config.uses_inference_components:
             plans = [self.plan, self.baseline_plan]
-            return [self._scale_copies(unit, plans[index]) for index, unit in enumerate(self.unit_names)]
-        return [self._scale_instances()]
-
-    def _cooldowns(self) -> dict[str, Duration]:
-        settings = self._config.autoscaling
-        return {
-            "scale_in_cooldown": Duration.seconds(settings.scale_in_cooldown_seconds),
-            "scale_out_cooldown": Duration.seconds(settings.scale_out_cooldown_seconds),
-        }
-
-    def _scale_on_latency(self, scaling, plan: Plan, unit: dict[str, str]) -> None:
-        if self._config.autoscaling.latency_step_scaling:
-            scaling.scale_on_model_latency(
-                "ModelLatencyOverSla",
-                metric=self.endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
-                threshold_seconds=plan.latency_sla_p90_seconds,
-                # Wait for the unit it added to serve (ScalableCopyCount's docstring; `peagle simulate`).
-                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
-            )
-
-    def _scale_instances(self) -> ScalableInstanceCount:
-        settings, plan = self._config.autoscaling, self.plan
-        scaling = self.endpoint.auto_scale_instance_count(
-            min_capacity=settings.min_instances, max_capacity=settings.max_instances
-        )
-        cooldowns = self._cooldowns()
-        if settings.target == "invocations":
-            scaling.scale_on_invocations(
-                "InvocationsPerInstance",
-                max_requests_per_second=settings.max_rps_per_instance,
-                safety_factor=settings.safety_factor,
-                **cooldowns,
-            )
-        else:
-            # The planner's target: measured by `peagle capacity`, given, or its stated guess.
-            scaling.scale_on_concurrency(
-                "ConcurrencyPerInstance", target_requests_per_unit=plan.scaling.concurrency, **cooldowns
-            )
-        if settings.gpu_utilization_target_percent is not None:
-            scaling.scale_on_gpu_utilization(
-                "GpuUtilization",
-                metric=self.endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1)),
-                target_percent_per_gpu=settings.gpu_utilization_target_percent,
-                gpu_count=plan.gpus_per_metric,
-                **cooldowns,
-            )
-        self._scale_on_latency(scaling, plan, {})
-        for schedule in settings.schedules:
-            scaling.scale_on_schedule(
-                schedule.name,
-                schedule=appscaling.Schedule.expression(schedule.schedule),
-                min_capacity=schedule.min_instances,
-                max_capacity=schedule.max_instances,
-                time_zone=_time_zone(schedule.time_zone),
-            )
-        return scaling
-
-    def _scale_copies(self, name: str, plan: Plan) -> ScalableCopyCount:
-        """Copy count with load, to zero after the idle time and back on the first refused request
-        (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
-        settings, components = self._config.autoscaling, plan.components
-        scaling = self.endpoint.auto_scale_copy_count(
-            name, min_capacity=components.min_copies, max_capacity=components.max_copies
-        )
-        unit = {"variant_name": name}
-        to_zero = components.scales_to_zero
-        cooldowns = self._cooldowns()
-        scaling.scale_on_concurrency(
-            "ConcurrencyPerCopy",
-            target_requests_per_unit=components.target_concurrency_per_copy,
-            disable_scale_in=to_zero,
-            **cooldowns,
-        )
-        if settings.gpu_utilization_target_percent is not None:
-            scaling.scale_on_gpu_utilization(
-                "GpuUtilization",
-                metric=self.endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1), **unit),
-                target_percent_per_gpu=settings.gpu_utilization_target_percent,
-                gpu_count=plan.gpus_per_metric,
-                disable_scale_in=True,  # scale-in is the step policies' (ScalableCopyCount's docstring)
-                **cooldowns,
-            )
-        self._scale_on_latency(scaling, plan, unit)
-        if to_zero:
-            minute = Duration.minutes(1)
-            scaling.scale_out_on_refused_requests(
-                "ScaleOutFromZero",
-                no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
-                cooldown=Duration.seconds(plan.unit_start_budget_seconds),
-            )
-            # InvocationsPerCopy is Invocations normalized by the copies, so their ratio counts the copies
-            # serving ("Amazon SageMaker AI metrics in Amazon CloudWatch", InferenceComponentName metrics).
-            scaling.scale_in_on_light_load(
-                "ScaleInOnLightLoad",
-                load=self.endpoint.metric_concurrent_requests_per_copy(period=minute, **unit),
-                copies=cloudwatch.MathExpression(
-                    expression="IF(perCopy > 0, invocations / perCopy, 0)",
-                    using_metrics={
-                        "invocations": self.endpoint.metric_invocations(period=minute, **unit),
-                        "perCopy": self.endpoint.metric_invocations_per_copy(period=minute, **unit),
-                    },
-                    label="copies serving",
-                    period=minute,
-                ),
-                below=components.light_load_below_per_copy,
-                minutes=components.light_load_minutes,
-                cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
-            )
-            scaling.scale_in_when_idle(
-                "ScaleInToZero",
-                invocations=self.endpoint.metric_invocations(period=minute, **unit),
-                no_capacity_failures=self.endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
-                idle_minutes=components.scale_to_zero_after_idle_minutes,
-            )
-        return scaling
+            return [
+                scale_copies(self.endpoint, unit, plans[index], settings) for index, unit in enumerate(self.unit_names)
+            ]
+        return [scale_instances(self.endpoint, self.plan, settings)]
 
     @property
     def config(self) -> DeploymentConfig:
@@ -794,15 +623,3 @@ def _selection_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:
     """A SubnetSelection as select_subnets' keywords (jsii's Python binding takes them flattened)."""
     fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
     return {name: getattr(selection, name) for name in fields if getattr(selection, name) is not None}
-
-
-def _seconds(duration: Duration | None) -> int | None:
-    return None if duration is None else int(duration.to_seconds())
-
-
-def _seconds_float(duration: Duration | None) -> float | None:
-    return None if duration is None else duration.to_seconds()
-
-
-def _time_zone(name: str | None) -> TimeZone | None:
-    return TimeZone.of(name) if name else None

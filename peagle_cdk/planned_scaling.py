@@ -1,0 +1,146 @@
+"""The scaling policies a plan calls for, on either endpoint mode's scalable capacity: what
+PeagleEndpoint's autoscaling prop builds. The mechanics and the AWS rules behind each policy are in
+peagle_cdk/endpoint_scaling.py; the numbers (targets, the latency SLA, the light-load share, the start
+budgets the step cooldowns wait) come from the planner.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, TimeZone
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+
+from peagle.config import AutoscalingSettings
+from peagle.planner import Plan
+from peagle_cdk.component_endpoint import ComponentEndpoint
+from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
+from peagle_cdk.variant_endpoint import VariantEndpoint
+
+
+def _cooldowns(settings: AutoscalingSettings) -> dict[str, Duration]:
+    return {
+        "scale_in_cooldown": Duration.seconds(settings.scale_in_cooldown_seconds),
+        "scale_out_cooldown": Duration.seconds(settings.scale_out_cooldown_seconds),
+    }
+
+
+def _scale_on_latency(
+    endpoint: VariantEndpoint | ComponentEndpoint,
+    scaling: ScalableInstanceCount | ScalableCopyCount,
+    plan: Plan,
+    settings: AutoscalingSettings,
+    unit: dict[str, str],
+) -> None:
+    if settings.latency_step_scaling:
+        scaling.scale_on_model_latency(
+            "ModelLatencyOverSla",
+            metric=endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
+            threshold_seconds=plan.latency_sla_p90_seconds,
+            # Wait for the unit it added to serve (ScalableCopyCount's docstring; `peagle simulate`).
+            cooldown=Duration.seconds(plan.unit_start_budget_seconds),
+        )
+
+
+def scale_instances(endpoint: VariantEndpoint, plan: Plan, settings: AutoscalingSettings) -> ScalableInstanceCount:
+    """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
+    the SLA and schedules."""
+    scaling = endpoint.auto_scale_instance_count(
+        min_capacity=settings.min_instances, max_capacity=settings.max_instances
+    )
+    cooldowns = _cooldowns(settings)
+    if settings.target == "invocations":
+        scaling.scale_on_invocations(
+            "InvocationsPerInstance",
+            max_requests_per_second=settings.max_rps_per_instance,
+            safety_factor=settings.safety_factor,
+            **cooldowns,
+        )
+    else:
+        # The planner's target: measured by `peagle capacity`, given, or its stated guess.
+        scaling.scale_on_concurrency(
+            "ConcurrencyPerInstance", target_requests_per_unit=plan.scaling.concurrency, **cooldowns
+        )
+    if settings.gpu_utilization_target_percent is not None:
+        scaling.scale_on_gpu_utilization(
+            "GpuUtilization",
+            metric=endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1)),
+            target_percent_per_gpu=settings.gpu_utilization_target_percent,
+            gpu_count=plan.gpus_per_metric,
+            **cooldowns,
+        )
+    _scale_on_latency(endpoint, scaling, plan, settings, {})
+    for schedule in settings.schedules:
+        scaling.scale_on_schedule(
+            schedule.name,
+            schedule=appscaling.Schedule.expression(schedule.schedule),
+            min_capacity=schedule.min_instances,
+            max_capacity=schedule.max_instances,
+            time_zone=_time_zone(schedule.time_zone),
+        )
+    return scaling
+
+
+def scale_copies(
+    endpoint: ComponentEndpoint, name: str, plan: Plan, settings: AutoscalingSettings
+) -> ScalableCopyCount:
+    """Copy count with load, to zero after the idle time and back on the first refused request
+    (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
+    components = plan.components
+    scaling = endpoint.auto_scale_copy_count(
+        name, min_capacity=components.min_copies, max_capacity=components.max_copies
+    )
+    unit = {"variant_name": name}
+    to_zero = components.scales_to_zero
+    cooldowns = _cooldowns(settings)
+    scaling.scale_on_concurrency(
+        "ConcurrencyPerCopy",
+        target_requests_per_unit=components.target_concurrency_per_copy,
+        disable_scale_in=to_zero,
+        **cooldowns,
+    )
+    if settings.gpu_utilization_target_percent is not None:
+        scaling.scale_on_gpu_utilization(
+            "GpuUtilization",
+            metric=endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1), **unit),
+            target_percent_per_gpu=settings.gpu_utilization_target_percent,
+            gpu_count=plan.gpus_per_metric,
+            disable_scale_in=True,  # scale-in is the step policies' (ScalableCopyCount's docstring)
+            **cooldowns,
+        )
+    _scale_on_latency(endpoint, scaling, plan, settings, unit)
+    if to_zero:
+        minute = Duration.minutes(1)
+        scaling.scale_out_on_refused_requests(
+            "ScaleOutFromZero",
+            no_capacity_failures=endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
+            cooldown=Duration.seconds(plan.unit_start_budget_seconds),
+        )
+        # InvocationsPerCopy is Invocations normalized by the copies, so their ratio counts the copies
+        # serving ("Amazon SageMaker AI metrics in Amazon CloudWatch", InferenceComponentName metrics).
+        scaling.scale_in_on_light_load(
+            "ScaleInOnLightLoad",
+            load=endpoint.metric_concurrent_requests_per_copy(period=minute, **unit),
+            copies=cloudwatch.MathExpression(
+                expression="IF(perCopy > 0, invocations / perCopy, 0)",
+                using_metrics={
+                    "invocations": endpoint.metric_invocations(period=minute, **unit),
+                    "perCopy": endpoint.metric_invocations_per_copy(period=minute, **unit),
+                },
+                label="copies serving",
+                period=minute,
+            ),
+            below=components.light_load_below_per_copy,
+            minutes=components.light_load_minutes,
+            cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+        )
+        scaling.scale_in_when_idle(
+            "ScaleInToZero",
+            invocations=endpoint.metric_invocations(period=minute, **unit),
+            no_capacity_failures=endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
+            idle_minutes=components.scale_to_zero_after_idle_minutes,
+        )
+    return scaling
+
+
+def _time_zone(name: str | None) -> TimeZone | None:
+    return TimeZone.of(name) if name else None
