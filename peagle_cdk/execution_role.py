@@ -148,11 +148,18 @@ class SageMakerExecutionRole(Construct):
         )
 
     def grant_encrypt_with_bucket_key(self, key: kms.IKey | None = None) -> None:
-        """Results written to a KMS-encrypted bucket need a data key from its key (default: the weights')."""
-        key = key or self._bucket_key
+        """Results written to a KMS-encrypted bucket need a data key from its key (default: the weights'), and
+        inputs read from it need the key to decrypt."""
+        given, key = key, key or self._bucket_key
         if key is not None:
             self.policy.add_statements(
                 iam.PolicyStatement(sid="EncryptResults", actions=["kms:GenerateDataKey"], resources=[key.key_arn])
+            )
+        if given is not None and given is not self._bucket_key:
+            # Inputs under that bucket are read with it too; with weights from S3 DecryptModelWeights covers
+            # the same key, with weights from the hub nothing else does.
+            self.policy.add_statements(
+                iam.PolicyStatement(sid="DecryptInputs", actions=["kms:Decrypt"], resources=[given.key_arn])
             )
 
     def _acknowledge_prefix(self, bucket_name: str, prefix: str, reason: str) -> None:

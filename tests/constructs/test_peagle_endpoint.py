@@ -393,3 +393,22 @@ def test_a_volume_key_on_local_nvme_storage_is_refused():
     assert load_catalog().instances["ml.g6e.xlarge"].local_nvme
     with pytest.raises(RuntimeError, match="volume_key: ml.g6e.xlarge has local NVMe instance storage"):
         Template.from_stack(stack)
+
+
+def test_weights_from_the_hub_with_an_async_endpoint_on_your_encrypted_bucket():
+    from aws_cdk import aws_kms as kms
+
+    stack = _stack()
+    key = kms.Key(stack, "JobsKey")
+    jobs = s3.Bucket(stack, "Jobs", encryption_key=key)
+    endpoint = _endpoint(stack, weights=ModelWeights.from_hub(), network_isolation=False)
+    endpoint.add_async_endpoint(bucket_name=jobs.bucket_name, bucket_key=key)
+    template = Template.from_stack(stack)
+    sids = {s["Sid"]: s for s in _policy_statements(template)}
+    assert "ReadModelWeights" not in sids and "DecryptModelWeights" not in sids  # nothing to read in S3
+    assert sids["ReadAsyncInput"]["Action"] == "s3:GetObject"
+    assert sids["DecryptInputs"]["Action"] == "kms:Decrypt"  # the inputs are encrypted with your key
+    assert sids["EncryptResults"]["Action"] == "kms:GenerateDataKey"
+    models = _resources(template, "AWS::SageMaker::Model")
+    assert len(models) == 2
+    assert all("ModelDataSource" not in m["Properties"]["PrimaryContainer"] for m in models.values())
