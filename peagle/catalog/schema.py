@@ -22,48 +22,56 @@ class ProfileName(str, Enum):
 
 
 class TargetModel(StrictModel):
-    hf_id: str
-    weight_bytes: PositiveFloat
-    quantization: Literal["bf16", "fp16", "fp8", "mxfp4", "awq", "gptq"]
+    hf_id: str = Field(description="Hugging Face repository id of the target model")
+    weight_bytes: PositiveFloat = Field(description="size of the weights as served (sums memory and download time)")
+    quantization: Literal["bf16", "fp16", "fp8", "mxfp4", "awq", "gptq"] = Field(
+        description="the weights' format; mxfp4 and fp8 need newer GPUs (min_compute_capability)"
+    )
     kv_layers: PositiveInt = Field(description="layers holding KV cache")
-    kv_heads: PositiveInt
-    head_dim: PositiveInt
-    attention_heads: PositiveInt
-    max_position_embeddings: PositiveInt
+    kv_heads: PositiveInt = Field(description="key/value heads per layer (GQA), for the KV bytes per token")
+    head_dim: PositiveInt = Field(description="dimension of one attention head")
+    attention_heads: PositiveInt = Field(description="query heads; tensor parallel size must divide them")
+    max_position_embeddings: PositiveInt = Field(description="the longest context the model supports")
 
 
 class DrafterModel(StrictModel):
-    hf_id: str
+    hf_id: str = Field(description="Hugging Face repository id of the P-EAGLE drafter")
     format: Literal["eagle3", "speculators"] = Field(
         description="eagle3: an Eagle3 head with P-EAGLE weights; speculators: a "
         "speculators-format checkpoint that vLLM maps to eagle3 + parallel drafting"
     )
-    weight_bytes: PositiveFloat
-    layers: PositiveInt
+    weight_bytes: PositiveFloat = Field(description="size of the drafter's weights")
+    layers: PositiveInt = Field(description="decoder layers of the drafter")
     trained_k: PositiveInt = Field(description="draft positions the drafter was trained for")
 
 
 class ModelPair(StrictModel):
-    description: str = ""
-    target: TargetModel
-    drafter: DrafterModel
-    recommended_k: dict[ProfileName, PositiveInt]
-    min_compute_capability: float = Field(8.0, ge=7.5)
-    min_vllm_version: str = "0.16.0"
-    known_fixes: list[str] = []
-    vllm_flags: dict[str, bool | int | float | str] = {}
-    notes: list[str] = []
+    description: str = Field("", description="one line for `peagle catalog`")
+    target: TargetModel = Field(description="the model whose output the endpoint serves")
+    drafter: DrafterModel = Field(description="the P-EAGLE drafter proposing its tokens")
+    recommended_k: dict[ProfileName, PositiveInt] = Field(
+        description="K (draft tokens per step) by profile, when the deployment sets none"
+    )
+    min_compute_capability: float = Field(
+        8.0, ge=7.5, description="the lowest CUDA compute capability the weights run on"
+    )
+    min_vllm_version: str = Field("0.16.0", description="the first vLLM release that serves the pair")
+    known_fixes: list[str] = Field([], description="upstream vLLM fixes the pair needs, and what fails without them")
+    vllm_flags: dict[str, bool | int | float | str] = Field(
+        {}, description="vLLM flags the pair always needs (name without '--'); deployment vllm_args win"
+    )
+    notes: list[str] = Field([], description="printed by `peagle plan` under the plan")
 
 
 class InstanceType(StrictModel):
-    gpu: str
-    gpu_count: PositiveInt
-    gpu_memory_gib: PositiveFloat
+    gpu: str = Field(description="GPU model, e.g. L40S")
+    gpu_count: PositiveInt = Field(description="GPUs per instance")
+    gpu_memory_gib: PositiveFloat = Field(description="memory per GPU as the driver reports it, not the marketed GB")
     cc: float = Field(description="CUDA compute capability")
-    local_nvme: bool
+    local_nvme: bool = Field(description="local NVMe instance storage (then no KMS key on the ML volume)")
     vcpus: PositiveInt = Field(description="host vCPUs")
     memory_gib: PositiveFloat = Field(description="host memory")
-    price_per_hour_usd: PositiveFloat
+    price_per_hour_usd: PositiveFloat = Field(description="on-demand price, for `peagle plan` and the reports")
 
     @property
     def total_gpu_memory_gib(self) -> float:
