@@ -74,6 +74,11 @@ COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 POOL_VARIANT_NAME = "AllTraffic"
 
 
+def id_suffix(name: str) -> str:
+    """A unit's name as a construct-id suffix: peagle-baseline -> PeagleBaseline."""
+    return "".join(part.title() for part in name.replace("_", "-").split("-"))
+
+
 @dataclass(frozen=True)
 class ComponentSpec:
     """One inference component. Keep ``name`` stable: scaling, alarms and clients key on it."""
@@ -241,11 +246,9 @@ class ComponentEndpoint(Construct, ServingMetrics):
 
     def _id_suffix(self, name: str) -> str:
         """Child ids by component name, not position: the primary's children keep the bare id (Logs,
-        Component, CopyCount), another component's carry its name (peagle-baseline: PeagleBaseline), so
-        adding, removing or reordering components never renames another one's resources."""
-        if name == self.variant_name:
-            return ""
-        return "".join(part.title() for part in name.replace("_", "-").split("-"))
+        Component, CopyCount), another component's carry its name, so adding, removing or reordering
+        components never renames another one's resources."""
+        return "" if name == self.variant_name else id_suffix(name)
 
     def configure_rollout(self, name: str, policy: RolloutPolicy) -> None:
         """Component ``name`` updates copy by copy, as ``policy`` says (its strategy is rolling)."""

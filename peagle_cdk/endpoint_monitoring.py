@@ -15,6 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from peagle.config import AlarmSettings
+from peagle_cdk.component_endpoint import id_suffix
 from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
 from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
@@ -173,7 +174,7 @@ class EndpointMonitoring(Construct):
         """The p90-latency and 5xx-rate alarms of one variant or component (default: the primary one), which
         an update rolls back on. Other units than the primary get their name in the alarm id."""
         thresholds, minute = self._thresholds, Duration.minutes(1)
-        suffix = "" if variant_name in (None, endpoint.primary_unit) else variant_name.title().replace("-", "")
+        suffix = "" if variant_name in (None, endpoint.primary_unit) else id_suffix(variant_name)
         unit = {"unit_name": variant_name} if suffix else {}
         latency_us = thresholds.latency_p90_seconds * MICROSECONDS_PER_SECOND
         latency = self._factory.alarm(

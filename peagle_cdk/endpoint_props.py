@@ -85,7 +85,6 @@ class ServingImage:
 
     def __init__(self, *, directory: Path | None = None, repository: ecr.IRepository | None = None, tag: str = ""):
         self._directory, self._repository, self._tag = directory, repository, tag
-        self._bound: dict[int, BoundImage] = {}
 
     @staticmethod
     def from_asset(directory: str | Path | None = None) -> ServingImage:
@@ -99,20 +98,16 @@ class ServingImage:
         return ServingImage(repository=repository, tag=tag)
 
     def bind(self, scope: Construct) -> BoundImage:
-        """The image for one endpoint; an asset is built once per scope (the construct id "ServingImage")."""
-        key = id(scope)
-        if key not in self._bound:
-            if self._repository is not None:
-                self._bound[key] = BoundImage(self._repository.repository_uri_for_tag(self._tag), self._repository)
-            else:
-                asset = ecr_assets.DockerImageAsset(
-                    Construct(scope, "ServingImage"),
-                    "Image",
-                    directory=str(self._directory),
-                    platform=ecr_assets.Platform.LINUX_AMD64,
-                )
-                self._bound[key] = BoundImage(asset.image_uri, asset.repository)
-        return self._bound[key]
+        """The image for one endpoint; an asset becomes the child "ServingImage" of ``scope``."""
+        if self._repository is not None:
+            return BoundImage(self._repository.repository_uri_for_tag(self._tag), self._repository)
+        asset = ecr_assets.DockerImageAsset(
+            Construct(scope, "ServingImage"),
+            "Image",
+            directory=str(self._directory),
+            platform=ecr_assets.Platform.LINUX_AMD64,
+        )
+        return BoundImage(asset.image_uri, asset.repository)
 
 
 # --- speculation -------------------------------------------------------------------------------

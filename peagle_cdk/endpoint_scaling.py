@@ -31,6 +31,28 @@ MICROSECONDS_PER_SECOND = 1_000_000
 class _SageMakerCapacity(appscaling.BaseScalableAttribute):
     """Policies that a variant's instance count and a component's copy count share."""
 
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        resource_id: str,
+        dimension: str,
+        min_capacity: int,
+        max_capacity: int,
+        role: iam.IRole,
+    ) -> None:
+        super().__init__(
+            scope,
+            id,
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=resource_id,
+            dimension=dimension,
+            role=role,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+        )
+
     def scale_on_model_latency(
         self, id: str, *, metric: cloudwatch.IMetric, threshold_seconds: float, cooldown: Duration
     ) -> None:
@@ -134,12 +156,11 @@ class ScalableInstanceCount(_SageMakerCapacity):
         super().__init__(
             scope,
             id,
-            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
             resource_id=f"endpoint/{endpoint_name}/variant/{variant_name}",
             dimension=SCALABLE_DIMENSION,
-            role=role,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
+            role=role,
         )
 
     def scale_on_invocations(
@@ -240,12 +261,11 @@ class ScalableCopyCount(_SageMakerCapacity):
         super().__init__(
             scope,
             id,
-            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
             resource_id=f"inference-component/{component_name}",
             dimension=COPY_COUNT_DIMENSION,
-            role=role,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
+            role=role,
         )
         self.component_name = component_name
 

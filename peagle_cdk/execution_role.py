@@ -156,8 +156,10 @@ class SageMakerExecutionRole(Construct):
                 iam.PolicyStatement(sid="EncryptResults", actions=["kms:GenerateDataKey"], resources=[key.key_arn])
             )
         if given is not None and given is not self._bucket_key:
-            # Inputs under that bucket are read with it too; with weights from S3 DecryptModelWeights covers
-            # the same key, with weights from the hub nothing else does.
+            # Inputs under that bucket are read with it too: "you need the permission to decrypt the AWS KMS
+            # key" to download an SSE-KMS object ("Do I need to specify the AWS KMS key when I download a
+            # KMS-encrypted object from Amazon S3?", https://repost.aws/knowledge-center/decrypt-kms-encrypted-
+            # objects-s3). With weights from S3 DecryptModelWeights covers the same key; from the hub nothing does.
             self.policy.add_statements(
                 iam.PolicyStatement(sid="DecryptInputs", actions=["kms:Decrypt"], resources=[given.key_arn])
             )

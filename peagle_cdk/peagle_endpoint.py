@@ -29,7 +29,7 @@ from peagle.deployment_rules import DeploymentPlans, check_deployment, volume_ke
 from peagle.errors import PeagleError
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
-from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec
+from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec, id_suffix
 from peagle_cdk.endpoint_config import PROPS_AS_FIELDS, deployment_data
 from peagle_cdk.endpoint_logs import component_log_group_name, endpoint_log_group_name
 from peagle_cdk.endpoint_props import (
@@ -226,7 +226,7 @@ class PeagleEndpoint(Construct):
         self.kpi = {
             unit: KpiMetrics(
                 self,
-                "KpiMetrics" + self._unit_id(unit),
+                "KpiMetrics" + ("" if unit == self.primary_unit else id_suffix(unit)),
                 log_group=self.endpoint.log_group_of(unit),
                 endpoint_name=self.endpoint_name,
             )
@@ -466,10 +466,6 @@ class PeagleEndpoint(Construct):
 
     def _unit_variant(self, unit: str) -> str:
         return dict(zip(self.unit_names, [DEFAULT_VARIANT_NAME, BASELINE_VARIANT_NAME], strict=False))[unit]
-
-    def _unit_id(self, unit: str) -> str:
-        """A child id suffix from a unit's name: none for the primary unit, its name for the others."""
-        return "" if unit == self.primary_unit else self._unit_variant(unit)
 
     def _model(self, construct_id: str, plan: Plan, unit: str, endpoint_name: str | None = None) -> PeagleModel:
         # The KPI lines name the unit (their VariantName dimension): the variant, or the component.
