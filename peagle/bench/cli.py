@@ -18,9 +18,11 @@ from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
     add_cold_start_wait_argument,
     add_inference_component_argument,
+    add_price_arguments,
     add_sampling_arguments,
     add_target_variant_argument,
     cold_start_wait_error,
+    instance_price,
     sampling_error,
 )
 from peagle.client.cold_start import COLD_START_DEFAULT_HELP
@@ -136,11 +138,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_false",
         help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)",
     )
-    price = parser.add_mutually_exclusive_group()
-    price.add_argument("--instance-type", help="catalog instance type, for cost per 1M output tokens")
-    price.add_argument(
-        "--price-per-hour", type=float, help="instance price in USD per hour, for cost per 1M output tokens"
-    )
+    add_price_arguments(parser, costs="cost per 1M output tokens")
     parser.add_argument(
         "--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions"
     )
@@ -426,19 +424,10 @@ def _max_tokens_source(args: argparse.Namespace) -> str:
 
 
 def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
-    if args.price_per_hour is not None:
-        return args.price_per_hour, "--price-per-hour"
-    if not args.instance_type:
-        return None, None
-    from peagle.catalog import load_catalog
-
-    catalog = load_catalog()
-    instance = catalog.instances.get(args.instance_type)
-    if instance is None:
-        raise BadArguments(
-            f"unknown instance type {args.instance_type!r}; catalog has: {', '.join(sorted(catalog.instances))}"
-        )
-    return instance.price_per_hour_usd, f"catalog {args.instance_type}, {catalog.price_region}, {catalog.price_date}"
+    try:
+        return instance_price(args)
+    except ValueError as error:
+        raise BadArguments(str(error)) from None
 
 
 def _run_targets(targets, settings, args: argparse.Namespace):

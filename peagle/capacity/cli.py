@@ -23,10 +23,13 @@ from peagle.bench.prompts import BUCKET_WORDS
 from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
     add_inference_component_argument,
+    add_price_arguments,
     add_sampling_arguments,
     add_target_variant_argument,
+    instance_price,
     sampling_error,
 )
+from peagle.local.served import LocalServerFailed, serve_local
 from peagle.local.tiny_pair import PAIRS
 from peagle.slo import add_slo_arguments
 
@@ -169,9 +172,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--peak-rps", type=float, help="the peak request rate to carry: the snippet adds min/max instances for it"
     )
-    price = parser.add_mutually_exclusive_group()
-    price.add_argument("--instance-type", help="catalog instance type, for cost per hour and per 1M output tokens")
-    price.add_argument("--price-per-hour", type=float, help="instance price in USD per hour, for the costs")
+    add_price_arguments(parser, costs="cost per hour and per 1M output tokens")
     parser.add_argument("--max-attempts", type=int, default=1, help="client attempts per request (default 1)")
     parser.add_argument("--out", type=Path, required=True, help="output folder (created)")
     parser.set_defaults(handler=run_capacity)
@@ -180,13 +181,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_capacity(args: argparse.Namespace) -> int:
     from peagle.cli_errors import run_reporting_errors
     from peagle.errors import PeagleError
-    from peagle.tune.cli import TuneFailed
 
     return run_reporting_errors(
         _capacity,
         args,
         [
-            ((CapacityFailed, TuneFailed), EXIT_FAILED),
+            ((CapacityFailed, LocalServerFailed), EXIT_FAILED),
             ((BadArguments, PeagleError, ValueError), EXIT_BAD_ARGUMENTS),
         ],
     )
@@ -225,7 +225,7 @@ def _capacity(args: argparse.Namespace) -> int:
         problems.append(f"--ramp-seconds {args.ramp_seconds:g}: 0 or more")
     if problems:
         raise BadArguments("; ".join(problems))
-    price, price_source = _price(args)
+    price, price_source = instance_price(args)  # ValueError: exit 2
     prompts = _prompts(args)
 
     k = _k_text(args)
@@ -368,16 +368,6 @@ def _prompts(args: argparse.Namespace):
         raise BadArguments(str(error)) from None
 
 
-def _price(args: argparse.Namespace) -> tuple[float | None, str | None]:
-    from peagle.bench.cli import BadArguments as BenchBadArguments
-    from peagle.bench.cli import _price as bench_price
-
-    try:
-        return bench_price(args)  # one catalog lookup, the way peagle bench prices a run
-    except BenchBadArguments as error:
-        raise BadArguments(str(error)) from None
-
-
 def _k_text(args: argparse.Namespace) -> str | None:
     if not args.pair:
         return None
@@ -412,26 +402,13 @@ def _target(args: argparse.Namespace):
 @contextmanager
 def _served_pair(args: argparse.Namespace):
     """`peagle local --pair` on a free port, started and stopped as peagle tune serves its candidates."""
-    import subprocess
-
-    from peagle.tune.cli import _free_port, _stop, _termination_raises, _wait_ready
-
     k = LOCAL_K_DEFAULT if args.speculative_tokens is None else args.speculative_tokens
-    port = _free_port()
-    command = [sys.executable, "-m", "peagle", "local", "--port", str(port), "--pair", args.pair]
-    command += ["--speculative-tokens", str(k)]
     args.out.mkdir(parents=True, exist_ok=True)
-    log_path = args.out / "server.log"
-    print(f"capacity: serving {' '.join(command[2:])} (log {log_path})", file=sys.stderr)
-    with log_path.open("w") as log:
-        # Own session: a terminal's Ctrl-C reaches capacity, which stops the server itself.
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            with _termination_raises():
-                _wait_ready(server, f"http://127.0.0.1:{port}", f"pair {args.pair} K={k}", str(log_path))
-                yield f"http://127.0.0.1:{port}"
-        finally:
-            _stop(server)
+    options = ["--pair", args.pair, "--speculative-tokens", str(k)]
+    with serve_local(
+        options, log_path=args.out / "server.log", label=f"pair {args.pair} K={k}", parent="capacity"
+    ) as url:
+        yield url
 
 
 def _search(client, metrics_url, prompts, template, slo, settings, args):

@@ -132,6 +132,32 @@ def sampling_error(temperature: float | None, top_p: float | None) -> str | None
     return None
 
 
+def add_price_arguments(parser: argparse.ArgumentParser, *, costs: str) -> None:
+    """--instance-type (the catalog's price) or --price-per-hour, for the ``costs`` a measuring command
+    reports; shared by `peagle bench` and `peagle capacity`, read back with ``instance_price``."""
+    price = parser.add_mutually_exclusive_group()
+    price.add_argument("--instance-type", help=f"catalog instance type, for {costs}")
+    price.add_argument("--price-per-hour", type=float, help=f"instance price in USD per hour, for {costs}")
+
+
+def instance_price(args: argparse.Namespace) -> tuple[float | None, str | None]:
+    """(USD per instance-hour, where it comes from), or (None, None) when neither option is given;
+    ValueError for an instance type the catalog lacks."""
+    if args.price_per_hour is not None:
+        return args.price_per_hour, "--price-per-hour"
+    if not args.instance_type:
+        return None, None
+    from peagle.catalog import load_catalog
+
+    catalog = load_catalog()
+    instance = catalog.instances.get(args.instance_type)
+    if instance is None:
+        raise ValueError(
+            f"unknown instance type {args.instance_type!r}; catalog has: {', '.join(sorted(catalog.instances))}"
+        )
+    return instance.price_per_hour_usd, f"catalog {args.instance_type}, {catalog.price_region}, {catalog.price_date}"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "invoke",

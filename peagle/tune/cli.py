@@ -15,24 +15,16 @@ served or measured, 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from peagle.bench.results import describe_sampling
 from peagle.catalog import ProfileName
 from peagle.client.cli import MEASURED_PROFILE_DEFAULT, TEMPERATURE_ALLOWED
+from peagle.local.served import LocalServerFailed, serve_local
 from peagle.local.tiny_pair import PAIRS
 from peagle.slo import add_slo_arguments
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
-READY_TIMEOUT_SECONDS = 300.0
 DESCRIPTION = (
     "Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
     "measure it with `peagle bench` at every --concurrency level and --temperatures value (default: the "
@@ -130,7 +122,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from peagle.errors import PeagleError
 
     return run_reporting_errors(
-        _tune, args, [(TuneFailed, EXIT_FAILED), ((PeagleError, ValueError), EXIT_BAD_ARGUMENTS)]
+        _tune, args, [((TuneFailed, LocalServerFailed), EXIT_FAILED), ((PeagleError, ValueError), EXIT_BAD_ARGUMENTS)]
     )
 
 
@@ -322,86 +314,18 @@ def _bench_local_candidate(
     from peagle.client.http_transport import HttpTransport  # noqa: F401 (httpx present: fail early)
 
     served = setting if args.repeat == 1 else f"{setting} #{round_}"
-    port = _free_port()
-    command = [sys.executable, "-m", "peagle", "local", "--port", str(port), *options]
-    if args.pair:
-        command += ["--pair", args.pair]
-    print(f"tune: serving {served}: {' '.join(command[2:])}", file=sys.stderr)
-    log = (args.out / f"server-{_folder_name(served)}.log").open("w")
-    # Its own session, so that a terminal's Ctrl-C reaches tune (KeyboardInterrupt) and not the server
-    # directly; tune then stops it below. SIGTERM and SIGHUP would end tune without that cleanup and
-    # leave the server running (seen here: `timeout` killed tune, the engine lived on), so while a
-    # server runs they raise SystemExit and take the same way out.
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        with _termination_raises():
-            _wait_ready(server, f"http://127.0.0.1:{port}", served, log.name)
-            return [
-                _bench(
-                    args,
-                    label=_run_label(setting, temperature, temperatures, round_, args.repeat),
-                    temperature=temperature,
-                    url=f"http://127.0.0.1:{port}",
-                )
-                for temperature in temperatures
-            ]
-    finally:
-        _stop(server)
-        log.close()
-
-
-@contextmanager
-def _termination_raises() -> Iterator[None]:
-    """SIGTERM / SIGHUP raise SystemExit(128 + signal) while inside (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def leave(signum: int, frame: object) -> None:
-        print(f"tune: {signal.Signals(signum).name} received: stopping the server, then exiting", file=sys.stderr)
-        raise SystemExit(128 + signum)
-
-    previous = {number: signal.signal(number, leave) for number in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_ready(server: subprocess.Popen, url: str, label: str, log_path: str) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise TuneFailed(f"{label}: the server exited with status {server.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(url + "/ping", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(1.0)
-    raise TuneFailed(f"{label}: not ready after {READY_TIMEOUT_SECONDS:.0f} s; see {log_path}")
-
-
-def _stop(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        server.send_signal(signal.SIGTERM)  # the launcher drains, then exits
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+    options = [*options, *(["--pair", args.pair] if args.pair else [])]
+    log_path = args.out / f"server-{_folder_name(served)}.log"
+    with serve_local(options, log_path=log_path, label=served, parent="tune") as url:
+        return [
+            _bench(
+                args,
+                label=_run_label(setting, temperature, temperatures, round_, args.repeat),
+                temperature=temperature,
+                url=url,
+            )
+            for temperature in temperatures
+        ]
 
 
 def _compare(args: argparse.Namespace, result_files: list[Path]) -> None:

@@ -124,7 +124,7 @@ def test_bad_temperatures_exit_2_before_any_server_starts(arguments, reason, tmp
     def started(*args, **kwargs):
         raise AssertionError("a server was started, or bench ran, before the arguments were checked")
 
-    monkeypatch.setattr("peagle.tune.cli.subprocess.Popen", started)
+    monkeypatch.setattr("peagle.local.served.subprocess.Popen", started)
     monkeypatch.setattr("peagle.bench.cli._run", started)
     out = tmp_path / "tune"
 
@@ -173,9 +173,9 @@ def measured(monkeypatch):
         (args.out / "results.json").write_text(results_to_json(results))
         return 0
 
-    monkeypatch.setattr("peagle.tune.cli.subprocess.Popen", popen)
-    monkeypatch.setattr("peagle.tune.cli._wait_ready", lambda *args: None)
-    monkeypatch.setattr("peagle.tune.cli._stop", lambda server: None)
+    monkeypatch.setattr("peagle.local.served.subprocess.Popen", popen)
+    monkeypatch.setattr("peagle.local.served._wait_ready", lambda *args: None)
+    monkeypatch.setattr("peagle.local.served._stop", lambda server: None)
     monkeypatch.setattr("peagle.bench.cli._run", bench)
     return served, benched
 
