@@ -18,9 +18,11 @@ def test_a_server_that_exits_while_starting_fails_at_once_naming_its_status_and_
     log_path = tmp_path / "server.log"
     started = time.monotonic()
 
-    with pytest.raises(LocalServerFailed) as failure:
-        with serve_local(["--speculative-tokens", "many"], log_path=log_path, label="K=many", parent="tune"):
-            raise AssertionError("a server that refused its options was reported ready")
+    with (
+        pytest.raises(LocalServerFailed) as failure,
+        serve_local(["--speculative-tokens", "many"], log_path=log_path, label="K=many", parent="tune"),
+    ):
+        raise AssertionError("a server that refused its options was reported ready")
 
     assert time.monotonic() - started < READY_TIMEOUT_SECONDS / 4
     assert str(failure.value) == f"K=many: the server exited with status 2; see {log_path}"
