@@ -15,6 +15,9 @@ import httpx
 from peagle.client.errors import ClientConfigurationError, ConnectionFailedError, ModelServerError, ResponseTimeoutError
 from peagle.client.retry import error_for_http_status
 
+# Idle connections kept for reuse when the pool is not capped; more are opened as the load needs them.
+KEEPALIVE_CONNECTIONS = 64
+
 
 class HttpTransport:
     def __init__(
@@ -23,15 +26,21 @@ class HttpTransport:
         *,
         read_timeout_s: float = 75.0,
         connect_timeout_s: float = 5.0,
-        max_connections: int = 64,
+        max_connections: int | None = None,
     ) -> None:
+        """``max_connections`` None (the default): as many connections as requests in flight. httpx holds a
+        request past its limit until a connection is free ("The maximum number of concurrent connections
+        that may be established", httpx ``Limits``), and a load test would count that wait in the request's
+        TTFT, so only a caller that wants a cap (``peagle batch``'s --concurrency) sets one."""
         if not base_url.startswith(("http://", "https://")):
             raise ClientConfigurationError(f"URL must start with http:// or https://, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self._client = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections or KEEPALIVE_CONNECTIONS
+            ),
         )
 
     def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:

@@ -50,6 +50,10 @@ def make_runtime_client(
         retries={"mode": "standard", "total_max_attempts": 1},
         read_timeout=read_timeout_s,
         connect_timeout=connect_timeout_s,
+        # Connections kept for reuse, not a cap: botocore hands urllib3 only ``maxsize``
+        # (botocore/httpsession.py), and urllib3 blocks at it only with ``block`` ("If set to True, no more
+        # than maxsize connections will be used at a time", urllib3 ``HTTPConnectionPool``), so a load past
+        # it opens more connections rather than waiting for one.
         max_pool_connections=max_pool_connections,
     )
     return boto3.client("sagemaker-runtime", region_name=region, config=config)
