@@ -13,6 +13,13 @@ from constructs import Construct
 
 from peagle_cdk.nag import acknowledge
 
+# What the model's containers call from isolated subnets (no NAT, no internet route), each through an
+# interface endpoint: ECR, CloudWatch Logs and metrics, STS. S3 goes through the gateway endpoint below:
+# "If you configure your VPC so that model containers don't have access to the internet, they can't
+# connect to the Amazon S3 buckets that contain your data unless you create a VPC endpoint that allows
+# access" (SageMaker Developer Guide, "Give SageMaker AI Hosted Endpoints Access to Resources in Your
+# Amazon VPC", https://docs.aws.amazon.com/sagemaker/latest/dg/host-vpc.html). A CDK app with its own
+# VPC adds the same ones (examples/own-cdk-app/app.py uses this table).
 INTERFACE_ENDPOINTS = {
     "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
     "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,

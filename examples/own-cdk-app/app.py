@@ -25,20 +25,11 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from peagle_cdk import Autoscaling, EndpointMonitoring, ModelWeights, PeagleEndpoint, Speculation
+from peagle_cdk.private_network import INTERFACE_ENDPOINTS  # what the containers reach (S3: a gateway endpoint)
 
 HERE = Path(__file__).resolve().parent
 # Where the pair is staged: `peagle stage --model gpt-oss-20b --s3-uri s3://<WeightsBucket>/models/gpt-oss-20b/`.
 WEIGHTS_PREFIX = "models/gpt-oss-20b/"
-
-# What SageMaker reaches from inside isolated subnets: the image (ECR), logs and metrics, STS; S3 (the
-# weights and the image layers) goes through a gateway endpoint.
-INTERFACE_ENDPOINTS = {
-    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
-    "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
-    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-    "Monitoring": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
-    "Sts": ec2.InterfaceVpcEndpointAwsService.STS,
-}
 
 
 class ChatServiceStack(Stack):
