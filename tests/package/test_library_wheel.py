@@ -188,6 +188,10 @@ def test_the_wheel_carries_the_three_packages_and_the_image_build_context(instal
         f"peagle_cdk/serving_image/peagle_serve/{path.name}" for path in IMAGE_CONTEXT.glob("peagle_serve/*.py")
     }
     assert len(launcher) > 5 and launcher <= names
+    # Every package of the checkout is in the wheel: `peagle capacity` / `peagle simulate` from an installed
+    # wheel imported peagle.capacity / peagle.simulate, which pyproject.toml's list had left out.
+    packages = {path.parent.relative_to(REPO_ROOT).as_posix() for path in REPO_ROOT.glob("peagle/**/__init__.py")}
+    assert {f"{package}/__init__.py" for package in packages} <= names
 
 
 def test_the_example_imports_the_library_from_the_fresh_venv_only(installed_example):
