@@ -38,6 +38,7 @@ deploy: synth
 SERVING_TESTS := tests/serving \
 	tests/batch/test_batch_against_local_server.py \
 	tests/bench/test_bench_against_local_server.py \
+	tests/bench/test_bench_adds_nothing.py \
 	tests/bench/test_bench_against_vllm_bench_serve.py \
 	tests/bench/test_bench_open_loop.py \
 	tests/capacity/test_capacity_local.py \

@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from peagle.bench.host_conditions import add_busy_limit_argument, busy_limit_from
 from peagle.bench.prompts import BUCKET_WORDS, DEFAULT_BUCKETS
 from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
@@ -139,6 +140,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)",
     )
     add_price_arguments(parser, costs="cost per 1M output tokens")
+    add_busy_limit_argument(parser)
     parser.add_argument(
         "--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions"
     )
@@ -305,6 +307,10 @@ def _settings(args: argparse.Namespace):
 
     slo, slo_source = _slo(args)
     price, price_source = _price(args)
+    try:
+        busy_limit = busy_limit_from(args)
+    except ValueError as error:
+        raise BadArguments(str(error)) from None
     from peagle.planner import describe_slo
 
     describe = {
@@ -317,6 +323,7 @@ def _settings(args: argparse.Namespace):
         "max_tokens": f"{template.max_tokens} ({_max_tokens_source(args)})",
         "ignore_eos": args.ignore_eos,
         "slo": f"{describe_slo(slo)} ({slo_source})",
+        "noisy when": busy_limit.describe(),
     }
     return BenchSettings(
         concurrency=concurrency,
@@ -331,6 +338,7 @@ def _settings(args: argparse.Namespace):
         open_loop=open_loop,
         slo=slo,
         slo_source=slo_source,
+        busy_limit=busy_limit,
     )
 
 
@@ -486,7 +494,33 @@ def _print_summary(results, out_dir: Path) -> None:
             print(
                 f"  {run.label} {level.load_label}: {level.output_tokens_per_s:.1f} output tok/s, "
                 f"TPOT p50 {tpot}, errors {level.failed}/{level.requests}{accept}{_slo_summary(level)}"
+                + _noisy_summary(level)
             )
+    noisy = sum(level.noisy for run in results.runs for level in run.levels)
+    if noisy:
+        print(
+            _red(
+                f"  {noisy} level(s) measured on a busy machine: do not compare or publish them; rerun when the "
+                "machine is quiet (report.md, 'Machine during each level')"
+            )
+        )
+
+
+def _noisy_summary(level) -> str:
+    if level.host is None:
+        return ""
+    if not level.noisy:
+        return f", machine quiet ({level.host.summary()})"
+    return ", " + _red("NOISY: " + "; ".join(level.host.busy))
+
+
+def _red(text: str) -> str:
+    """ANSI red on a terminal (NO_COLOR, https://no-color.org, turns it off); plain text otherwise."""
+    import os
+
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        return f"\033[31m{text}\033[0m"
+    return text
 
 
 def _slo_summary(level) -> str:

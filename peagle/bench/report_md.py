@@ -94,7 +94,7 @@ def _run_section(run: RunResult) -> list[str]:
                         f"| {level.load_label} | {spec.source} | {spec.drafts} | {spec.draft_tokens} | "
                         f"{spec.accepted_tokens} | {_acceptance_cells(spec)} |"
                     )
-    lines += _open_loop_table(run) + _slo_table(run)
+    lines += _open_loop_table(run) + _slo_table(run) + _machine_table(run)
     lines += [
         "",
         "### Latency",
@@ -183,6 +183,38 @@ def _slo_table(run: RunResult) -> list[str]:
             f"{slo.goodput_requests_per_s:.2f} |"
         )
     return lines
+
+
+def _machine_table(run: RunResult) -> list[str]:
+    levels = [level for level in run.levels if level.host]
+    if not levels:
+        return []
+    lines = [
+        "",
+        "### Machine during each level",
+        "",
+        "CPU in cores (CPU seconds per second) over the level, from /proc: other work is everything but the "
+        "server under test and this load generator (steal included); the load average counts the server too. "
+        "A **noisy** level was measured on a busy machine: do not compare or publish it.",
+        "",
+        "| load | other work (cores) | server (cores) | load generator (cores) | load avg max | steal | iowait "
+        "| other vLLM processes | verdict |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for level in levels:
+        host = level.host
+        verdict = "**noisy**: " + "; ".join(host.busy) if host.busy else "quiet"
+        engines = "; ".join(host.other_engines) or "none"
+        lines.append(
+            f"| {level.load_label} | {_num(host.other_work_cores, '.2f')} of {host.cpu_count} | "
+            f"{_num(host.server_cores, '.2f')} | {_num(host.own_cores, '.2f')} | {host.load_1m_max:.2f} | "
+            f"{_percent(host.steal_share)} | {_percent(host.iowait_share)} | {engines} | {verdict} |"
+        )
+    return lines
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _describe_slo(slo: SloResult) -> str:

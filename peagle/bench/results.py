@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from peagle.bench.host_conditions import HostConditions
+
 SCHEMA = "peagle-bench/1"
 # Where acceptance figures come from: the change of the server's /metrics counters over a
 # level (URL targets), or the sum of the responses' per-request metrics.speculative_decoding
@@ -200,6 +202,12 @@ class LevelResult:
     # Open-loop levels only; their ``concurrency`` is 0, so no reader takes one for a closed-loop level.
     open_loop: OpenLoopLoad | None = None
     slo: SloResult | None = None  # files from before SLOs were recorded have none
+    host: HostConditions | None = None  # what the machine did meanwhile; files from before have none
+
+    @property
+    def noisy(self) -> bool:
+        """Measured while the machine was busier than the run's limit (``host.busy`` says why)."""
+        return self.host is not None and self.host.noisy
 
     @property
     def key(self) -> tuple[int, float]:
@@ -339,6 +347,7 @@ def _level_from_dict(raw: dict[str, Any]) -> LevelResult:
             load[name] = float(load[name])  # "inf" -> math.inf
         values["open_loop"] = OpenLoopLoad(**_known(OpenLoopLoad, load))
     values["slo"] = SloResult(**_known(SloResult, values["slo"])) if values.get("slo") else None
+    values["host"] = HostConditions(**_known(HostConditions, values["host"])) if values.get("host") else None
     return LevelResult(**values)
 
 

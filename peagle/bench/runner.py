@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from peagle.bench.host_conditions import DEFAULT_BUSY_LIMIT, BusyLimit, HostWatch
 from peagle.bench.load import run_closed_loop
 from peagle.bench.open_loop import run_open_loop
 from peagle.bench.prompts import PromptCase
@@ -80,6 +81,7 @@ class BenchSettings:
     open_loop: OpenLoopSettings | None = None  # request-rate levels in place of the concurrency ones
     slo: Slo | None = None  # what each level's attainment and goodput are judged against
     slo_source: str = ""
+    busy_limit: BusyLimit = DEFAULT_BUSY_LIMIT  # when a level counts as measured on a busy machine
 
     @property
     def level_count(self) -> int:
@@ -142,7 +144,16 @@ def run_target(
     levels: list[LevelResult] = []
     for load in _loads(settings):
         before = scrape_metrics(target.url) if info.metrics_reachable else None
-        level, records = _measure_level(client, settings, load, on_request_done)
+        with HostWatch(target.url) as watch:
+            level, records = _measure_level(client, settings, load, on_request_done)
+        lag = level.open_loop.send_lag_p99_s if level.open_loop else None
+        level = replace(level, host=watch.conditions(settings.busy_limit, send_lag_p99_s=lag))
+        if level.noisy:
+            print(
+                f"bench: {target.label} {level.load_label}: measured on a busy machine: " + "; ".join(level.host.busy),
+                file=sys.stderr,
+                flush=True,
+            )
         after = scrape_metrics(target.url) if before is not None else None
         if after is not None:
             level = replace(

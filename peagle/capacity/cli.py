@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from peagle.bench.host_conditions import add_busy_limit_argument
 from peagle.bench.prompts import BUCKET_WORDS
 from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
@@ -63,8 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--endpoint or a local --pair), judge each level against the SLO (the profile's, or --slo), grow "
         "the rate until the SLO breaks, bisect, and repeat the deciding levels. Writes capacity.json, capacity.md, "
         "knee.png and capacity-snippet.yaml (autoscaling targets at --headroom) to --out. Progress on stderr; "
-        "Ctrl-C writes what was measured. Exit 0 ok, 1 target failed or no rate met the SLO, 2 bad arguments, "
-        "130 interrupted.",
+        "Ctrl-C writes what was measured. A level measured on a busy machine (--busy-limit) is measured again, "
+        "and when it stays noisy the search stops without a capacity. Exit 0 ok, 1 target failed, no rate met "
+        "the SLO or the machine was busy, 2 bad arguments, 130 interrupted.",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
@@ -173,6 +175,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--peak-rps", type=float, help="the peak request rate to carry: the snippet adds min/max instances for it"
     )
     add_price_arguments(parser, costs="cost per hour and per 1M output tokens")
+    add_busy_limit_argument(parser)
+    parser.add_argument(
+        "--busy-retries",
+        type=int,
+        default=2,
+        help="measure a noisy level again this many times, 15 s apart, before stopping with 'machine busy' (default 2)",
+    )
     parser.add_argument("--max-attempts", type=int, default=1, help="client attempts per request (default 1)")
     parser.add_argument("--out", type=Path, required=True, help="output folder (created)")
     parser.set_defaults(handler=run_capacity)
@@ -193,7 +202,8 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from peagle.capacity.search import INTERRUPTED, SearchSettings
+    from peagle.bench.host_conditions import busy_limit_from
+    from peagle.capacity.search import INTERRUPTED, MACHINE_BUSY, SearchSettings
 
     _check_target(args)
     slo, slo_source, profile, sampling = _slo_and_sampling(args)
@@ -209,6 +219,7 @@ def _capacity(args: argparse.Namespace) -> int:
         max_rate=args.max_rate,
         min_rate=min(args.start_rate, 0.01) if args.start_rate > 0 else 0.01,
         min_level_seconds=args.min_level_seconds,
+        busy_retries=args.busy_retries,
     )
     problems = settings.problems()
     if not 0 < args.headroom <= 1:
@@ -223,6 +234,10 @@ def _capacity(args: argparse.Namespace) -> int:
         problems.append("--warmup 0 leaves nothing to size the ramp from: give --ramp-seconds too")
     if args.ramp_seconds is not None and args.ramp_seconds < 0:
         problems.append(f"--ramp-seconds {args.ramp_seconds:g}: 0 or more")
+    try:
+        busy_limit = busy_limit_from(args)
+    except ValueError as error:
+        problems.append(str(error))
     if problems:
         raise BadArguments("; ".join(problems))
     price, price_source = instance_price(args)  # ValueError: exit 2
@@ -230,7 +245,7 @@ def _capacity(args: argparse.Namespace) -> int:
 
     k = _k_text(args)
     with _target(args) as (client, metrics_url, description):
-        search = _search(client, metrics_url, prompts, template, slo, settings, args)
+        search = _search(client, metrics_url, prompts, template, slo, settings, args, busy_limit)
     from peagle.capacity.report import Context, answer, write_report
     from peagle.planner import describe_slo
 
@@ -257,6 +272,7 @@ def _capacity(args: argparse.Namespace) -> int:
             "time budget s": args.time_budget,
             "ramp s": search.settings.ramp_seconds,
             "ignore_eos": args.ignore_eos,
+            "noisy when": busy_limit.describe(),
         },
         headroom=args.headroom,
         instances=args.instances,
@@ -272,7 +288,15 @@ def _capacity(args: argparse.Namespace) -> int:
     )
     paths = write_report(search, context, args.out)
     found = answer(search, args.instances)
-    if found is None:
+    if search.stop_reason == MACHINE_BUSY:
+        reasons = "; ".join(search.noisy[-1].measured.busy)
+        print(
+            f"capacity: machine busy ({reasons}): no capacity published; {len(search.noisy)} noisy level(s) are in "
+            "capacity.json. Stop the other work (a second engine, a test suite) and run again, or raise --busy-limit "
+            "if this machine is always this busy",
+            file=sys.stderr,
+        )
+    elif found is None:
         print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
     else:
         print(
@@ -411,7 +435,7 @@ def _served_pair(args: argparse.Namespace):
         yield url
 
 
-def _search(client, metrics_url, prompts, template, slo, settings, args):
+def _search(client, metrics_url, prompts, template, slo, settings, args, busy_limit):
     from dataclasses import replace
     from statistics import median
 
@@ -441,6 +465,7 @@ def _search(client, metrics_url, prompts, template, slo, settings, args):
             burstiness=args.burstiness,
             metrics_url=metrics_url,
             ramp_seconds=settings.ramp_seconds,
+            busy_limit=busy_limit,
         )
 
     def progress(line: str) -> None:

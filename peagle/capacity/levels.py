@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+from peagle.bench.host_conditions import DEFAULT_BUSY_LIMIT, BusyLimit, HostConditions, HostWatch
 from peagle.bench.open_loop import run_open_loop
 from peagle.bench.server_probe import scrape_metrics
 from peagle.bench.stats import RequestRecord, distribution, request_timings
@@ -58,6 +59,7 @@ class LevelRecord:
     speculative_tokens: int | None = None  # K the answers reported (their metrics.speculative_decoding)
     ramp_seconds: float = 0.0  # requests scheduled before this were sent but not judged
     sent: int = 0  # requests sent, the ramp's included
+    host: HostConditions | None = None  # what the machine did meanwhile (peagle/bench/host_conditions.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -117,6 +119,7 @@ def measure_level(
     metrics_url: str | None,
     ramp_seconds: float = 0.0,
     on_done: Callable[[RequestRecord], None] = lambda record: None,
+    busy_limit: BusyLimit = DEFAULT_BUSY_LIMIT,
 ) -> Measured:
     """Send ``requests`` open loop at ``rate`` and judge those scheduled after ``ramp_seconds``; a repeat
     gets its own arrival seed.
@@ -127,8 +130,9 @@ def measure_level(
     flight and met the SLO; 48 requests at the same rate carried 11 and 50% met it).
     """
     level_seed = seed + repeat
-    with GaugeSampler(metrics_url) as gauges:
+    with HostWatch(metrics_url) as watch, GaugeSampler(metrics_url) as gauges:
         run = run_open_loop(client, requests, rate=rate, burstiness=burstiness, seed=level_seed, on_done=on_done)
+    host = watch.conditions(busy_limit, send_lag_p99_s=run.p99_send_lag_s)
     judged = [record for record in run.records if record.scheduled_s >= ramp_seconds] or run.records
     ramp = min(ramp_seconds, min(record.scheduled_s for record in judged))
     attained = attainment(slo, request_timings(judged))
@@ -167,6 +171,7 @@ def measure_level(
         speculative_tokens=max(ks) if ks else None,
         ramp_seconds=ramp,
         sent=len(run.records),
+        host=host,
         **gauges.summary(after_seconds=ramp),
     )
     return Measured(
@@ -176,6 +181,7 @@ def measure_level(
         good_requests=record.good_requests,
         wall_seconds=wall,
         detail=record,
+        busy=tuple(host.busy),
     )
 
 

@@ -10,7 +10,15 @@ from statistics import mean
 
 from peagle.bench.stats import cost_per_million_output_tokens
 from peagle.capacity.levels import LevelRecord
-from peagle.capacity.search import CONVERGED, INTERRUPTED, MAX_RATE, MIN_RATE, TIME_BUDGET, CapacitySearch
+from peagle.capacity.search import (
+    CONVERGED,
+    INTERRUPTED,
+    MACHINE_BUSY,
+    MAX_RATE,
+    MIN_RATE,
+    TIME_BUDGET,
+    CapacitySearch,
+)
 
 SCHEMA = "peagle-capacity/1"
 HOURS_PER_MONTH = 730  # AWS pricing's month: 365 x 24 / 12
@@ -20,6 +28,8 @@ _STOPPED = {
     INTERRUPTED: "interrupted (Ctrl-C): the rate is what the levels measured so far support",
     MAX_RATE: "every level up to --max-rate met the SLO: the capacity is at least the rate given",
     MIN_RATE: "no level down to --min-rate met the SLO",
+    MACHINE_BUSY: "the machine was busy: a level stayed noisy when measured again, so no capacity is published "
+    "from a machine that was measuring its other work",
 }
 _NOTHING_MET = {
     **_STOPPED,
@@ -65,8 +75,10 @@ class Answer:
 
 
 def answer(search: CapacitySearch, instances: int) -> Answer | None:
+    """The capacity the quiet levels support; None when none passed, or when the search stopped on a busy
+    machine (a bracket it could not finish is no answer)."""
     rate = search.last_pass
-    if rate is None:
+    if rate is None or search.stop_reason == MACHINE_BUSY:
         return None
     records: list[LevelRecord] = [point.detail for point in search.at(rate)]
     requests = sum(r.requests for r in records)
@@ -174,6 +186,11 @@ def _json(search: CapacitySearch, context: Context, found: Answer | None) -> str
             {"phase": step.phase, "elapsed_seconds": step.elapsed_seconds, **step.measured.detail.as_dict()}
             for step in search.steps
         ],
+        # Measured on a busy machine (each with its host conditions and why): kept, never judged.
+        "noisy_points": [
+            {"phase": step.phase, "elapsed_seconds": step.elapsed_seconds, **step.measured.detail.as_dict()}
+            for step in search.noisy
+        ],
         "notes": context.notes,
     }
     return json.dumps(payload, indent=2) + "\n"
@@ -238,6 +255,22 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
             + f"{r.goodput:.3f} | {_ms(r.ttft_p50)}/{_ms(r.ttft_p90)} | {_ms(r.tpot_p50)}/{_ms(r.tpot_p90)} | "
             f"{_ms(r.e2el_p50)}/{_ms(r.e2el_p90)} | {r.in_flight_mean:.2f}/{r.in_flight_peak} | {gauges} |"
         )
+    if search.noisy:
+        lines += [
+            "",
+            f"**{len(search.noisy)} level(s) measured on a busy machine**, not judged (capacity.json: noisy_points):",
+            "",
+            *[f"- {step.phase} at {step.rate:g} req/s: {'; '.join(step.measured.busy)}" for step in search.noisy],
+        ]
+    quiet = [step.measured.detail.host for step in search.steps if step.measured.detail.host is not None]
+    if quiet:
+        lines += [
+            "",
+            "Machine during the judged levels: other work at most "
+            f"{max(host.other_work_cores or 0 for host in quiet):.2f} of {quiet[0].cpu_count} cores, load average "
+            f"at most {max(host.load_1m_max for host in quiet):.2f}, steal at most "
+            f"{max(host.steal_share or 0 for host in quiet):.1%} (capacity.json: each point's host).",
+        ]
     lines += ["", "Settings: " + "; ".join(f"{key} {value}" for key, value in context.settings.items()) + "."]
     lines += ["", *[f"Note: {note}" for note in context.notes]] if context.notes else []
     lines += ["", *[f"![knee]({name})" for name in plots]]

@@ -15,6 +15,11 @@ Every level is checked against the time budget before it starts (its expected le
 rate plus the tail the levels so far took to drain), so the search stops inside the budget with the
 bracket it has. Ctrl-C (KeyboardInterrupt) ends it the same way, keeping every point measured.
 
+A level measured on a busy machine (``Measured.busy``: other work beside the server, or a sender behind
+its schedule; peagle/bench/host_conditions.py) decides nothing: it is kept apart (``noisy``), the level
+is measured again after a pause, and when it is still noisy after ``busy_retries`` the search stops
+(MACHINE_BUSY) and publishes no capacity, as a figure from a busy machine would measure the machine.
+
 Nothing here talks to a server, so the logic is tested on a stand-in (tests/capacity/test_search.py).
 """
 
@@ -32,6 +37,7 @@ TIME_BUDGET = "time budget"
 INTERRUPTED = "interrupted"
 MAX_RATE = "max rate"
 MIN_RATE = "min rate"
+MACHINE_BUSY = "machine busy"
 
 # Clearly saturated: attainment below this share of the target, or the achieved rate below this share of
 # the offered one (the server, or the sender, no longer keeps up).
@@ -49,6 +55,7 @@ class Measured:
     good_requests: int
     wall_seconds: float
     detail: Any = None  # what the caller wants kept with the point (capacity.json's record)
+    busy: tuple[str, ...] = ()  # why it was measured on a busy machine; empty when quiet
 
     @property
     def attainment(self) -> float:
@@ -71,6 +78,9 @@ class SearchSettings:
     min_level_seconds: float = 0.0
     # Each level first sends this long of arrivals that are not judged (the server filling up from idle).
     ramp_seconds: float = 0.0
+    # A noisy level is measured again this many times, each after busy_pause_seconds, before the search stops.
+    busy_retries: int = 2
+    busy_pause_seconds: float = 15.0
 
     def requests_at(self, rate: float) -> int:
         """Requests sent at a level of ``rate``: the ramp's, then --requests-per-level judged, or more to
@@ -92,6 +102,8 @@ class SearchSettings:
             (0 < self.min_rate <= self.start_rate, f"min rate {self.min_rate:g}: above 0, at most the start rate"),
             (self.min_level_seconds >= 0, f"min level seconds {self.min_level_seconds:g}: 0 or more"),
             (self.ramp_seconds >= 0, f"ramp {self.ramp_seconds:g} s: 0 or more"),
+            (self.busy_retries >= 0, f"--busy-retries {self.busy_retries}: 0 or more"),
+            (self.busy_pause_seconds >= 0, f"busy pause {self.busy_pause_seconds:g} s: 0 or more"),
         ]
         return [message for ok, message in checks if not ok]
 
@@ -109,6 +121,7 @@ class Step:
 class CapacitySearch:
     settings: SearchSettings
     steps: list[Step] = field(default_factory=list)
+    noisy: list[Step] = field(default_factory=list)  # measured on a busy machine: kept, never judged
     stop_reason: str = CONVERGED
     elapsed_seconds: float = 0.0
 
@@ -204,9 +217,11 @@ def find_capacity(
     *,
     clock: Callable[[], float] = time.monotonic,
     progress: Callable[[str], None] = lambda line: None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> CapacitySearch:
-    """Search until converged, out of time, out of range or interrupted; ``measure(rate, repeat)``
-    runs one level (``repeat`` counts earlier levels at that rate, e.g. for a fresh arrival seed)."""
+    """Search until converged, out of time, out of range, interrupted or on a busy machine;
+    ``measure(rate, repeat)`` runs one level (``repeat`` counts earlier levels at that rate, e.g. for a
+    fresh arrival seed)."""
     problems = settings.problems()
     if problems:
         raise ValueError("; ".join(problems))
@@ -229,6 +244,25 @@ def find_capacity(
                 break
             repeat = len(search.at(rate))
             measured = measure(rate, repeat)
+            tries = 0
+            while measured.busy:
+                search.noisy.append(Step(rate, repeat, phase, measured, clock() - started))
+                progress(f"{phase}: {rate:g} req/s measured on a busy machine: {'; '.join(measured.busy)}")
+                tries += 1
+                if tries > settings.busy_retries:
+                    break
+                progress(
+                    f"measuring {rate:g} req/s again in {settings.busy_pause_seconds:g} s ({tries} of {settings.busy_retries})"
+                )
+                sleep(settings.busy_pause_seconds)
+                measured = measure(rate, repeat)
+            if measured.busy:
+                search.stop_reason = MACHINE_BUSY
+                progress(
+                    f"machine busy: {rate:g} req/s was noisy {tries} times in a row; stopping without a capacity "
+                    "(a figure from a busy machine measures the machine): stop the other work and run again"
+                )
+                break
             search.steps.append(Step(rate, repeat, phase, measured, clock() - started))
             verdict = "meets" if search.passes(rate) else "misses"
             pooled = f", pooled {search.pooled_attainment(rate):.1%}" if repeat else ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from peagle.bench.host_conditions import add_busy_limit_argument, busy_limit_from
 from peagle.bench.results import describe_sampling
 from peagle.catalog import ProfileName
 from peagle.client.cli import MEASURED_PROFILE_DEFAULT, TEMPERATURE_ALLOWED
@@ -96,6 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "are then ranked by goodput, the requests/s answered within the SLO, with tokens/s beside it",
     )
     add_slo_arguments(parser, default="the profile's SLO", what="; with --request-rate the candidates are ranked by it")
+    add_busy_limit_argument(parser)  # passed to each bench; noisy levels are never chosen from
     parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
     parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
     parser.add_argument(
@@ -138,6 +140,7 @@ def _tune(args: argparse.Namespace) -> int:
         raise ValueError("--inference-component names an inference component of an --endpoint; give --endpoint")
     if args.repeat < 1:
         raise ValueError(f"--repeat takes a number of rounds >= 1, got {args.repeat}")
+    busy_limit_from(args)  # ValueError: exit 2, before anything is served
     deployed = _deployed_sampling(args)
     temperatures = _temperatures(args, deployed.temperature)
     if temperatures:
@@ -295,7 +298,7 @@ def _bench(
     load = ["--request-rate", args.request_rate] if args.request_rate else ["--concurrency", args.concurrency]
     load += ["--slo", args.slo] if args.slo else []
     load += ["--attainment", str(args.attainment)] if args.attainment is not None else []
-    argv = ["bench", "--label", label, *load, "--requests", str(args.requests)]
+    argv = ["bench", "--label", label, *load, "--requests", str(args.requests), "--busy-limit", str(args.busy_limit)]
     argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
     argv += ["--profile", args.profile or MEASURED_PROFILE_DEFAULT, "--temperature", str(temperature)]
     argv += ["--top-p", str(args.top_p)] if args.top_p is not None else []
@@ -337,6 +340,16 @@ def _compare(args: argparse.Namespace, result_files: list[Path]) -> None:
     main(argv)
 
 
+def noisy_levels(runs) -> list[str]:
+    """ "<run> <load>: why" for every level measured on a busy machine."""
+    return [
+        f"{run.label} {level.load_label}: {'; '.join(level.host.busy)}"
+        for run in runs
+        for level in run.levels
+        if level.noisy
+    ]
+
+
 def candidates_by_sampling(runs) -> dict:
     """The runs' candidates per sampling: ``{Sampling.key (None: not recorded): (Sampling, [Candidate])}``,
     in the order first measured."""
@@ -374,6 +387,8 @@ def candidates_from_runs(runs) -> list:
         goodput: dict[float, list[float]] = {}
         for run in group:
             for level in run.levels:
+                if level.noisy:  # measured on a busy machine: never chosen from (noisy_levels lists it)
+                    continue
                 # A level is its concurrency, or (open loop) its offered request rate.
                 at = level.open_loop.offered_request_rate if level.open_loop else level.concurrency
                 tokens.setdefault(at, []).append(level.output_tokens_per_s)
@@ -421,7 +436,14 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
     decided at the deployed temperature (choose.decision_temperature)."""
     from peagle.tune.choose import GOODPUT, decision_temperature, greedy_versus_sampled, recommend, slo_verdict
 
+    noisy = noisy_levels(runs)
     groups = candidates_by_sampling(runs)
+    if noisy and not any(candidate.tokens_per_s for _, candidates in groups.values() for candidate in candidates):
+        raise TuneFailed(
+            "machine busy: every level was measured on a busy machine, so nothing is chosen from them ("
+            + "; ".join(noisy[:3])
+            + "); stop the other work (a second engine, a test suite) and run again"
+        )
     temperature, why = decision_temperature({key[0] if key else None for key in groups}, deployed.temperature)
     decided_key = _decided_key(groups, temperature, deployed.top_p)
     # Open-loop runs judged against an SLO are ranked by goodput (what users get), tokens/s beside it.
@@ -456,6 +478,15 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
     comparison = greedy_versus_sampled({key[0]: recommendations[key].chosen.label for key in same_top_p})
     if comparison:
         lines += [comparison, ""]
+    if noisy:
+        lines += [
+            f"**{len(noisy)} level(s) measured on a busy machine were left out**: the choice is made without "
+            "them, so a level where any candidate was noisy decided nothing (each run's report.md, 'Machine during "
+            "each level', says what the machine did); measure them again on a quiet machine:",
+            "",
+            *[f"- {line}" for line in noisy],
+            "",
+        ]
     decided = recommendations[decided_key]
     lines += _recommended_lines(decided, band, why, by_goodput)
     (args.out / "recommendation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

