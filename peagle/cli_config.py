@@ -12,7 +12,7 @@ def load_cli_config(deployment: str | None, overrides: dict[str, Any]) -> Deploy
     """--deployment, else the default file when it exists (running from the repo), else the
     built-in defaults; CONTEXT_OVERRIDES-keyed overrides apply."""
     if deployment:
-        return load_deployment_config(deployment, overrides)
+        return load_deployment_config(deployment, overrides, passed_as="--deployment <path>")
     if Path(DEFAULT_DEPLOYMENT_FILE).is_file():
         return load_deployment_config(DEFAULT_DEPLOYMENT_FILE, overrides)
     return config_from_overrides(overrides)

@@ -138,6 +138,8 @@ def run_plan(args: argparse.Namespace) -> int:
             "kv_cache_dtype": plan.kv_cache_dtype,
             "inference_ami_version": plan.inference_ami_version,
             "cost_per_hour_usd": plan.cost_per_hour_usd,
+            "price_per_hour_usd": plan.price_per_hour_usd,
+            "price_source": plan.price_source,
             "memory_per_gpu_gib": {
                 "target": plan.memory.target_weights_gib,
                 "drafter": plan.memory.drafter_weights_gib,
@@ -163,7 +165,7 @@ def run_plan(args: argparse.Namespace) -> int:
         per_unit = measured.requests_per_second * measured.headroom
         units = f"{plan.scaling.unit}{'' if fleet == 1 else 's'}"
         cost = (
-            f", ${fleet * plan.instance.price_per_hour_usd:,.2f}/hour at peak (on demand)"
+            f", ${fleet * plan.price_per_hour_usd:,.2f}/hour at peak (on demand)"
             if plan.scaling.unit == "instance"
             else ""
         )

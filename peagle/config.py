@@ -44,6 +44,14 @@ class InstanceSettings(StrictModel):
         description="ProductionVariant.InferenceAmiVersion (the GPU host's NVIDIA driver); unset: the one the "
         "serving image needs (peagle/catalog/runtime.yaml). A driver too old for the image fails synth",
     )
+    price_per_hour_usd: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="on-demand price per instance-hour in USD, overriding the catalog's (e.g. for a savings plan "
+        "or another region); `peagle plan`, the dashboard's cost widgets and the cost alarm use it. Null: the "
+        "price in peagle/catalog/instances.yaml (or in custom_instances)",
+    )
 
 
 class SpeculationBand(StrictModel):
@@ -311,6 +319,14 @@ class AlarmSettings(StrictModel):
         0.2, gt=0, lt=1, description="below it speculation costs more than it saves (drafter mismatch or off)"
     )
     kpi_missing_minutes: int = Field(10, ge=2, le=60, description="no KPI line for this long: container not reporting")
+    max_cost_per_million_output_tokens_usd: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="a budget: the cost alarm fires when the fleet's cost per 1M generated tokens (on-demand "
+        "instance price, see instance.price_per_hour_usd) stays above it for 3 hours in a row (idle hours do not "
+        "count); null: no cost alarm. The dashboard shows the figure either way",
+    )
 
     @field_validator("emails")
     @classmethod
@@ -447,8 +463,13 @@ class InferenceComponentSettings(StrictModel):
     target_concurrency_per_copy: float | None = Field(
         None, gt=0, description="in-flight requests per copy to scale on; unset: 75% of the plan's max_num_seqs"
     )
-    scale_to_zero_after_idle_minutes: int = Field(
-        30, ge=5, le=1440, description="with min_copies 0: no invocation for this long removes the last copy"
+    scale_to_zero_after_idle_minutes: int | None = Field(
+        None,
+        ge=5,
+        le=1440,
+        description="with min_copies 0: no request (served or refused) for this long removes the last copy; unset: "
+        "the copy's start budget + 2 min (`peagle plan` prints it), the shortest window that never removes a copy "
+        "before it serves; longer keeps a copy warm longer (cost) and saves cold starts (waits)",
     )
 
 
@@ -840,11 +861,15 @@ def parse_deployment_config(data: dict[str, Any], *, source: str = "deployment c
 
 
 def load_deployment_config(
-    path: str | Path = DEFAULT_DEPLOYMENT_FILE, overrides: dict[str, Any] | None = None
+    path: str | Path = DEFAULT_DEPLOYMENT_FILE,
+    overrides: dict[str, Any] | None = None,
+    *,
+    passed_as: str = "-c deployment=<path>",
 ) -> DeploymentConfig:
     """Read the deployment file and apply CDK-context-style overrides (CONTEXT_OVERRIDES keys).
 
-    Overrides whose value is None are ignored, so callers can pass every key.
+    Overrides whose value is None are ignored, so callers can pass every key. ``passed_as`` is how the
+    caller names the file in a "not found" error: the CDK app's context key, or a CLI's option.
     """
     path = Path(path)
     try:
@@ -852,7 +877,7 @@ def load_deployment_config(
     except FileNotFoundError:
         raise ConfigError(
             f"deployment file {str(path)!r} not found; pass an existing file with "
-            f"-c deployment=<path> (default {DEFAULT_DEPLOYMENT_FILE})"
+            f"{passed_as} (default {DEFAULT_DEPLOYMENT_FILE})"
         ) from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML: {error}") from None

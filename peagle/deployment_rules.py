@@ -22,7 +22,13 @@ from peagle.catalog import HostDriver, InstanceType, cuda_version, instance_fami
 from peagle.config import DeploymentConfig
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.errors import PlanError
-from peagle.planner import Plan, plan_ab_baseline, plan_deployment
+from peagle.planner import (
+    INSTANCE_LAUNCH_ALLOWANCE_S,
+    Plan,
+    plan_ab_baseline,
+    plan_deployment,
+    shortest_idle_window_minutes,
+)
 from peagle_serve.contract import schedule_coverage_problems
 
 
@@ -390,6 +396,38 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
     return violations
 
 
+def _idle_window(plans: DeploymentPlans) -> list[Violation]:
+    """A copy woken from zero must serve before the idle policy can remove it.
+
+    The idle policy sets the copy count to 0 once its alarm has seen no request for the window, and "For
+    Auto Scaling actions, the alarm continues to invoke the action once per minute that the alarm remains
+    in the new state" (Amazon CloudWatch User Guide, "Alarm actions",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-actions.html); the copy a refused
+    request woke starts a minute later and may take its whole start budget (an instance, the model download
+    and the container start-up, the plan's timeouts). A window shorter than that start removes the copy
+    before it serves when the request was sent once, and SageMaker gives no sign of it: the next request
+    waits for a whole new cold start (`peagle simulate --clients once` shows it, docs/simulate.md).
+    """
+    config = plans.config
+    if not config.uses_inference_components or not plans.plan.components.scales_to_zero:
+        return []
+    given = config.endpoint.inference_components.scale_to_zero_after_idle_minutes
+    shortest = shortest_idle_window_minutes(plans.plan.unit_start_budget_seconds)
+    if given is None or given >= shortest:
+        return []
+    return [
+        Violation(
+            "scale-to-zero-idle-window",
+            f"endpoint.inference_components.scale_to_zero_after_idle_minutes {given} is shorter than a woken "
+            f"copy's start: an instance (allowance {INSTANCE_LAUNCH_ALLOWANCE_S} s), the model download (up to "
+            f"{plans.plan.model_download_timeout_seconds} s) and the container start-up (up to "
+            f"{plans.plan.container_startup_timeout_seconds} s), {plans.plan.unit_start_budget_seconds / 60:.0f} min "
+            f"in all, so the idle policy could remove the copy before it serves; set it to at least {shortest} "
+            "(or leave it unset for that), or lower timeouts.model_download_seconds / container_startup_seconds",
+        )
+    ]
+
+
 # --- Volume encryption ----------------------------------------------------------------------
 
 
@@ -429,6 +467,7 @@ RULES: tuple[Callable[[DeploymentPlans], list[Violation]], ...] = (
     _speculation_schedule,
     _batch_transform,
     _inference_components,
+    _idle_window,
 )
 
 

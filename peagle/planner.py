@@ -14,7 +14,7 @@ layers); a plan that fits here leaves headroom on the GPU.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
 from peagle.config import DeploymentConfig, MeasuredCapacity
@@ -43,6 +43,11 @@ GUESSED_CONCURRENCY_SHARE = 0.75
 # to zero instances") says only that "the provisioning process takes several minutes": our allowance,
 # not an AWS figure.
 INSTANCE_LAUNCH_ALLOWANCE_S = 600
+# A request refused "no capacity" shows in the wake-up alarm's one-minute datapoint, evaluated once that
+# minute is over; the alarm's action then asks for the copy. A client waiting for a cold start waits this
+# long on top of the copy's start budget: our allowance (`peagle simulate --startup budget` showed a client
+# giving up a minute before a copy that took its whole budget served).
+WAKE_UP_ALLOWANCE_S = 120
 # Inference components scaling to zero: one copy goes while two or more serve and the copies left would
 # still carry the load under this share of the per-copy target, for this many minutes (target tracking's
 # own scale-in is off; see peagle_cdk/endpoint_scaling.py, ScalableCopyCount). Both mirror target
@@ -51,6 +56,21 @@ INSTANCE_LAUNCH_ALLOWANCE_S = 600
 # target kept a falling daily curve on 3-4 times the copies it needed (`peagle simulate --traffic daily`).
 LIGHT_LOAD_SHARE = 0.9
 LIGHT_LOAD_MINUTES = 15
+# The idle window must outlast a copy's start: the wake-up alarm's minute and its action come first (see
+# shortest_idle_window_minutes; peagle/deployment_rules.py refuses a shorter one).
+IDLE_WINDOW_MARGIN_MINUTES = 2
+# Where nothing was measured, a request holds a vLLM slot for this share of the profile's p90 latency SLA:
+# our estimate. It sizes the scale-to-zero wake-up (requests a copy answers a minute) and is
+# `peagle simulate`'s default request time.
+REQUEST_SECONDS_SHARE_OF_SLA = 0.5
+# A typical start, as opposed to the timeouts' budget: an instance's launch, "several minutes" ("Scale an
+# endpoint to zero instances"), then the weights at the transfer rates above without the timeouts' fixed
+# allowances, then vLLM's start (engine, CUDA graphs, the speculation self-check). Both figures are our
+# estimates, not AWS's: a qwen3-8b copy then starts in ~7 min, an instance with it in ~12, slower than the
+# 5-6 minutes AWS measured from zero for an 8B and a 70B model ("Unlock cost savings with the new scale
+# down to zero feature in SageMaker Inference", AWS Machine Learning Blog, 2024-12-03).
+TYPICAL_INSTANCE_LAUNCH_SECONDS = 300
+TYPICAL_ENGINE_START_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -179,6 +199,10 @@ class Plan:
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
     inference_ami_version: str  # the GPU host image; peagle/deployment_rules.py checks its driver
+    # USD per instance-hour, on demand: instance.price_per_hour_usd if given, else the instance's catalog (or
+    # custom_instances) row; price_source says which, for `peagle plan`, the dashboard and the simulator.
+    price_per_hour_usd: float
+    price_source: str
     # K by batch size, (min_batch, max_batch, K) bands; empty: K at every batch size. Coverage of
     # max_num_seqs is peagle/deployment_rules.py's rule speculation-schedule.
     speculative_schedule: tuple[ScheduleBand, ...] = field(default=())
@@ -203,6 +227,27 @@ class Plan:
         return 1 if self.components is not None else self.instance.gpu_count
 
     @property
+    def request_seconds_estimate(self) -> float:
+        """How long a request holds a vLLM slot where nothing was measured (REQUEST_SECONDS_SHARE_OF_SLA)."""
+        return self.profile.latency_sla_p90_seconds * REQUEST_SECONDS_SHARE_OF_SLA
+
+    @property
+    def unit_requests_per_minute(self) -> float:
+        """Requests a minute one copy or instance answers with every slot busy, at that estimate."""
+        return self.max_num_seqs * 60 / self.request_seconds_estimate
+
+    @property
+    def typical_model_start_seconds(self) -> float:
+        """A typical download + start-up of one copy or instance's model (TYPICAL_ENGINE_START_SECONDS)."""
+        weights = self.pair.target.weight_bytes + self.pair.drafter.weight_bytes
+        return weights / DOWNLOAD_BYTES_PER_SECOND + weights / LOAD_BYTES_PER_SECOND + TYPICAL_ENGINE_START_SECONDS
+
+    @property
+    def typical_unit_start_seconds(self) -> float:
+        """A typical start of a new unit with its instance: the launch, then the model."""
+        return TYPICAL_INSTANCE_LAUNCH_SECONDS + self.typical_model_start_seconds
+
+    @property
     def unit_start_budget_seconds(self) -> int:
         """The longest a new copy or instance may take before it serves: an instance's launch (our
         allowance), then the model download and the container start-up (their timeouts). Scaling
@@ -212,8 +257,14 @@ class Plan:
         )
 
     @property
+    def cold_start_wait_seconds(self) -> int:
+        """How long a client waits for a copy woken from zero: the start budget and the wake-up's own delay."""
+        return self.unit_start_budget_seconds + WAKE_UP_ALLOWANCE_S
+
+    @property
     def cost_per_hour_usd(self) -> float:
-        return self.instance.price_per_hour_usd * self.instance_count
+        """The instances the deploy starts, at ``price_per_hour_usd``."""
+        return self.price_per_hour_usd * self.instance_count
 
     def summary_lines(self) -> list[str]:
         catalog = load_catalog()
@@ -252,10 +303,9 @@ class Plan:
             f"{catalog.runtime.serving_image.base} (CUDA {catalog.runtime.serving_image.cuda})",
             f"timeouts        model download {self.model_download_timeout_seconds} s, "
             f"container start-up {self.container_startup_timeout_seconds} s",
-            f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand "
-            f"({catalog.price_region}, prices of {catalog.price_date})"
+            f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand ({self.price_source})"
             + (
-                f"; ${self.instance.price_per_hour_usd:,.2f} per running instance, $0 while scaled to zero"
+                f"; ${self.price_per_hour_usd:,.2f} per running instance, $0 while scaled to zero"
                 if self.components is not None and self.components.min_instances == 0
                 else ""
             ),
@@ -278,7 +328,8 @@ class Plan:
                 f"cold start      a copy from zero: an instance if none runs, then the model download (up to "
                 f"{self.model_download_timeout_seconds} s) and vLLM's start-up with the self-check (up to "
                 f"{self.container_startup_timeout_seconds} s), {cold_start_budget} s in all; invoke, bench and "
-                "smoke wait that long plus an instance's launch by default"
+                f"smoke wait that long plus an instance's launch and the wake-up, {self.cold_start_wait_seconds} s, "
+                "by default"
             ]
             if c.scales_to_zero
             else []
@@ -313,6 +364,13 @@ def launcher_startup_overhead_seconds(*, speculation: bool) -> float:
     if speculation:
         overhead += SETTINGS_BY_ENV["PEAGLE_SELF_CHECK_TIMEOUT_SECONDS"].default
     return overhead
+
+
+def shortest_idle_window_minutes(start_budget_seconds: float) -> int:
+    """The shortest idle window that never removes a copy before it serves: a request refused at minute t
+    starts a copy from t + 1 (the wake-up alarm's minute and its action), which serves within the start
+    budget; the idle alarm may act at t + window. Two minutes' margin."""
+    return math.ceil(start_budget_seconds / 60) + IDLE_WINDOW_MARGIN_MINUTES
 
 
 def _clamp_timeout(seconds: float) -> int:
@@ -469,12 +527,17 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
     # engine start, then the speculation self-check, then a margin so the launcher fails first.
     startup_seconds += launcher_startup_overhead_seconds(speculation=k > 0)
     startup = config.timeouts.container_startup_seconds or _clamp_timeout(startup_seconds)
+    if components is not None:
+        given = config.endpoint.inference_components.scale_to_zero_after_idle_minutes
+        shortest = shortest_idle_window_minutes(INSTANCE_LAUNCH_ALLOWANCE_S + download + startup)
+        components = replace(components, scale_to_zero_after_idle_minutes=given or shortest)
     notes = [*notes, *pair.notes]
     if k > 0 and k > pair.recommended_k.get(config.profile, k):
         notes.append(
             f"K={k} is above the recommended {pair.recommended_k[config.profile]} for {config.profile.value}: "
             "measure with `peagle bench` before keeping it"
         )
+    price, price_source = _price(config)
     return Plan(
         pair_id=config.model,
         pair=pair,
@@ -493,6 +556,8 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         container_startup_timeout_seconds=startup,
         model_download_timeout_seconds=download,
         inference_ami_version=config.instance.ami_version or catalog.runtime.serving_image.inference_ami_version,
+        price_per_hour_usd=price,
+        price_source=price_source,
         speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
         components=components,
         scaling=scaling_target(config, max_num_seqs),
@@ -500,6 +565,20 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         latency_sla_p90_seconds=config.alarms.latency_p90_seconds or profile.latency_sla_p90_seconds,
         notes=tuple(notes),
+    )
+
+
+def _price(config: DeploymentConfig) -> tuple[float, str]:
+    """The price per instance-hour and where it comes from: the file's override, a custom_instances row,
+    or the catalog (with the region and date its prices were read for)."""
+    if config.instance.price_per_hour_usd is not None:
+        return config.instance.price_per_hour_usd, "instance.price_per_hour_usd"
+    if config.instance.type in config.custom_instances:
+        return config.instance_facts().price_per_hour_usd, f"custom_instances.{config.instance.type}"
+    catalog = load_catalog()
+    return (
+        config.instance_facts().price_per_hour_usd,
+        f"catalog, {catalog.price_region}, prices of {catalog.price_date}",
     )
 
 

@@ -15,7 +15,8 @@ from peagle_cdk.endpoint_props import Autoscaling, EndpointMode, seconds
 # says which prop each one is.
 PROPS_AS_FIELDS = (
     "(PeagleEndpoint props as deployment-file fields: instance_type = instance.type, instance_facts = "
-    "custom_instances, custom_pair = custom_pairs, inference_ami_version = instance.ami_version, mode = "
+    "custom_instances, custom_pair = custom_pairs, inference_ami_version = instance.ami_version, price_per_hour_usd = "
+    "instance.price_per_hour_usd, mode = "
     "endpoint.mode and endpoint.inference_components, autoscaling = autoscaling (min_capacity/max_capacity: "
     "min_/max_instances, or min_/max_copies), ab_baseline = ab_test, latency_sla = alarms.latency_p90_seconds; "
     "see docs/library.md)"
@@ -53,6 +54,8 @@ def deployment_data(*, mode: EndpointMode, autoscaling: Autoscaling | None, **pr
         data["custom_instances"] = {props["instance_type"]: props["instance_facts"].model_dump()}
     if props["inference_ami_version"]:
         data["instance"]["ami_version"] = props["inference_ami_version"]
+    if props["price_per_hour_usd"] is not None:
+        data["instance"]["price_per_hour_usd"] = props["price_per_hour_usd"]
     if props["profile_overrides"] is not None:
         data["profile_overrides"] = props["profile_overrides"].model_dump(exclude_none=True)
     if props["slo"] is not None:

@@ -7,6 +7,7 @@ What each signal means and how to tune it is in docs/observability.md ("Reading 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,22 +15,37 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from peagle.config import AlarmSettings
+from peagle.config import AlarmSettings, parse_deployment_config
+from peagle.errors import ConfigError
 from peagle_cdk.component_endpoint import id_suffix
 from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
 from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
+from peagle_cdk.fleet_metrics import FleetMetrics
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 
 if TYPE_CHECKING:
+    from peagle.planner import Plan
     from peagle_cdk.peagle_endpoint import PeagleEndpoint
 
 # The deployment file's defaults (peagle.config.AlarmSettings) are the construct's: one set of numbers.
 _DEFAULTS = AlarmSettings()
 
 
+# The cost alarm's period: cost per token is noisy over minutes (a few requests on an instance paid by the
+# hour), and a budget is about sustained spend; 3600 s also holds a whole number of KPI intervals for every
+# interval that divides it. Three such hours in a row above the budget alarm (the deployment file's
+# alarms.max_cost_per_million_output_tokens_usd says "3 hours" in its description).
+COST_ALARM_PERIOD = Duration.hours(1)
+COST_ALARM_HOURS = 3
+# The cost widgets' period: steadier than a minute, and 900 s holds a whole number of the usual KPI intervals.
+COST_WIDGET_PERIOD = Duration.minutes(15)
+
+
 @dataclass(frozen=True)
 class AlarmThresholds:
-    """``latency_p90_seconds`` None: the endpoint plan's latency SLA (its profile's, or the one it was given)."""
+    """``latency_p90_seconds`` None: the endpoint plan's latency SLA (its profile's, or the one it was given).
+    ``max_cost_per_million_output_tokens_usd`` None: no cost alarm. Bounds and messages are the deployment
+    file's alarms section's (peagle.config.AlarmSettings)."""
 
     latency_p90_seconds: float | None = None
     error_5xx_rate_percent: float = field(default=_DEFAULTS.error_5xx_rate_percent)
@@ -37,12 +53,22 @@ class AlarmThresholds:
     gpu_memory_percent_per_gpu: float = field(default=_DEFAULTS.gpu_memory_percent)
     min_acceptance_rate: float = field(default=_DEFAULTS.min_acceptance_rate)
     kpi_missing_minutes: int = field(default=_DEFAULTS.kpi_missing_minutes)
+    max_cost_per_million_output_tokens_usd: float | None = field(
+        default=_DEFAULTS.max_cost_per_million_output_tokens_usd
+    )
+
+    def as_alarm_settings(self) -> dict[str, float | int | None]:
+        """The deployment file's ``alarms`` section these thresholds amount to."""
+        settings = {**self.__dict__, "gpu_memory_percent": self.gpu_memory_percent_per_gpu}
+        del settings["gpu_memory_percent_per_gpu"]
+        return settings
 
 
 class EndpointMonitoring(Construct):
     """Typed alarms: ``latency_alarm``, ``error_5xx_alarm``, ``error_4xx_alarm``, ``gpu_memory_alarm``,
-    ``acceptance_alarm`` (None without speculation), ``kpi_missing_alarm``, ``unhealthy`` (composite);
-    ``alarms`` lists them all. ``dashboard`` is the dashboard the widgets went to."""
+    ``acceptance_alarm`` (None without speculation), ``kpi_missing_alarm``, ``cost_alarm`` (None without
+    a cost budget), ``unhealthy`` (composite); ``alarms`` lists them all. ``dashboard`` is the dashboard the
+    widgets went to."""
 
     def __init__(
         self,
@@ -66,7 +92,9 @@ class EndpointMonitoring(Construct):
         """
         super().__init__(scope, id)
         plan = endpoint.plan
+        _check_thresholds(thresholds, endpoint, self.node.path)
         thresholds = _with_latency(thresholds, plan.latency_sla_p90_seconds)
+        self._fleet = FleetMetrics(endpoint)
         self.topic = None
         if alarm_action is None:
             self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
@@ -140,20 +168,42 @@ class EndpointMonitoring(Construct):
                 description=f"copies served requests for {thresholds.kpi_missing_minutes} minutes without a KPI "
                 "line: the container is not reporting (no alarm while scaled to zero)",
             )
+        self.cost_alarm = self._cost_alarm(thresholds.max_cost_per_million_output_tokens_usd)
         self.unhealthy = factory.composite(
             "EndpointUnhealthy",
             alarms=[self.error_5xx_alarm, self.kpi_missing_alarm, self.latency_alarm],
             description="5xx errors, latency over SLA, or the container stopped reporting",
         )
         self._primary_alarms = list(factory.alarms.values())
-        self.dashboard = self._dashboard(
-            endpoint, dashboard, summary_markdown or _plan_summary(endpoint), endpoint.kpi_interval_seconds
-        )
+        self.dashboard = self._dashboard(endpoint, dashboard, summary_markdown or _plan_summary(endpoint))
         if roll_back_updates:
             self._roll_back_on_alarms(endpoint)
         self.alarms: list[cloudwatch.Alarm] = list(factory.alarms.values())
         if endpoint.baseline_unit is not None:
             self.add_variant_comparison(endpoint, baseline_variant=endpoint.baseline_unit)
+
+    def _cost_alarm(self, budget_usd: float | None) -> cloudwatch.Alarm | None:
+        """The whole fleet's cost per 1M output tokens (every unit's, the A/B baseline's too) above the
+        budget for COST_ALARM_HOURS hours in a row. Idle hours have no datapoint (no tokens: metric math
+        drops a division by zero) and do not breach. Not a rollback alarm: spending is no failed deploy."""
+        if budget_usd is None:
+            return None
+        fleet = self._fleet
+        return self._factory.alarm(
+            "CostPerMillionOutputTokensHigh",
+            metric=fleet.cost_per_million_output_tokens(
+                fleet.units, period=COST_ALARM_PERIOD, label="cost per 1M output tokens (USD)"
+            ),
+            threshold=budget_usd,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=COST_ALARM_HOURS,
+            datapoints_to_alarm=COST_ALARM_HOURS,
+            missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            description=f"cost per 1M output tokens over ${budget_usd:g} for {COST_ALARM_HOURS} hours in a row "
+            "(on-demand instance price, idle hours not counted): serve the load with fewer or cheaper instances, raise "
+            "their utilisation (a higher scaling target, a lower autoscaling minimum), or turn speculation off if "
+            "its acceptance rate is low",
+        )
 
     def _roll_back_on_alarms(self, endpoint: PeagleEndpoint) -> None:
         """Updates roll back on each unit's p90 latency and 5xx alarms. The lists keep the order the 0.1.0
@@ -204,13 +254,19 @@ class EndpointMonitoring(Construct):
         endpoint: PeagleEndpoint,
         dashboard: cloudwatch.Dashboard | None,
         summary: str,
-        kpi_interval_seconds: int,
     ) -> cloudwatch.Dashboard:
         gpu_count = endpoint.plan.gpus_per_metric
         minute = Duration.minutes(1)
+        fleet = self._fleet
+        primary = fleet.units[0]
+        # Fleet totals add up each unit's samples, so their period holds at least one KPI interval.
+        fleet_period = fleet.period(minute)
 
         def kpi_metric(name: str, label: str, statistic: str = "Average") -> cloudwatch.Metric:
             return endpoint.metric_kpi(name, statistic=statistic, period=minute, label=label)
+
+        def fleet_total(name: str, label: str) -> cloudwatch.MathExpression:
+            return fleet.fleet_total(name, primary, period=fleet_period, label=label)
 
         def latency_ms(statistic: str) -> cloudwatch.MathExpression:
             metric_id = "latency_" + statistic.lower()  # ids must differ between lines of one graph
@@ -248,8 +304,8 @@ class EndpointMonitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Tokens per second (all instances)",
                 left=[
-                    kpi_metric("GenerationTokensPerSecond", "generated tokens/s", "Sum"),
-                    kpi_metric("PromptTokensPerSecond", "prompt tokens/s", "Sum"),
+                    fleet_total("GenerationTokensPerSecond", "generated tokens/s"),
+                    fleet_total("PromptTokensPerSecond", "prompt tokens/s"),
                 ],
                 width=12,
             ),
@@ -283,14 +339,13 @@ class EndpointMonitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Load: instances, requests in flight, KV cache",
                 left=[
-                    endpoint.metric_kpi(
-                        KPI_REPORTS_METRIC,
-                        statistic="SampleCount",
-                        period=Duration.seconds(kpi_interval_seconds),
-                        label="reporting instances",
+                    fleet.units_reporting(
+                        primary,
+                        period=fleet_period,
+                        label="reporting copies" if endpoint.inference_component_names else "reporting instances",
                     ),
-                    kpi_metric("RequestsRunning", "requests running", "Sum"),
-                    kpi_metric("RequestsWaiting", "requests waiting", "Sum"),
+                    fleet_total("RequestsRunning", "requests running"),
+                    fleet_total("RequestsWaiting", "requests waiting"),
                 ],
                 right=[kpi_metric("KvCacheUsageRatio", "KV cache usage (0-1)", "Maximum")],
                 width=12,
@@ -321,7 +376,58 @@ class EndpointMonitoring(Construct):
                 width=12,
             ),
         )
+        self._cost_widgets(dashboard, endpoint.plan)
         return dashboard
+
+    def _cost_widgets(self, dashboard: cloudwatch.Dashboard, plan: Plan) -> None:
+        """Cost per hour and per 1M output tokens of the fleet (with an A/B baseline: of both units, and of
+        each), from the units' KPI lines and the plan's on-demand price (peagle_cdk/fleet_metrics.py)."""
+        fleet = self._fleet
+        share = (
+            f"; a copy costs its share of an instance (1/{plan.components.copies_per_instance}), so an instance "
+            "with room for more copies costs more than shown"
+            if plan.components is not None
+            else ""
+        )
+        dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, "
+                f"{plan.price_source})\nUnits are counted from their KPI lines, so an instance still starting is "
+                f"billed but not counted{share}. Instance price only (no storage, data transfer or requests). "
+                "Periods without generated tokens show no cost per token. What each line means: "
+                "docs/observability.md, 'Reading the dashboard'.",
+                width=24,
+                height=2,
+            )
+        )
+        groups = [fleet.units]
+        if len(fleet.units) > 1:
+            groups += [[unit] for unit in fleet.units]
+
+        def lines(figure: Callable[..., cloudwatch.MathExpression]) -> list[cloudwatch.IMetric]:
+            return [
+                figure(
+                    group,
+                    period=COST_WIDGET_PERIOD,
+                    label=f"{group[0].name}: {group[0].describe()}" if len(group) == 1 else "all units",
+                )
+                for group in groups
+            ]
+
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Cost per hour of the fleet (USD): units reporting x price per unit",
+                left=lines(fleet.cost_per_hour),
+                left_y_axis=cloudwatch.YAxisProps(min=0),
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Cost per 1M output tokens (USD; none while no tokens are generated)",
+                left=lines(fleet.cost_per_million_output_tokens),
+                left_y_axis=cloudwatch.YAxisProps(min=0),
+                width=12,
+            ),
+        )
 
     def add_variant_comparison(self, endpoint: PeagleEndpoint, *, baseline_variant: str) -> None:
         """A/B widgets: the same target with and without (or with another K of) speculation.
@@ -373,7 +479,14 @@ class EndpointMonitoring(Construct):
                 title="Time per output token (s)", left=per_variant("TimePerOutputTokenSeconds"), width=8
             ),
             cloudwatch.GraphWidget(
-                title="Generated tokens/s", left=per_variant("GenerationTokensPerSecond", "Sum"), width=8
+                title="Generated tokens/s",
+                left=[
+                    self._fleet.fleet_total(
+                        "GenerationTokensPerSecond", unit, period=self._fleet.period(minute), label=unit.name
+                    )
+                    for unit in self._fleet.units
+                ],
+                width=8,
             ),
         )
         self.dashboard.add_widgets(
@@ -382,6 +495,24 @@ class EndpointMonitoring(Construct):
                 title="Time to first token (s)", left=per_variant("TimeToFirstTokenSeconds"), width=12
             ),
         )
+
+
+def _check_thresholds(thresholds: AlarmThresholds, endpoint: PeagleEndpoint, path: str) -> None:
+    """The thresholds through the deployment file's rules for its alarms section, with its messages
+    (bounds, and kpi_missing_minutes against the endpoint's KPI interval)."""
+    try:
+        parse_deployment_config(
+            {
+                "alarms": {k: v for k, v in thresholds.as_alarm_settings().items() if v is not None},
+                "observability": {"kpi_interval_seconds": endpoint.kpi_interval_seconds},
+            },
+            source=f"EndpointMonitoring {path}",
+        )
+    except ConfigError as error:
+        raise ConfigError(
+            f"{error}\n(AlarmThresholds as deployment-file fields: alarms.<the same name>, but "
+            "gpu_memory_percent_per_gpu = alarms.gpu_memory_percent; see docs/library.md)"
+        ) from None
 
 
 def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:

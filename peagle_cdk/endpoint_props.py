@@ -243,11 +243,12 @@ class EndpointMode:
         max_instances: int = 2,
         initial_copies: int = 1,
         accelerators_per_copy: int | None = None,
-        scale_to_zero_after: Duration = Duration.minutes(30),
+        scale_to_zero_after: Duration | None = None,
     ) -> EndpointMode:
         """``min_instances`` 0 lets managed instance scaling release every instance; copy bounds and the
         per-copy target are Autoscaling's (min_capacity 0: the last copy goes after ``scale_to_zero_after``
-        without a request)."""
+        without a request; None: the copy's start budget + 2 min, the shortest window that never removes a
+        copy before it serves; a shorter one fails validation)."""
         return EndpointMode(
             "inference_components",
             {
@@ -255,7 +256,9 @@ class EndpointMode:
                 "max_instances": max_instances,
                 "initial_copies": initial_copies,
                 "accelerators_per_copy": accelerators_per_copy,
-                "scale_to_zero_after_idle_minutes": int(scale_to_zero_after.to_minutes()),
+                "scale_to_zero_after_idle_minutes": (
+                    None if scale_to_zero_after is None else int(scale_to_zero_after.to_minutes())
+                ),
             },
         )
 

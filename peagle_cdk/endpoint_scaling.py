@@ -227,16 +227,16 @@ class ScalableCopyCount(_SageMakerCapacity):
     inference components", same operation). How the copies move, when they may reach zero:
 
     - out with load: target tracking on concurrent requests per copy (high resolution, 10 s);
-    - out from zero: one copy on the first NoCapacityInvocationFailures (the endpoint answers
-      "no capacity" while it has none, and no per-copy metric exists to track);
+    - out from zero: copies on NoCapacityInvocationFailures (the endpoint answers "no capacity" while it
+      has none, and no per-copy metric exists to track), one, and more as the refused requests grow;
     - in with load: with a floor of zero, target tracking would also remove the last copy after its
-      own fixed ~15 minutes of low load; so its scale-in is off and a step policy removes one copy at a
-      time while at least two copies serve and one fewer would still carry the load under 90 % of the
-      target (target tracking's own scale-in share);
+      own fixed ~15 minutes of low load; so its scale-in is off and a step policy removes the copies the
+      load no longer needs, in one step, while at least two copies serve, keeping the rest under 90 % of
+      the target (target tracking's own scale-in share);
     - in to zero: after ``idle_minutes`` without a single request, served or refused, a step policy sets
-      the count to zero.
+      the count to zero; the window outlasts a copy's start (peagle/deployment_rules.py).
 
-    Step policies wait for the capacity they add before they add more: their cooldown is the unit's
+    Step policies that add capacity wait for it before they add more: their cooldown is the unit's
     whole start budget (``Plan.unit_start_budget_seconds``), or they add a copy every cooldown while the
     first one still starts.
     """
@@ -275,9 +275,16 @@ class ScalableCopyCount(_SageMakerCapacity):
         return self.node.find_child("Target")
 
     def scale_out_on_refused_requests(
-        self, id: str, *, no_capacity_failures: cloudwatch.IMetric, cooldown: Duration
+        self,
+        id: str,
+        *,
+        no_capacity_failures: cloudwatch.IMetric,
+        cooldown: Duration,
+        refused_per_copy: float,
+        most_copies: int,
     ) -> None:
-        """Add one copy when an invocation found no capacity.
+        """Add copies when invocations found none: one, and one more for each ``refused_per_copy`` refused
+        sends a minute, up to ``most_copies``.
 
         SageMaker Developer Guide, "Scale an endpoint to zero instances"
         (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html): a step
@@ -289,24 +296,37 @@ class ScalableCopyCount(_SageMakerCapacity):
         savings with the new scale down to zero feature in SageMaker Inference") alarms at >= 1. We alarm
         at >= 1: the first refused request starts the cold start.
 
-        ``cooldown`` must cover the copy's whole start: the alarm stays in ALARM while requests keep being
-        refused, and acts every minute (scale_in_when_idle quotes the rule); after a step scale-out "The
-        scaling policy won't increase the desired capacity again unless either a larger scale out is
-        triggered or the cooldown period ends" (Application Auto Scaling API reference,
-        StepScalingPolicyConfiguration, Cooldown). With the guide's 60 s, every minute of a cold start adds
-        a copy (`peagle simulate`: 16 copies requested for one user's request).
+        Two departures from the guide, both found with `peagle simulate` (docs/simulate.md):
+        - the steps grow with the refused sends. Clients retry while they wait, and when the first copy
+          serves they all come at once: one copy for a burst that queued behind a cold start times most
+          of it out. Copies asked for while the instance still launches serve together with the first.
+          During the cooldown "capacity added by the initiating scale-out activity is calculated as part
+          of the desired capacity" (Application Auto Scaling API reference, StepScalingPolicyConfiguration,
+          Cooldown), so a larger step adds only the difference and a repeated one adds nothing;
+        - ``cooldown`` must cover the copy's whole start: the alarm stays in ALARM while requests keep
+          being refused, and acts every minute (scale_in_when_idle quotes the rule); with the guide's 60 s
+          every minute of a cold start adds a copy (16 copies for one user's request). The idle window is
+          longer than that start (peagle/deployment_rules.py, scale-to-zero-idle-window), so this cooldown
+          has always ended before the count can be back at zero: a later wake-up is never held by it.
         """
+        steps = []
+        for copies in range(1, max(1, most_copies) + 1):
+            # Relative to the alarm's threshold of 1: [ (copies - 1) x per copy, copies x per copy ).
+            lower = 0 if copies == 1 else (copies - 1) * refused_per_copy - 1
+            upper = None if copies == most_copies else copies * refused_per_copy - 1
+            steps.append((lower, upper, copies))
         self._step_on_alarm(
             id,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            adjustment=+1,
+            steps=steps,
             metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
             cooldown=cooldown,
             metric=no_capacity_failures,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             minutes=1,
             missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            description="an invocation found no copy; add one (scale out from zero)",
+            description=f"invocations found no copy; add one, and one per {refused_per_copy:g} refused a minute "
+            f"(up to {most_copies}): scale out from zero",
         )
 
     def scale_in_on_light_load(
@@ -318,30 +338,41 @@ class ScalableCopyCount(_SageMakerCapacity):
         below: float,
         minutes: int,
         cooldown: Duration,
+        most_copies: int,
     ) -> None:
-        """Remove one copy while ``copies`` (an estimate of the copies serving) is at least 2, so light
-        traffic never removes the last copy, and the copies but one would still carry the load (``load``
-        requests per copy, times the copies) under ``below`` requests each: target tracking's own
-        scale-in, with the last copy kept. The comparison multiplies instead of dividing by copies - 1."""
+        """Remove the copies the load no longer needs, in one step, never the last one: while ``copies``
+        (an estimate of the copies serving) is at least 2 and fewer copies would still carry the load
+        (``load`` requests per copy, times the copies) under ``below`` requests each. Target tracking's own
+        scale-in, with the last copy kept.
+
+        The alarm's metric is the excess, copies x (1 - load / below), at most copies - 1; the steps remove
+        its whole part (1 for [1, 2), 2 for [2, 3), ... up to ``most_copies`` - 1), aggregated by its
+        Minimum. One copy per cooldown instead kept 16 copies that a 5-minute crowd had started for hours
+        after it had gone (`peagle simulate --traffic flash-crowd`)."""
+        below_text = f"{below:g}"
+        excess = f"FILL(copies, 0) * (1 - FILL(load, 0) / {below_text})"
+        largest = max(1, most_copies - 1)
         self._step_on_alarm(
             id,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            adjustment=-1,
+            steps=[
+                (removed - 1, None if removed == largest else removed, -removed) for removed in range(1, largest + 1)
+            ],
+            metric_aggregation_type=appscaling.MetricAggregationType.MINIMUM,
             cooldown=cooldown,
             metric=cloudwatch.MathExpression(
                 expression=(
-                    f"IF(FILL(copies, 0) >= 2 AND FILL(load, 0) * FILL(copies, 0) < {below:g} * (FILL(copies, 0) - 1),"
-                    " 1, 0)"
+                    f"IF(FILL(copies, 0) >= 2, IF({excess} > FILL(copies, 0) - 1, FILL(copies, 0) - 1, {excess}), 0)"
                 ),
                 using_metrics={"load": load, "copies": copies},
-                label="one copy fewer would still carry the load",
+                label="copies the load does not need",
                 period=Duration.minutes(1),
             ),
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             minutes=minutes,
             missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            description=f"one copy fewer would carry the load under {below:g} requests per copy for {minutes} min; "
-            "remove one",
+            description=f"fewer copies would carry the load under {below_text} requests per copy for {minutes} min; "
+            "remove the ones it does not need",
         )
 
     def scale_in_when_idle(
@@ -363,7 +394,7 @@ class ScalableCopyCount(_SageMakerCapacity):
         self._step_on_alarm(
             id,
             adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY,
-            adjustment=0,
+            steps=[(None, 0, 0)],
             metric=cloudwatch.MathExpression(
                 expression="FILL(served, 0) + FILL(refused, 0)",
                 using_metrics={"served": invocations, "refused": no_capacity_failures},
@@ -381,7 +412,7 @@ class ScalableCopyCount(_SageMakerCapacity):
         id: str,
         *,
         adjustment_type: appscaling.AdjustmentType,
-        adjustment: int,
+        steps: list[tuple[float | None, float | None, int]],
         metric: cloudwatch.IMetric,
         comparison: cloudwatch.ComparisonOperator,
         minutes: int,
@@ -390,9 +421,10 @@ class ScalableCopyCount(_SageMakerCapacity):
         cooldown: Duration | None = None,
         metric_aggregation_type: appscaling.MetricAggregationType | None = None,
     ) -> None:
-        """One step (``adjustment``) when ``metric`` compares with threshold 1 for ``minutes`` of ``minutes``
-        one-minute datapoints. CDK's StepScalingPolicy needs two or more intervals, so the single step of
-        SageMaker's scale-from-zero policy is a StepScalingAction behind our own alarm."""
+        """Step adjustments ``steps`` (lower bound, upper bound, adjustment; bounds relative to the threshold,
+        as StepAdjustment has them) when ``metric`` compares with threshold 1 for ``minutes`` of ``minutes``
+        one-minute datapoints. CDK's StepScalingPolicy needs two or more intervals and makes its own alarms,
+        so these are a StepScalingAction behind our own alarm."""
         action = appscaling.StepScalingAction(
             self,
             f"{id}Action",
@@ -401,9 +433,11 @@ class ScalableCopyCount(_SageMakerCapacity):
             cooldown=cooldown,
             metric_aggregation_type=metric_aggregation_type,
         )
-        above = comparison == cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-        # Bounds are relative to the threshold: at or above it for ">=", below it for "<".
-        action.add_adjustment(adjustment=adjustment, **({"lower_bound": 0} if above else {"upper_bound": 0}))
+        for lower, upper, adjustment in steps:
+            bounds = {
+                key: value for key, value in (("lower_bound", lower), ("upper_bound", upper)) if value is not None
+            }
+            action.add_adjustment(adjustment=adjustment, **bounds)
         alarm = cloudwatch.Alarm(
             self,
             f"{id}Alarm",

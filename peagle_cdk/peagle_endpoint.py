@@ -86,6 +86,7 @@ class PeagleEndpoint(Construct):
         instance_type: str = "ml.g6e.xlarge",
         instance_facts: InstanceType | None = None,
         instance_count: int = 1,
+        price_per_hour_usd: float | None = None,
         inference_ami_version: str | None = None,
         profile: str = "chatbot",
         profile_overrides: ProfileOverrides | None = None,
@@ -119,6 +120,9 @@ class PeagleEndpoint(Construct):
         :param model: a catalog pair id (`peagle catalog`), or the id of ``custom_pair``.
         :param custom_pair: a pair the catalog lacks (peagle.catalog.ModelPair: target, drafter, facts).
         :param instance_type: a SageMaker instance type; the catalog gives its GPU facts, or ``instance_facts``.
+        :param price_per_hour_usd: on-demand USD per instance-hour (a savings plan, another region) for the
+            plan's cost and EndpointMonitoring's cost widgets and alarm; default: the catalog's price (or
+            ``instance_facts``').
         :param profile: chatbot | codegen | batch (sampling, lengths, SLO); ``profile_overrides`` and ``slo``
             change single fields.
         :param speculation: K (default ``Speculation.recommended()``: the pair's K for the profile).
@@ -154,6 +158,7 @@ class PeagleEndpoint(Construct):
             instance_type=instance_type,
             instance_facts=instance_facts,
             instance_count=instance_count,
+            price_per_hour_usd=price_per_hour_usd,
             inference_ami_version=inference_ami_version,
             profile=profile,
             profile_overrides=profile_overrides,

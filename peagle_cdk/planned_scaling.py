@@ -114,6 +114,11 @@ def scale_copies(
             "ScaleOutFromZero",
             no_capacity_failures=endpoint.metric_no_capacity_invocation_failures(period=minute, **unit),
             cooldown=Duration.seconds(plan.unit_start_budget_seconds),
+            # One copy per the requests a minute that, arriving through a typical start, make a copy's minute
+            # of work (both the planner's estimates); at most the copies one instance holds (the instance is
+            # paid for whole), target tracking adds the rest once they serve.
+            refused_per_copy=max(1, round(plan.unit_requests_per_minute * 60 / plan.typical_unit_start_seconds)),
+            most_copies=min(components.copies_per_instance, components.max_copies),
         )
         # InvocationsPerCopy is Invocations normalized by the copies, so their ratio counts the copies
         # serving ("Amazon SageMaker AI metrics in Amazon CloudWatch", InferenceComponentName metrics).
@@ -132,6 +137,7 @@ def scale_copies(
             below=components.light_load_below_per_copy,
             minutes=components.light_load_minutes,
             cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+            most_copies=components.max_copies,
         )
         scaling.scale_in_when_idle(
             "ScaleInToZero",

@@ -60,6 +60,7 @@ class EndpointStack(Stack):
             instance_type=config.instance.type,
             instance_facts=config.custom_instances.get(config.instance.type),
             instance_count=config.instance.count,
+            price_per_hour_usd=config.instance.price_per_hour_usd,
             inference_ami_version=config.instance.ami_version,
             profile=config.profile.value,
             profile_overrides=config.profile_overrides,
@@ -153,6 +154,7 @@ class EndpointStack(Stack):
                 gpu_memory_percent_per_gpu=alarms.gpu_memory_percent,
                 min_acceptance_rate=alarms.min_acceptance_rate,
                 kpi_missing_minutes=alarms.kpi_missing_minutes,
+                max_cost_per_million_output_tokens_usd=alarms.max_cost_per_million_output_tokens_usd,
             ),
         )
 
@@ -233,7 +235,11 @@ def _mode(config: DeploymentConfig) -> EndpointMode:
         max_instances=components.max_instances,
         initial_copies=components.initial_copies,
         accelerators_per_copy=components.accelerators_per_copy,
-        scale_to_zero_after=Duration.minutes(components.scale_to_zero_after_idle_minutes),
+        scale_to_zero_after=(
+            None
+            if components.scale_to_zero_after_idle_minutes is None
+            else Duration.minutes(components.scale_to_zero_after_idle_minutes)
+        ),
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peagle.aws import AwsCallError, aws_call, aws_client, aws_session
-from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S
+from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, WAKE_UP_ALLOWANCE_S
 
 # Our choice: covers AWS's measured cold starts from zero (about 5-6 minutes for an 8B and a 70B model:
 # "Unlock cost savings with the new scale down to zero feature in SageMaker Inference", AWS Machine
@@ -30,7 +30,8 @@ DEFAULT_COLD_START_WAIT_S = 900.0
 DESCRIBE_PERMISSION = "sagemaker:DescribeInferenceComponent"
 COLD_START_DEFAULT_HELP = (
     f"the component's own model download + container start-up timeouts + {INSTANCE_LAUNCH_ALLOWANCE_S:.0f} s for "
-    f"an instance, read with DescribeInferenceComponent; {DEFAULT_COLD_START_WAIT_S:.0f} when they cannot be read"
+    f"an instance + {WAKE_UP_ALLOWANCE_S:.0f} s for the wake-up alarm to act, read with DescribeInferenceComponent; "
+    f"{DEFAULT_COLD_START_WAIT_S:.0f} when they cannot be read"
 )
 
 
@@ -47,8 +48,8 @@ def given_wait(seconds: float) -> ColdStartWait:
 
 
 def component_cold_start_wait(component: str, *, region: str | None, sagemaker: Any = None) -> ColdStartWait:
-    """The component's download + start-up budgets plus the instance allowance; the default, with
-    the reason, when they cannot be read. ``sagemaker``: a SageMaker client (made here if None)."""
+    """The component's download + start-up budgets plus the instance and wake-up allowances (the planner's
+    ``Plan.cold_start_wait_seconds``); the default, with the reason, when they cannot be read. ``sagemaker``: a SageMaker client (made here if None)."""
     from botocore.exceptions import BotoCoreError
 
     try:
@@ -63,9 +64,10 @@ def component_cold_start_wait(component: str, *, region: str | None, sagemaker: 
     if download is None or start is None:
         return _default_because(f"{component} sets no model download and container start-up timeouts")
     return ColdStartWait(
-        float(download + start + INSTANCE_LAUNCH_ALLOWANCE_S),
+        float(download + start + INSTANCE_LAUNCH_ALLOWANCE_S + WAKE_UP_ALLOWANCE_S),
         f"{component}'s model download {download} s + container start-up {start} s timeouts + "
-        f"{INSTANCE_LAUNCH_ALLOWANCE_S:.0f} s for an instance to launch; --cold-start-wait to change",
+        f"{INSTANCE_LAUNCH_ALLOWANCE_S:.0f} s for an instance to launch + {WAKE_UP_ALLOWANCE_S:.0f} s for the "
+        "wake-up alarm to act; --cold-start-wait to change",
     )
 
 

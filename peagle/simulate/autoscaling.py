@@ -1,21 +1,29 @@
 """Application Auto Scaling acting on one scalable target, as its documentation describes it.
 
 Step scaling (API reference, StepScalingPolicyConfiguration and StepAdjustment,
-https://docs.aws.amazon.com/autoscaling/application/APIReference/API_StepScalingPolicyConfiguration.html):
-- bounds are relative to the alarm threshold: "The lower bound for the difference between the alarm
-  threshold and the CloudWatch metric ... the metric value must be greater than or equal to the
-  threshold plus the lower bound"; "the metric value must be less than the threshold plus the upper bound";
+https://docs.aws.amazon.com/autoscaling/application/APIReference/API_StepScalingPolicyConfiguration.html,
+and botocore's application-autoscaling service-2.json):
+- bounds are relative to the alarm threshold, closed towards it: with a threshold of 50, "To initiate
+  the adjustment when the metric is greater than or equal to 50 and less than 60, specify a lower bound
+  of 0 and an upper bound of 10"; "To initiate the adjustment when the metric is greater than 40 and
+  less than or equal to 50, specify a lower bound of -10 and an upper bound of 0" (StepAdjustment);
 - ``ExactCapacity`` sets the capacity, ``ChangeInCapacity`` adds, ``PercentChangeInCapacity`` scales;
-- Cooldown: "With scale-out policies ... The scaling policy won't increase the desired capacity again
-  unless either a larger scale out is triggered or the cooldown period ends. While the cooldown period
-  is in effect, capacity added by the initiating scale-out activity is calculated as part of the desired
-  capacity for the next scale-out activity." "With scale-in policies ... scale-in activities are blocked
-  until the cooldown period has expired. However, if another alarm triggers a scale-out activity during
-  the cooldown period after a scale-in activity, Application Auto Scaling scales out the target
-  immediately. In this case, the cooldown period for the scale-in activity stops and doesn't complete."
-- Default cooldowns (TargetTrackingScalingPolicyConfiguration ScaleOutCooldown): "Application Auto
-  Scaling provides a default value of 300 for ... Amazon SageMaker endpoint variants ... For all other
-  scalable targets, the default value is 0". Inference components are not in the list: 0.
+  the step is chosen on the alarm's datapoints aggregated by ``MetricAggregationType`` ("If the
+  aggregation type is null, the value is treated as Average");
+- Cooldown: "If not specified, the default value is 300" (StepScalingPolicyConfiguration.Cooldown). "After
+  Application Auto Scaling successfully scales out using a step scaling policy, it starts to calculate
+  the cooldown time. The scaling policy won't increase the desired capacity again unless either a larger
+  scale out is triggered or the cooldown period ends. While the cooldown period is in effect, capacity
+  added by the initiating scale-out activity is calculated as part of the desired capacity for the next
+  scale-out activity." So every scale-out starts a cooldown. "With scale-in policies ... scale-in
+  activities are blocked until the cooldown period has expired. However, if another alarm triggers a
+  scale-out activity during the cooldown period after a scale-in activity, Application Auto Scaling
+  scales out the target immediately. In this case, the cooldown period for the scale-in activity stops
+  and doesn't complete." Which of the two scale-out sentences decides after another policy lowered the
+  capacity is ``Assumptions.cooldown_after_lowered``, run both ways.
+- Target tracking's default cooldowns (TargetTrackingScalingPolicyConfiguration ScaleOutCooldown):
+  "Application Auto Scaling provides a default value of 300 for ... Amazon SageMaker endpoint variants
+  ... For all other scalable targets, the default value is 0". Inference components are not in the list: 0.
 
 Target tracking ("Target tracking scaling policies for Application Auto Scaling",
 https://docs.aws.amazon.com/autoscaling/application/userguide/application-auto-scaling-target-tracking.html):
@@ -29,8 +37,9 @@ AWS shows for them.
 
 Several policies: "Application Auto Scaling gives precedence to the policy that provides the largest
 capacity for both scale out and scale in" (PutScalingPolicy); ``Assumptions.conflicts`` says whether
-that rule or one-action-after-another applies to alarms acting in the same minute. Capacity stays
-within MinCapacity and MaxCapacity.
+that rule or one-action-after-another applies to alarms acting in the same minute. A change while the
+target is still provisioning the previous one follows ``Assumptions.updates_while_updating``. Capacity
+stays within MinCapacity and MaxCapacity.
 """
 
 from __future__ import annotations
@@ -42,12 +51,13 @@ from peagle.simulate.cloudwatch import ALARM, AlarmState
 from peagle.simulate.scaling_template import (
     Alarm,
     ScalableTarget,
+    StepAdjustment,
     StepPolicy,
     TargetTrackingPolicy,
 )
-from peagle.simulate.service import Datapoint
 
-VARIANT_DEFAULT_COOLDOWN_SECONDS = 300
+VARIANT_DEFAULT_COOLDOWN_SECONDS = 300  # target tracking on a variant; other targets 0
+STEP_DEFAULT_COOLDOWN_SECONDS = 300  # any step policy without Cooldown
 
 # The alarms of a target-tracking policy, (datapoints above the target to scale out, datapoints under
 # SCALE_IN_SHARE of it to scale in), in one-minute datapoints. One-minute metrics: 3 of 3 above and 15 of
@@ -67,22 +77,36 @@ class Proposal:
 
 
 class _Cooldowns:
-    def __init__(self, out_seconds: int, in_seconds: int) -> None:
-        self.out_seconds, self.in_seconds = out_seconds, in_seconds
+    def __init__(self, out_seconds: int, in_seconds: int, reading: str, consulted: set[str]) -> None:
+        self.out_seconds, self.in_seconds, self.reading = out_seconds, in_seconds, reading
+        self.consulted = consulted
         self.out_until = -math.inf
-        self.out_base = 0
+        self.out_base = 0  # the capacity before the scale-out that started the running cooldown
+        self.out_set = 0  # the capacity that scale-out set
         self.in_until = -math.inf
 
     def scale_out(self, current: int, change, minute: int) -> int:
-        """``change(base)`` -> capacity; during the cooldown the base is the capacity before the initiating
-        scale-out, so what it added counts as part of the desired capacity."""
-        return max(current, change(self.out_base if minute < self.out_until else current))
+        """The capacity ``change(base)`` asks for. During the cooldown the base is the capacity before the
+        initiating scale-out (what it added counts as desired); with the ``blocked`` reading only a scale-out
+        larger than the initiating one acts until the cooldown ends."""
+        if minute >= self.out_until:
+            return max(current, change(current))
+        desired = change(self.out_base)
+        if current < desired <= self.out_set:
+            self.consulted.add("cooldown_after_lowered")  # the two readings part here
+            if self.reading == "blocked":
+                return current
+        return max(current, desired)
 
     def record(self, before: int, after: int, minute: int) -> None:
         if after > before:
+            # Every successful scale-out starts a cooldown. One inside a running cooldown continues it: the
+            # capacity before the first one stays the base, so what they added counts as desired (rebasing
+            # on each would let a repeated step add its whole adjustment again every minute).
             if minute >= self.out_until:
                 self.out_base = before
-                self.out_until = minute + self.out_seconds / 60
+            self.out_set = after
+            self.out_until = minute + self.out_seconds / 60
         elif after < before:
             self.in_until = minute + self.in_seconds / 60
 
@@ -92,34 +116,9 @@ class PolicyRuntime:
 
     label: str
     alarms: list[AlarmState]
+    cooldowns: _Cooldowns
 
     def propose(self, current: int, serving: int, minute: int) -> Proposal | None: ...
-
-    def record(self, before: int, after: int, minute: int) -> None: ...
-
-    def cancel_scale_in_cooldown(self) -> None: ...
-
-
-class StepRuntime(PolicyRuntime):
-    def __init__(self, policy: StepPolicy, alarms: list[AlarmState], default_cooldown: int) -> None:
-        self.policy, self.alarms, self.label = policy, alarms, policy.logical_id
-        cooldown = default_cooldown if policy.cooldown_seconds is None else policy.cooldown_seconds
-        self.cooldowns = _Cooldowns(cooldown, cooldown)
-
-    def propose(self, current: int, serving: int, minute: int) -> Proposal | None:
-        proposals = []
-        for alarm_state in self.alarms:
-            if alarm_state.state != ALARM:
-                continue
-            step = _step_for(self.policy, alarm_state.alarm, alarm_state.last_value)
-            if step is None:
-                continue
-            adjusted = _adjusted(self.policy, step)
-            if adjusted(current) > current:
-                proposals.append(Proposal(self.label, self.cooldowns.scale_out(current, adjusted, minute), "out"))
-            elif adjusted(current) < current and minute >= self.cooldowns.in_until:
-                proposals.append(Proposal(self.label, adjusted(current), "in"))
-        return max(proposals, key=lambda proposal: proposal.capacity, default=None)
 
     def record(self, before: int, after: int, minute: int) -> None:
         self.cooldowns.record(before, after, minute)
@@ -128,8 +127,32 @@ class StepRuntime(PolicyRuntime):
         self.cooldowns.in_until = -math.inf
 
 
+class StepRuntime(PolicyRuntime):
+    def __init__(self, policy: StepPolicy, alarms: list[AlarmState], reading: str, consulted: set[str]) -> None:
+        self.policy, self.alarms, self.label = policy, alarms, policy.logical_id
+        cooldown = STEP_DEFAULT_COOLDOWN_SECONDS if policy.cooldown_seconds is None else policy.cooldown_seconds
+        self.cooldowns = _Cooldowns(cooldown, cooldown, reading, consulted)
+
+    def propose(self, current: int, serving: int, minute: int) -> Proposal | None:
+        proposals = []
+        for alarm_state in self.alarms:
+            if alarm_state.state != ALARM:
+                continue
+            step = step_for(self.policy, alarm_state.alarm, _aggregated(self.policy, alarm_state.evaluated))
+            if step is None:
+                continue
+            adjusted = _adjusted(self.policy, step)
+            if adjusted(current) > current:
+                capacity = self.cooldowns.scale_out(current, adjusted, minute)
+                if capacity > current:
+                    proposals.append(Proposal(self.label, capacity, "out"))
+            elif adjusted(current) < current and minute >= self.cooldowns.in_until:
+                proposals.append(Proposal(self.label, adjusted(current), "in"))
+        return max(proposals, key=lambda proposal: proposal.capacity, default=None)
+
+
 class TrackingRuntime(PolicyRuntime):
-    def __init__(self, policy: TargetTrackingPolicy, default_cooldown: int) -> None:
+    def __init__(self, policy: TargetTrackingPolicy, default_cooldown: int, reading: str, consulted: set[str]) -> None:
         self.policy, self.label = policy, policy.logical_id
         out_datapoints, in_datapoints = TRACKING_ALARMS[policy.high_resolution]
         self.high = _managed_alarm(policy, "AlarmHigh", "GreaterThanThreshold", policy.target_value, out_datapoints)
@@ -140,6 +163,8 @@ class TrackingRuntime(PolicyRuntime):
         self.cooldowns = _Cooldowns(
             default_cooldown if policy.scale_out_cooldown_seconds is None else policy.scale_out_cooldown_seconds,
             default_cooldown if policy.scale_in_cooldown_seconds is None else policy.scale_in_cooldown_seconds,
+            reading,
+            consulted,
         )
 
     def propose(self, current: int, serving: int, minute: int) -> Proposal | None:
@@ -148,7 +173,8 @@ class TrackingRuntime(PolicyRuntime):
             return None  # no metric, or no unit to divide the load by: target tracking cannot compute
         needed = math.ceil(round(serving * value / self.policy.target_value, 9))
         if self.high.state == ALARM and needed > current:
-            return Proposal(self.label, self.cooldowns.scale_out(current, lambda base: needed, minute), "out")
+            capacity = self.cooldowns.scale_out(current, lambda base: needed, minute)
+            return Proposal(self.label, capacity, "out") if capacity > current else None
         if (
             self.low in self.alarms
             and self.low.state == ALARM
@@ -158,37 +184,48 @@ class TrackingRuntime(PolicyRuntime):
             return Proposal(self.label, needed, "in")
         return None
 
-    def record(self, before: int, after: int, minute: int) -> None:
-        self.cooldowns.record(before, after, minute)
-
-    def cancel_scale_in_cooldown(self) -> None:
-        self.cooldowns.in_until = -math.inf
-
 
 class TargetScaling:
-    """All of one scalable target's policies and alarms."""
+    """All of one scalable target's policies and alarms. ``consulted`` collects the open readings
+    (``Assumptions`` fields) whose value made a difference at least once: a reading never consulted cannot
+    change the timeline."""
 
-    def __init__(self, target: ScalableTarget, conflicts: str) -> None:
+    def __init__(self, target: ScalableTarget, conflicts: str, cooldown_reading: str = "counted") -> None:
         self.target, self.conflicts = target, conflicts
+        self.consulted: set[str] = set()
         default = VARIANT_DEFAULT_COOLDOWN_SECONDS if target.unit == "instances" else 0
         states = {alarm.logical_id: AlarmState(alarm) for alarm in target.alarms}
         self.policies: list[PolicyRuntime] = [
             StepRuntime(
                 policy,
                 [state for state in states.values() if policy.logical_id in state.alarm.policy_ids],
-                default,
+                cooldown_reading,
+                self.consulted,
             )
             for policy in target.step_policies
-        ] + [TrackingRuntime(policy, default) for policy in target.target_tracking]
+        ] + [TrackingRuntime(policy, default, cooldown_reading, self.consulted) for policy in target.target_tracking]
 
     def alarm_states(self) -> list[AlarmState]:
         return [state for policy in self.policies for state in policy.alarms]
 
-    def act(self, current: int, serving: int, minute: int) -> tuple[int, list[str]]:
-        """The capacity after this minute's actions, and what acted."""
+    def act(
+        self, current: int, serving: int, minute: int, *, updating: bool = False, wait_for_updates: bool = False
+    ) -> tuple[int, list[str]]:
+        """The capacity after this minute's actions, and what acted. ``updating``: the target is still
+        provisioning its last change; with ``wait_for_updates`` it takes none now, the alarms act again next
+        minute, and a policy whose activity did not happen starts no cooldown."""
         proposals = self._proposals(current, serving, minute)
         if not proposals:
             return current, []
+        if updating:
+            self.consulted.add("updates_while_updating")
+        if len(proposals) > 1:
+            self.consulted.add("conflicts")
+        if updating and wait_for_updates:
+            return current, [
+                f"{self._said(proposal, current)} (waits: the last change is still starting)"
+                for _, proposal in proposals
+            ]
         if self.conflicts == "largest":
             outs = [item for item in proposals if item[1].direction == "out"]
             policy, proposal = max(outs or proposals, key=lambda item: item[1].capacity)
@@ -259,12 +296,27 @@ def _managed_alarm(
     )
 
 
-def _step_for(policy: StepPolicy, alarm: Alarm, value: Datapoint):
-    # In ALARM through missing data treated as breaching: the breach is at the threshold itself.
-    at_threshold = 0.0 if alarm.upward else -1e-9
-    difference = at_threshold if value is None else value - alarm.threshold
+def _aggregated(policy: StepPolicy, values: list[float]) -> float | None:
+    """The alarm's evaluated datapoints aggregated by the policy's MetricAggregationType (None: none real,
+    the alarm breaches through missing data treated as breaching)."""
+    if not values:
+        return None
+    if policy.aggregation == "Minimum":
+        return min(values)
+    if policy.aggregation == "Maximum":
+        return max(values)
+    return sum(values) / len(values)
+
+
+def step_for(policy: StepPolicy, alarm: Alarm, value: float | None) -> StepAdjustment | None:
+    """The step adjustment for ``value``: its difference from the threshold lies in the step's interval,
+    closed at the end nearer the threshold (a lower bound >= 0 is inclusive, an upper bound <= 0 too)."""
+    difference = 0.0 if value is None else value - alarm.threshold  # breaching through missing data
     for step in policy.steps:
-        if (step.lower is None or difference >= step.lower) and (step.upper is None or difference < step.upper):
+        below = step.upper is not None and step.upper <= 0
+        lower_ok = step.lower is None or (difference > step.lower if below else difference >= step.lower)
+        upper_ok = step.upper is None or (difference <= step.upper if below else difference < step.upper)
+        if lower_ok and upper_ok:
             return step
     return None
 

@@ -1,16 +1,21 @@
 """`peagle simulate`: replay traffic through the scaling policies of the synthesized endpoint stack.
 
-Exit codes: 0 every property holds under every assumption run; 1 a property fails; 2 bad input
-(a template or trace that cannot be read, a deployment that does not plan).
+Exit codes: 0 every verdict holds under every reading run; 1 a verdict fails (users turned away, or the
+scaling misbehaves); 2 bad input (a template, trace or option that cannot be used, a deployment that does
+not plan).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import sys
 from pathlib import Path
 
+from peagle.client.cold_start import COLD_START_DEFAULT_HELP
 from peagle.config import DEFAULT_DEPLOYMENT_FILE
+from peagle.simulate.service import READING_FIELDS, READINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -20,13 +25,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "simulate",
-        help="replay traffic through the synthesized scaling policies and alarms; verdicts per property",
+        help="replay traffic through the synthesized scaling policies and alarms: requests answered, lost and "
+        "paid for, with what to change",
         description="Read the endpoint stack's template (--template, default: the PeagleEndpoint stack in --cdk-out), "
         "find its scalable targets, step and target-tracking policies and alarms, and replay traffic through a "
         "model of what AWS documents (alarm evaluation, repeated Auto Scaling actions, cooldowns, bounds, start-up "
-        "delays from the plan). The assumptions AWS leaves open that decide the outcome run both ways. Writes a "
-        "timeline table and plot per scenario and simulation.md to --out. Exit 0 all properties hold, 1 one fails, "
-        "2 bad input. docs/simulate.md explains the model.",
+        "delays) with clients that retry during a cold start. Verdicts judge what users got (requests answered, "
+        "timed out, refused, expired, the longest wait) against the SLO, then the scaling itself; cost is "
+        "instance-hours at the plan's price. Every reading of the rules AWS leaves open runs. Writes simulation.md "
+        "(a summary table first, then what to change) and a timeline table and plot per scenario to --out. Exit 0 "
+        "every verdict holds, 1 one fails, 2 bad input. docs/simulate.md explains the model.",
     )
     parser.add_argument(
         "--deployment",
@@ -38,30 +46,57 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--traffic",
         action="append",
         metavar="SHAPE|CSV",
-        help=f"a built-in shape ({', '.join(SHAPES)}) or a CSV of requests per minute; repeatable "
-        "(default: idle-burst and spike for targets that scale to zero, spike otherwise)",
+        help=f"a built-in shape ({', '.join(SHAPES)}), `all` of them, or a CSV of requests per minute (rows "
+        "`requests` or `minute,requests`); repeatable (default: idle-burst, sparse and surge for targets that scale "
+        "to zero, surge otherwise)",
     )
     parser.add_argument("--out", type=Path, default=Path("simulation"), help="report folder (default ./simulation)")
+    for reading in READINGS:
+        words = [word for _, word, _ in reading.values]
+        parser.add_argument(
+            reading.flag,
+            dest=reading.field,
+            choices=("both", *words),
+            default="both",
+            help=f"{reading.question} (default both: {' / '.join(words)})",
+        )
     parser.add_argument(
-        "--refused-counted",
-        choices=("both", "yes", "no"),
-        default="both",
-        help="whether a request refused for lack of capacity counts in Invocations (AWS does not say; default both)",
+        "--attainment",
+        type=float,
+        help="share of requests that must be answered (default: the profile's SLO attainment)",
     )
     parser.add_argument(
-        "--conflicts",
-        choices=("both", "largest", "in-turn"),
-        default="both",
-        help="alarms acting in the same minute: AWS's largest-capacity rule, or one after another (default both)",
+        "--startup",
+        default="typical",
+        metavar="typical|budget|SECONDS",
+        help="a new unit's download + start-up: typical (the weights at the planner's transfer rates plus vLLM's "
+        "start), budget (the plan's timeouts and instance allowance: the slowest start SageMaker accepts), or "
+        "seconds (default typical)",
     )
-    parser.add_argument(
-        "--startup-seconds", type=float, help="a new unit's download + start-up (default: the plan's timeouts)"
-    )
-    parser.add_argument("--instance-launch-seconds", type=float, help="an instance's launch (default 300)")
+    parser.add_argument("--instance-launch-seconds", type=float, help="an instance's launch (default 300; budget: 600)")
     parser.add_argument(
         "--request-seconds",
         type=float,
         help="mean time a request holds a vLLM slot (default: half the profile's p90 SLA)",
+    )
+    parser.add_argument(
+        "--output-tokens",
+        type=float,
+        help="output tokens per answered request, for cost per 1M (default: half max_tokens)",
+    )
+    parser.add_argument(
+        "--clients",
+        choices=("retry", "once"),
+        default="retry",
+        help="retry: clients refused 'no capacity' retry as peagle.client does until their cold-start wait is over "
+        "(default); once: each request is sent once",
+    )
+    parser.add_argument(
+        "--cold-start-wait",
+        type=float,
+        help="how long a retrying client waits for a copy, seconds (default: as peagle.client, "
+        + COLD_START_DEFAULT_HELP
+        + ")",
     )
     parser.add_argument("--no-plots", action="store_true", help="tables and summary only")
     parser.set_defaults(handler=run_simulate)
@@ -77,6 +112,14 @@ def run_simulate(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
 
 
+def _readings(args: argparse.Namespace) -> list[dict]:
+    chosen = []
+    for reading in READINGS:
+        given = getattr(args, reading.field)
+        chosen.append([value for value, _, _ in reading.values] if given == "both" else [reading.value_of(given)])
+    return [dict(zip(READING_FIELDS, values, strict=True)) for values in itertools.product(*chosen)]
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from peagle.cli_config import load_cli_config
     from peagle.planner import plan_deployment
@@ -86,12 +129,16 @@ def _simulate(args: argparse.Namespace) -> int:
     from peagle.simulate.traffic import SHAPES, TrafficError, from_csv
 
     for name, value in (
-        ("--startup-seconds", args.startup_seconds),
         ("--instance-launch-seconds", args.instance_launch_seconds),
         ("--request-seconds", args.request_seconds),
+        ("--output-tokens", args.output_tokens),
+        ("--cold-start-wait", args.cold_start_wait),
     ):
-        if value is not None and not value > 0:
-            raise TrafficError(f"{name} must be a number of seconds above 0, not {value:g}")
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise TrafficError(f"{name} must be a number above 0, not {value:g}")
+    if args.attainment is not None and not 0 < args.attainment <= 1:
+        raise TrafficError(f"--attainment is a share of requests, above 0 and at most 1, not {args.attainment:g}")
+    startup, startup_seconds = _startup(args.startup)
     config = load_cli_config(args.deployment, {})
     plan = plan_deployment(config)
     template_path, _ = _new_template(
@@ -100,42 +147,64 @@ def _simulate(args: argparse.Namespace) -> int:
     template = load_template_file(template_path)
     shapes, traces = [], []
     for item in args.traffic or []:
-        if item in SHAPES:
+        if item == "all":
+            shapes += [shape for shape in SHAPES if shape not in shapes]
+        elif item in SHAPES:
             shapes.append(item)
         elif Path(item).suffix.lower() == ".csv" or Path(item).exists():
             traces.append(from_csv(Path(item)))
         else:
-            raise TrafficError(f"--traffic {item!r} is neither a built-in shape ({', '.join(SHAPES)}) nor a CSV file")
+            raise TrafficError(
+                f"--traffic {item!r} is neither a built-in shape ({', '.join(SHAPES)}), `all`, nor a CSV file"
+            )
     base = scenarios.base_assumptions(
         plan,
-        startup_seconds=args.startup_seconds,
+        startup=startup,
+        startup_seconds=startup_seconds,
+        startup_basis="--startup" if startup_seconds is not None else None,
         instance_launch_seconds=args.instance_launch_seconds,
         request_seconds=args.request_seconds,
+        output_tokens=args.output_tokens,
+        clients=args.clients,
+        cold_start_wait_seconds=args.cold_start_wait,
     )
-    counted = {"both": (False, True), "yes": (True,), "no": (False,)}[args.refused_counted]
-    conflicts = {"both": ("largest", "in-turn"), "largest": ("largest",), "in-turn": ("in-turn",)}[args.conflicts]
-    results = []
-    for refused in counted:
-        for conflict in conflicts:
-            results += scenarios.run(
-                template,
-                plan,
-                shapes=shapes if (shapes or traces) else None,
-                traces=traces,
-                assumptions=base.but(refused_count_as_invocations=refused, conflicts=conflict),
-                both_ways=False,
-            )
-    results.sort(key=lambda r: (r.timeline.setup.target.name, r.timeline.trace.name, r.timeline.assumptions.label()))
+    results = scenarios.run(
+        template,
+        plan,
+        shapes=shapes if (shapes or traces) else None,
+        traces=traces,
+        assumptions=base,
+        readings=_readings(args),
+        attainment=args.attainment,
+    )
     path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots)
-    for result in results:
-        timeline = result.timeline
-        failed = [v for v in result.verdicts if not v.passed]
-        print(
-            f"{'PASS' if not failed else 'FAIL'}  {timeline.setup.target.name}  {timeline.trace.name:<10}  "
-            f"{timeline.assumptions.label()}"
-        )
-        for verdict in failed:
-            print(f"      fails: {verdict.name}: {verdict.detail}")
-    print(f"assumptions: {'; '.join(base.described()[2:])}")
+    found = report.scenarios(results)
+    rows = report.summary_rows(found)
+    widths = [max(len(str(row[column])) for row in [report.SUMMARY_HEADER, *rows]) for column in range(len(rows[0]))]
+    for row in [report.SUMMARY_HEADER, *rows]:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    for scenario in found:
+        for verdict in scenario.first.verdicts:
+            if not verdict.passed:
+                timeline = scenario.first.timeline
+                print(f"FAIL {timeline.setup.name} {timeline.trace.name} ({scenario.readings()}): {verdict.name}")
+                print(f"     {verdict.detail}")
+                if verdict.fix:
+                    print(f"     change: {verdict.fix}")
+    print(f"assumptions: {'; '.join(base.fixed())}")
     print(f"timelines, plots and the summary: {path}")
     return EXIT_OK if all(result.passed for result in results) else EXIT_FAILED
+
+
+def _startup(value: str) -> tuple[str, float | None]:
+    from peagle.simulate.traffic import TrafficError
+
+    if value in ("typical", "budget"):
+        return value, None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise TrafficError(f"--startup is typical, budget or a number of seconds above 0, not {value!r}")
+    return "typical", seconds

@@ -1,14 +1,37 @@
 """The minute loop: the endpoint carries the minute's load, every scaling alarm evaluates the minute's
-datapoints, the policies act, and the new capacity applies from the next minute."""
+datapoints, the policies act, and the new capacity applies from the next minute.
+
+A trace may end while requests are still outstanding (clients retrying through a cold start, an
+asynchronous queue): the loop then runs on without new requests until each of them is answered or given
+up, at most the clients' cold-start wait and retries (real time) or the time-to-live (asynchronous), so a
+request sent in a trace's last minutes is judged by what happens to it, not by where the trace stops.
+Those minutes are part of the timeline and its cost: the instances run to answer them."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from peagle.simulate.autoscaling import TRACKING_ALARMS, TargetScaling
 from peagle.simulate.scaling_template import ScalableTarget
-from peagle.simulate.service import Assumptions, Endpoint, Minute, UnitShape
+from peagle.simulate.service import RETRY_MAX_ATTEMPTS, Assumptions, CancelledStart, Endpoint, Minute, UnitShape
 from peagle.simulate.traffic import Trace
+
+
+def one_unit(unit: str) -> str:
+    """The singular of a target's unit: "copies" -> "copy", "instances" -> "instance"."""
+    return {"copies": "copy", "instances": "instance"}.get(unit, unit)
+
+
+@dataclass(frozen=True)
+class SettingKeys:
+    """Where the deployment file sets this target's bounds, for the report's suggested changes."""
+
+    min_units: str
+    max_units: str
+    target: str | None = None
+    idle_minutes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -16,15 +39,24 @@ class Setup:
     """One scalable target and what the plan says about its units."""
 
     target: ScalableTarget
+    name: str  # unique within the template: the endpoint and variant, or the component
     shape: UnitShape
     initial_units: int
     traffic_share: float  # of the endpoint's traffic, by variant weight
     cold_start_budget_seconds: float  # the longest wake from zero a client waits for
     idle_minutes: int | None  # with a floor of zero: the idle time before the last unit goes
+    price_per_instance_hour: float
+    start_budget_seconds: float  # the plan's longest start of a new unit (instance launch included)
+    slo_attainment: float  # the profile's share of requests that must be answered
+    keys: SettingKeys
 
     def unit_rpm(self, assumptions: Assumptions) -> float:
         """Requests per minute one unit carries with every vLLM slot busy."""
         return self.shape.max_num_seqs * 60 / assumptions.request_seconds
+
+    @property
+    def max_units(self) -> int:
+        return self.target.max_capacity
 
     @property
     def reaction_minutes(self) -> int:
@@ -41,28 +73,64 @@ class Timeline:
     assumptions: Assumptions
     minutes: list[Minute]
     alarm_names: dict[str, str]  # logical id -> short name used in the table
+    cancelled: list[CancelledStart]
+    left_waiting: float  # real-time requests still retrying at the end
+    left_queued: list[tuple[int, float]]  # asynchronous (first-sent minute, requests) still queued at the end
+    # The open readings (Assumptions fields) that made a difference at least once; another value of any
+    # other reading gives this same timeline.
+    consulted: frozenset[str] = frozenset()
+
+    @property
+    def drain_minutes(self) -> int:
+        """Minutes simulated after the trace, without new requests, for the requests it left outstanding."""
+        return len(self.minutes) - len(self.trace.requests_per_minute)
+
+
+def drain_limit_minutes(shape: UnitShape, assumptions: Assumptions) -> int:
+    """The longest a request left outstanding at the end of a trace can still take to be answered or given
+    up: an asynchronous one's time-to-live; a real-time client's cold-start wait and its resends after
+    timeouts (one a minute); a minute for each end."""
+    if shape.asynchronous:
+        return math.ceil(assumptions.async_ttl_seconds / 60) + 2
+    return math.ceil(assumptions.cold_start_wait_seconds / 60) + RETRY_MAX_ATTEMPTS + 2
 
 
 def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
     endpoint = Endpoint(setup.shape, assumptions, setup.initial_units)
-    scaling = TargetScaling(setup.target, assumptions.conflicts)
+    scaling = TargetScaling(setup.target, assumptions.conflicts, assumptions.cooldown_after_lowered)
     states = scaling.alarm_states()
     history: list[Minute] = []
-    for minute, offered in enumerate(trace.requests_per_minute):
+    wait_for_updates = assumptions.updates_while_updating == "after-update"
+    drain = itertools.repeat(0.0, drain_limit_minutes(setup.shape, assumptions))
+    for minute, offered in enumerate(itertools.chain(trace.requests_per_minute, drain)):
+        if minute >= len(trace.requests_per_minute) and not endpoint.outstanding:
+            break
         record = endpoint.run_minute(minute, offered * setup.traffic_share)
         history.append(record)
         for state in states:
             record.alarms[state.alarm.logical_id] = state.evaluate(history, minute)
-        capacity, said = scaling.act(endpoint.desired, record.serving, minute)
+        capacity, said = scaling.act(
+            endpoint.desired,
+            record.serving,
+            minute,
+            updating=endpoint.updating(minute + 1),
+            wait_for_updates=wait_for_updates,
+        )
+        if record.refused_sends:
+            scaling.consulted.add("refused_count_as_invocations")
         record.actions = said
         if capacity != endpoint.desired:
-            endpoint.set_desired(capacity, minute + 1)
+            endpoint.set_desired(capacity, minute + 1, by="; ".join(said))
     return Timeline(
         setup=setup,
         trace=trace,
         assumptions=assumptions,
         minutes=history,
         alarm_names={state.alarm.logical_id: _short(state.alarm.logical_id, setup.target) for state in states},
+        cancelled=list(endpoint.cancelled),
+        left_waiting=sum(cohort.count for cohort in endpoint.waiting),
+        left_queued=[(cohort.sent, cohort.count) for cohort in endpoint.queue if cohort.count > 1e-9],
+        consulted=frozenset(scaling.consulted),
     )
 
 

@@ -9,6 +9,7 @@ arithmetic on a missing datapoint gives a missing datapoint. A missing value is 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 
@@ -29,16 +30,25 @@ class MetricMathError(ValueError):
 
 
 def evaluate(expression: str, values: Mapping[str, Value]) -> Value:
-    parser = _Parser(expression, values)
-    result = parser.logical()
+    return compiled(expression)(values)
+
+
+@functools.lru_cache(maxsize=256)
+def compiled(expression: str) -> Callable[[Mapping[str, Value]], Value]:
+    """``expression`` parsed once into a function of the metric values (an alarm evaluates it every minute)."""
+    parser = _Parser(expression)
+    function = parser.logical()
     if parser.peek() is not None:
         raise MetricMathError(f"unexpected {parser.peek()!r} in {expression!r}")
-    return result
+    return function
+
+
+Node = Callable[[Mapping[str, Value]], Value]
 
 
 class _Parser:
-    def __init__(self, text: str, values: Mapping[str, Value]) -> None:
-        self.text, self.values, self.tokens, position = text, values, [], 0
+    def __init__(self, text: str) -> None:
+        self.text, self.tokens, position = text, [], 0
         while position < len(text):
             match = _TOKEN.match(text, position)
             if not match or match.end() == position:
@@ -59,59 +69,50 @@ class _Parser:
         self.index += 1
         return token
 
-    def logical(self) -> Value:
-        left = self.comparison()
+    def logical(self) -> Node:
+        node = self.comparison()
         while (self.peek() or "").upper() in ("AND", "OR"):
             operator = self.take().upper()
-            right = self.comparison()
-            if left is None or right is None:
-                left = None
-            else:
-                left = float(bool(left) and bool(right)) if operator == "AND" else float(bool(left) or bool(right))
-        return left
+            node = _logical(node, self.comparison(), operator == "AND")
+        return node
 
-    def comparison(self) -> Value:
-        left = self.additive()
+    def comparison(self) -> Node:
+        node = self.additive()
         while self.peek() in _COMPARE:
-            operator = self.take()
-            right = self.additive()
-            left = None if left is None or right is None else float(_COMPARE[operator](left, right))
-        return left
+            operation = _COMPARE[self.take()]
+            node = _binary(node, self.additive(), operation, as_float=True)
+        return node
 
-    def additive(self) -> Value:
-        left = self.term()
+    def additive(self) -> Node:
+        node = self.term()
         while self.peek() in ("+", "-"):
             operator = self.take()
-            right = self.term()
-            left = None if left is None or right is None else (left + right if operator == "+" else left - right)
-        return left
+            node = _binary(node, self.term(), (lambda a, b: a + b) if operator == "+" else (lambda a, b: a - b))
+        return node
 
-    def term(self) -> Value:
-        left = self.unary()
+    def term(self) -> Node:
+        node = self.unary()
         while self.peek() in ("*", "/"):
             operator = self.take()
-            right = self.unary()
-            if left is None or right is None or (operator == "/" and right == 0):
-                left = None  # CloudWatch drops a datapoint divided by zero
-            else:
-                left = left * right if operator == "*" else left / right
-        return left
+            node = _binary(node, self.unary(), (lambda a, b: a * b) if operator == "*" else _divide)
+        return node
 
-    def unary(self) -> Value:
+    def unary(self) -> Node:
         if self.peek() == "-":
             self.take()
-            value = self.unary()
-            return None if value is None else -value
+            inner = self.unary()
+            return lambda values: None if (value := inner(values)) is None else -value
         return self.atom()
 
-    def atom(self) -> Value:
+    def atom(self) -> Node:
         token = self.take()
         if token == "(":
-            value = self.logical()
+            node = self.logical()
             self.take(")")
-            return value
+            return node
         if token[0].isdigit():
-            return float(token)
+            constant = float(token)
+            return lambda values: constant
         function = token.upper()
         if function in ("IF", "FILL") and self.peek() == "(":
             self.take("(")
@@ -121,21 +122,58 @@ class _Parser:
                 arguments.append(self.logical())
             self.take(")")
             return _call(function, arguments, self.text)
-        if token not in self.values:
-            raise MetricMathError(
-                f"{token!r} in {self.text!r} is neither a metric id of the alarm nor a supported function"
-            )
-        return self.values[token]
+
+        def metric(values: Mapping[str, Value]) -> Value:
+            if token not in values:
+                raise MetricMathError(
+                    f"{token!r} in {self.text!r} is neither a metric id of the alarm nor a supported function"
+                )
+            return values[token]
+
+        return metric
 
 
-def _call(function: str, arguments: list[Value], text: str) -> Value:
+def _binary(
+    left: Node, right: Node, operation: Callable[[float, float], float | None], *, as_float: bool = False
+) -> Node:
+    def node(values: Mapping[str, Value]) -> Value:
+        a, b = left(values), right(values)
+        if a is None or b is None:
+            return None
+        result = operation(a, b)
+        return float(result) if as_float and result is not None else result
+
+    return node
+
+
+def _divide(a: float, b: float) -> float | None:
+    return None if b == 0 else a / b  # CloudWatch drops a datapoint divided by zero
+
+
+def _logical(left: Node, right: Node, both: bool) -> Node:
+    def node(values: Mapping[str, Value]) -> Value:
+        a, b = left(values), right(values)
+        if a is None or b is None:
+            return None
+        return float(bool(a) and bool(b)) if both else float(bool(a) or bool(b))
+
+    return node
+
+
+def _call(function: str, arguments: list[Node], text: str) -> Node:
     if function == "FILL":
         if len(arguments) != 2:
             raise MetricMathError(f"FILL takes a metric and a value: {text!r}")
-        return arguments[1] if arguments[0] is None else arguments[0]
+        series, filler = arguments
+        return lambda values: filler(values) if (value := series(values)) is None else value
     if len(arguments) != 3:
         raise MetricMathError(f"IF takes a condition and two values: {text!r}")
     condition, if_true, if_false = arguments
-    if condition is None:
-        return None
-    return if_true if condition else if_false
+
+    def node(values: Mapping[str, Value]) -> Value:
+        chosen = condition(values)
+        if chosen is None:
+            return None
+        return if_true(values) if chosen else if_false(values)
+
+    return node

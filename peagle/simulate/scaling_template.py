@@ -185,14 +185,22 @@ def scaling_of(template: StackTemplate) -> list[ScalableTarget]:
     return targets
 
 
-def variant_weights(template: StackTemplate) -> dict[str, float]:
-    """Variant name -> its share of the endpoint's traffic (InitialVariantWeight over the sum)."""
-    weights: dict[str, float] = {}
-    for resource in template.of_type(ENDPOINT_CONFIG).values():
-        for variant in (resource.get("Properties") or {}).get("ProductionVariants") or []:
-            weights[str(variant.get("VariantName"))] = float(variant.get("InitialVariantWeight", 1.0))
-    total = sum(weights.values()) or 1.0
-    return {name: weight / total for name, weight in weights.items()}
+def variant_weights(template: StackTemplate) -> dict[tuple[str, str], float]:
+    """(endpoint name, variant name) -> the variant's share of its endpoint's traffic (InitialVariantWeight
+    over the sum of that endpoint config's weights)."""
+    weights: dict[tuple[str, str], float] = {}
+    for resource in template.of_type("AWS::SageMaker::Endpoint").values():
+        props = resource.get("Properties") or {}
+        reference = props.get("EndpointConfigName")
+        config_id = reference.get("Fn::GetAtt", [None])[0] if isinstance(reference, Mapping) else None
+        variants = (template.properties(config_id) if config_id else {}).get("ProductionVariants") or []
+        total = sum(float(variant.get("InitialVariantWeight", 1.0)) for variant in variants) or 1.0
+        endpoint = str(template.resolve(props.get("EndpointName")))
+        for variant in variants:
+            weights[(endpoint, str(variant.get("VariantName")))] = (
+                float(variant.get("InitialVariantWeight", 1.0)) / total
+            )
+    return weights
 
 
 def _target_of(resource: Mapping[str, Any]) -> str | None:

@@ -1,32 +1,32 @@
 """What to simulate for one deployment: its scalable targets with their unit shapes (from the plan),
-the traces, and the assumptions run both ways."""
+the traces, and every reading of the rules AWS leaves open."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from peagle.client.cold_start import INSTANCE_LAUNCH_ALLOWANCE_S
-from peagle.planner import Plan
+from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, TYPICAL_INSTANCE_LAUNCH_SECONDS, Plan
 from peagle.preflight.template import StackTemplate
-from peagle.simulate.engine import Setup, Timeline, simulate
+from peagle.simulate.engine import SettingKeys, Setup, Timeline, simulate
+from peagle.simulate.outcomes import Outcome, outcome
 from peagle.simulate.scaling_template import SimulationInputError, scaling_of, variant_weights
-from peagle.simulate.service import Assumptions, UnitShape
+from peagle.simulate.service import READING_FIELDS, READINGS, Assumptions, UnitShape
 from peagle.simulate.traffic import Trace, built_in
 from peagle.simulate.verdicts import Verdict, verdicts
 
-# The deciding assumptions, each run both ways (Assumptions says why).
-DECIDING = (
-    {"refused_count_as_invocations": False, "conflicts": "largest"},
-    {"refused_count_as_invocations": False, "conflicts": "in-turn"},
-    {"refused_count_as_invocations": True, "conflicts": "largest"},
-    {"refused_count_as_invocations": True, "conflicts": "in-turn"},
+# Every combination of the open readings (READINGS), each run by default.
+ALL_READINGS = tuple(
+    dict(zip((reading.field for reading in READINGS), values, strict=True))
+    for values in itertools.product(*((value for value, _, _ in reading.values) for reading in READINGS))
 )
 
 
 @dataclass
 class Result:
     timeline: Timeline
+    outcome: Outcome
     verdicts: list[Verdict]
 
     @property
@@ -34,12 +34,30 @@ class Result:
         return all(verdict.passed for verdict in self.verdicts)
 
 
-def base_assumptions(plan: Plan, **overrides) -> Assumptions:
-    """The plan's numbers where an assumption has one: start-up = the plan's download and start-up
-    timeouts, request time = half the profile's p90 latency SLA."""
-    values = {
-        "startup_seconds": float(plan.model_download_timeout_seconds + plan.container_startup_timeout_seconds),
-        "request_seconds": plan.profile.latency_sla_p90_seconds / 2,
+def base_assumptions(plan: Plan, *, startup: str = "typical", **overrides) -> Assumptions:
+    """The plan's numbers where an assumption has one. ``startup``: "typical" (the planner's estimate,
+    ``Plan.typical_model_start_seconds`` after an instance's typical launch) or "budget" (the plan's
+    download and start-up timeouts and its instance allowance: the slowest start SageMaker still accepts).
+    Request time: the planner's estimate (half the profile's p90 latency SLA); output tokens: half its
+    max_tokens; a client's cold-start wait: what peagle.client waits for a component (download + start-up
+    timeouts + the instance allowance)."""
+    budget = float(plan.model_download_timeout_seconds + plan.container_startup_timeout_seconds)
+    if startup == "budget":
+        values = {
+            "startup_seconds": budget,
+            "startup_basis": "the plan's download and start-up timeouts, the slowest start SageMaker accepts",
+            "instance_launch_seconds": float(INSTANCE_LAUNCH_ALLOWANCE_S),
+        }
+    else:
+        values = {
+            "startup_seconds": round(plan.typical_model_start_seconds),
+            "startup_basis": "typical: the weights at the planner's transfer rates, then vLLM's start",
+            "instance_launch_seconds": float(TYPICAL_INSTANCE_LAUNCH_SECONDS),
+        }
+    values |= {
+        "request_seconds": plan.request_seconds_estimate,
+        "output_tokens": plan.profile.sampling.max_tokens / 2,
+        "cold_start_wait_seconds": float(plan.cold_start_wait_seconds),
     }
     values.update({key: value for key, value in overrides.items() if value is not None})
     return Assumptions(**values)
@@ -53,9 +71,11 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
         )
     weights = variant_weights(template)
     components = plan.components
-    cold_start = plan.model_download_timeout_seconds + plan.container_startup_timeout_seconds
+    price = getattr(plan, "price_per_hour_usd", plan.instance.price_per_hour_usd)
+    asynchronous = _asynchronous_endpoints(template)
     found = []
     for target in targets:
+        parts = target.resource_id.split("/")
         if target.unit == "copies":
             shape = UnitShape(
                 kind="copies",
@@ -65,13 +85,19 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
                 min_instances=components.min_instances,
                 gpus_per_unit=components.accelerators_per_copy,
             )
-            initial, share = components.initial_copies, 1.0
+            initial, share, name = components.initial_copies, 1.0, target.name
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
-            budget = cold_start + INSTANCE_LAUNCH_ALLOWANCE_S
+            keys = SettingKeys(
+                min_units="endpoint.inference_components.min_copies",
+                max_units="endpoint.inference_components.max_copies",
+                target="endpoint.inference_components.target_concurrency_per_copy",
+                idle_minutes="endpoint.inference_components.scale_to_zero_after_idle_minutes",
+            )
         else:
             # An asynchronous instance takes MaxConcurrentInvocationsPerInstance requests at a time
             # (AsyncInferenceClientConfig, SageMaker API reference), not the engine's max_num_seqs.
-            per_instance = _asynchronous_endpoints(template).get(target.resource_id.split("/")[1])
+            endpoint_name = parts[1] if len(parts) > 1 else target.name
+            per_instance = asynchronous.get(endpoint_name)
             shape = UnitShape(
                 kind="instances",
                 max_num_seqs=per_instance or plan.max_num_seqs,
@@ -82,16 +108,35 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
                 asynchronous=per_instance is not None,
             )
             initial = max(target.min_capacity, plan.instance_count if target.min_capacity else 1)
-            share = weights.get(target.name, 1.0)
-            idle, budget = (15 if target.min_capacity == 0 else None), cold_start + INSTANCE_LAUNCH_ALLOWANCE_S
+            share = weights.get((endpoint_name, target.name), 1.0)
+            idle = 15 if target.min_capacity == 0 else None
+            name = f"{endpoint_name}/{target.name}"
+            keys = (
+                SettingKeys(
+                    "async_inference.min_instances",
+                    "async_inference.max_instances",
+                    "async_inference.target_backlog_per_instance",
+                )
+                if per_instance is not None
+                else SettingKeys(
+                    "autoscaling.min_instances",
+                    "autoscaling.max_instances",
+                    "autoscaling.target_concurrency_per_instance",
+                )
+            )
         found.append(
             Setup(
                 target=target,
+                name=name,
                 shape=shape,
                 initial_units=min(max(initial, target.min_capacity), target.max_capacity),
                 traffic_share=share,
-                cold_start_budget_seconds=budget,
+                cold_start_budget_seconds=plan.cold_start_wait_seconds,
                 idle_minutes=idle,
+                price_per_instance_hour=price,
+                start_budget_seconds=plan.unit_start_budget_seconds,
+                slo_attainment=plan.profile.slo.attainment,
+                keys=keys,
             )
         )
     return found
@@ -113,7 +158,7 @@ def _asynchronous_endpoints(template: StackTemplate) -> dict[str, int]:
 
 
 def default_shapes(setup: Setup) -> tuple[str, ...]:
-    return ("idle-burst", "spike") if setup.target.min_capacity == 0 else ("spike",)
+    return ("idle-burst", "sparse", "surge") if setup.target.min_capacity == 0 else ("surge",)
 
 
 def run(
@@ -123,13 +168,18 @@ def run(
     shapes: Sequence[str] | None = None,
     traces: Sequence[Trace] = (),
     assumptions: Assumptions | None = None,
-    both_ways: bool = True,
+    readings: Sequence[dict] | None = None,
+    attainment: float | None = None,
 ) -> list[Result]:
-    """Every target x trace x (the deciding assumptions both ways, or ``assumptions`` alone)."""
+    """Every target x trace x reading (``readings``: default every combination of the open rules,
+    ``ALL_READINGS``; ``[{}]``: ``assumptions`` alone). ``attainment``: the share of requests that must
+    be answered, instead of the profile's SLO attainment."""
     base = assumptions or base_assumptions(plan)
-    variants = [base.but(**choice) for choice in DECIDING] if both_ways else [base]
+    variants = [base.but(**choice) for choice in (ALL_READINGS if readings is None else readings)]
     results = []
     for setup in setups(template, plan):
+        if attainment is not None:
+            setup = replace(setup, slo_attainment=attainment)
         # The shapes load this target at their level whatever its share of the endpoint's traffic.
         unit_rpm = setup.unit_rpm(base) / setup.traffic_share
         chosen = list(traces) + [
@@ -137,7 +187,40 @@ def run(
             for shape in (shapes if shapes is not None else ([] if traces else default_shapes(setup)))
         ]
         for trace in chosen:
-            for variant in variants:
-                timeline = simulate(setup, trace, variant)
-                results.append(Result(timeline, verdicts(timeline)))
+            results += _every_reading(setup, trace, variants)
     return results
+
+
+def _every_reading(setup: Setup, trace: Trace, variants: list[Assumptions]) -> list[Result]:
+    """A result for each of ``variants``, simulating only those whose timeline can differ: a run under one
+    reading stands for every reading that agrees with it on the rules it consulted (``Timeline.consulted``);
+    each consulted rule is then tried the other way."""
+    by_reading: dict[Assumptions, Result] = {}
+    pending = [variants[0]] if variants else []
+    while pending:
+        variant = pending.pop(0)
+        if variant in by_reading:
+            if not pending:
+                pending = [other for other in variants if other not in by_reading][:1]
+            continue
+        timeline = simulate(setup, trace, variant)
+        seen = outcome(timeline)
+        for other in variants:
+            if other not in by_reading and all(
+                getattr(other, field) == getattr(variant, field) for field in timeline.consulted
+            ):
+                same = timeline if other == variant else replace(timeline, assumptions=other)
+                by_reading[other] = Result(same, seen, verdicts(same, seen))
+        for field in timeline.consulted:
+            pending += [
+                other for other in variants if other not in by_reading and _differs_only_in(other, variant, field)
+            ]
+        if not pending:  # a reading no flip reached: run it too
+            pending = [other for other in variants if other not in by_reading][:1]
+    return [by_reading[variant] for variant in variants]
+
+
+def _differs_only_in(one: Assumptions, other: Assumptions, field: str) -> bool:
+    return getattr(one, field) != getattr(other, field) and all(
+        getattr(one, name) == getattr(other, name) for name in READING_FIELDS if name != field
+    )

@@ -1,5 +1,6 @@
 """The endpoint side of the simulation: units (copies or instances) that serve only after a start-up
-delay, the load they carry each minute and the per-minute datapoints they emit.
+delay, the requests they answer, refuse or let time out each minute, and the per-minute datapoints
+they emit.
 
 What AWS documents and this model follows:
 - a component scaled to zero answers "no capacity" and emits ``NoCapacityInvocationFailures``:
@@ -8,6 +9,11 @@ What AWS documents and this model follows:
   https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html); "the
   provisioning process takes several minutes. During that time, any attempts to invoke the endpoint
   will produce an error" (same page);
+- a real-time request is answered within 60 s or not at all: "A customer's model containers must
+  respond to requests within 60 seconds" (InvokeEndpoint, SageMaker Runtime API reference);
+- an asynchronous request waits in the queue up to its time-to-live: ``RequestTTLSeconds``, "Maximum
+  age in seconds a request can be in the queue before it is marked as expired. The default is 6 hours,
+  or 21,600 seconds" (InvokeEndpointAsync, botocore sagemaker-runtime service-2.json);
 - ``ConcurrentRequestsPerCopy``/``ConcurrentRequestsPerModel`` count in-flight requests per unit,
   queued and streaming ones included; ``ModelLatency`` is in microseconds; ``GPUUtilization`` sums its
   GPUs, the components' ``GPUUtilizationNormalized`` is 0-100 ("Amazon SageMaker AI metrics in Amazon
@@ -16,66 +22,167 @@ What AWS documents and this model follows:
   component copies" (API reference, ProductionVariantManagedInstanceScalingScaleInPolicy).
 
 Everything else is an ``Assumptions`` field, printed with every result; the deciding ones run both ways.
+Requests are fluid (fractions of a request per minute), grouped in cohorts by the minute they were first
+sent, so each one's wait is known.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field, replace
 
+from peagle.client.retry import RetryPolicy
 from peagle.simulate.scaling_template import MetricStat
 
 Datapoint = float | None
 INVOKE_TIMEOUT_SECONDS = 60.0
+ASYNC_DEFAULT_TTL_SECONDS = 21_600.0
+# peagle.client (peagle/client/retry.py RetryPolicy): every send, the first included, counts towards
+# max_attempts; a client waiting for a copy sleeps between half and all of the cold-start delay cap.
+RETRY_MAX_ATTEMPTS = RetryPolicy().max_attempts
+COLD_START_SENDS_PER_MINUTE = 60 / (0.75 * RetryPolicy().cold_start_max_delay_s)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One rule AWS leaves open, with the values the simulator runs it both ways with."""
+
+    field: str
+    flag: str  # the `peagle simulate` option that picks one value
+    question: str
+    values: tuple[tuple[object, str, str], ...]  # (value, the option's word for it, what it means)
+
+    def describe(self, value: object) -> str:
+        return next(text for candidate, _, text in self.values if candidate == value)
+
+    def value_of(self, word: str) -> object:
+        return next(value for value, candidate, _ in self.values if candidate == word)
+
+
+# The rules AWS does not settle that decide outcomes: every run covers each of them both ways.
+READINGS = (
+    Reading(
+        "refused_count_as_invocations",
+        "--refused-counted",
+        "Does a request refused for lack of capacity count in Invocations? No AWS page says.",
+        (
+            (False, "no", "refused requests do not count in Invocations"),
+            (True, "yes", "refused requests count in Invocations"),
+        ),
+    ),
+    Reading(
+        "conflicts",
+        "--conflicts",
+        "Two alarms acting on one target in the same minute: is that PutScalingPolicy's conflict (\"the "
+        'policy that provides the largest capacity"), or two scaling activities applied in turn?',
+        (
+            ("largest", "largest", "actions in one minute: the largest capacity wins"),
+            ("in-turn", "in-turn", "actions in one minute: applied in turn, scale-in last"),
+        ),
+    ),
+    Reading(
+        "cooldown_after_lowered",
+        "--cooldown",
+        "A scale-out policy's cooldown is running and another policy lowered the capacity: may the first add "
+        'again at once ("capacity added by the initiating scale-out activity is calculated as part of the '
+        'desired capacity"), or only for "a larger scale out" until the cooldown ends?',
+        (
+            (
+                "counted",
+                "counted",
+                "in a scale-out cooldown the added capacity counts as desired: lost capacity is re-added",
+            ),
+            (
+                "blocked",
+                "blocked",
+                "in a scale-out cooldown only a larger scale-out acts: lost capacity waits for its end",
+            ),
+        ),
+    ),
+    Reading(
+        "updates_while_updating",
+        "--updates",
+        "A capacity change arrives while the previous one is still provisioning (the endpoint or component "
+        "is Updating): does it apply at once, or wait until the update completes? SageMaker documents only "
+        'that UpdateEndpointWeightsAndCapacities "sets the endpoint status to Updating" until it is done.',
+        (
+            ("at-once", "at-once", "a change while units start applies at once (starting units may be cancelled)"),
+            (
+                "after-update",
+                "after-update",
+                "a change while units start waits for them (the alarm repeats it each minute)",
+            ),
+        ),
+    ),
+)
+READING_FIELDS = tuple(reading.field for reading in READINGS)
 
 
 @dataclass(frozen=True)
 class Assumptions:
     """What the simulation assumes where AWS does not say. Each field's comment says why its default."""
 
-    # Does a request refused for lack of capacity count in Invocations? No AWS page says; deciding for an
-    # idle alarm on Invocations, so the simulator runs it both ways.
+    # The deciding readings (READINGS), each run both ways.
     refused_count_as_invocations: bool = False
-    # Several alarms acting on one target in the same minute: "Application Auto Scaling gives precedence to
-    # the policy that provides the largest capacity for both scale out and scale in" (PutScalingPolicy,
-    # Application Auto Scaling API reference) when policies conflict at the same time; whether two alarms'
-    # repeated actions count as "the same time" is not said. "largest" applies the rule; "in-turn" applies
-    # each action in turn, scale-in last (each alarm's action is its own scaling activity). Run both ways.
     conflicts: str = "largest"  # largest | in-turn
-    # Model download + container start-up of a new unit, seconds; default: the plan's two timeouts (the
-    # longest start SageMaker still accepts). AWS measured 5-6 minutes from zero for 8B and 70B models
-    # ("Unlock cost savings with the new scale down to zero feature in SageMaker Inference", 2024-12-03).
+    cooldown_after_lowered: str = "counted"  # counted | blocked
+    updates_while_updating: str = "at-once"  # at-once | after-update
+    # Model download + container start-up of a new unit, seconds; ``startup_basis`` says where it came from
+    # (scenarios.base_assumptions: a typical start estimated from the plan, or the plan's whole budget).
     startup_seconds: float = 0.0
+    startup_basis: str = "given"
     # An instance's launch before its first copy or model starts: "several minutes" (scale-to-zero page).
     instance_launch_seconds: float = 300.0
     # Mean time a request holds one of vLLM's max_num_seqs slots; default: half the profile's p90 SLA.
     request_seconds: float = 5.0
-    # The metrics of an interval are evaluated at its end, with no publishing delay.
+    # Output tokens per answered request, for the cost per 1M output tokens; default: half max_tokens.
+    output_tokens: float = 512.0
+    # Clients refused "no capacity" retry as peagle.client does (its cold-start backoff, 5-30 s between
+    # sends, so at least once a minute) until their cold-start wait is over ("retry"), or send once ("once").
+    # A request that timed out is not retried (peagle.client's ResponseTimeoutError is final).
+    clients: str = "retry"
+    cold_start_wait_seconds: float = 0.0
+    # An asynchronous request's RequestTTLSeconds (AWS's default).
+    async_ttl_seconds: float = ASYNC_DEFAULT_TTL_SECONDS
     # An idle unit that serves reports ConcurrentRequestsPerCopy/PerModel 0; a minute without requests has
     # no Invocations datapoint (why the templates' idle alarms treat missing data as breaching).
     idle_concurrency_reported_as_zero: bool = True
 
-    def described(self) -> list[str]:
+    def deciding(self) -> list[str]:
+        return [reading.describe(getattr(self, reading.field)) for reading in READINGS]
+
+    def fixed(self) -> list[str]:
+        clients = (
+            f"clients retry as peagle.client does: what is refused for lack of capacity until their cold-start "
+            f"wait ({self.cold_start_wait_seconds / 60:.0f} min) is over, {COLD_START_SENDS_PER_MINUTE:.1f} sends a "
+            f"minute; what timed out up to {RETRY_MAX_ATTEMPTS} sends in all (an answer after a timeout is late)"
+            if self.clients == "retry"
+            else "clients send each request once: a refused or timed-out request is lost"
+        )
         return [
-            f"refused requests {'count' if self.refused_count_as_invocations else 'do not count'} in Invocations",
-            "actions in one minute: "
-            + (
-                "the largest capacity wins (AWS's rule for conflicting policies)"
-                if self.conflicts == "largest"
-                else "applied in turn, scale-in last"
-            ),
-            f"a new unit serves after {self.startup_seconds:.0f} s (download + start-up)"
+            f"a new unit serves after {self.startup_seconds:.0f} s of download + start-up ({self.startup_basis}),"
             f" plus {self.instance_launch_seconds:.0f} s when it needs a new instance",
-            f"a request holds a vLLM slot for {self.request_seconds:g} s on average",
+            f"a request holds a vLLM slot for {self.request_seconds:g} s on average and yields "
+            f"{self.output_tokens:g} output tokens",
+            "a real-time request not answered within its minute times out (60 s) and reports ModelLatency 60 s",
+            clients,
+            f"an asynchronous request expires after {self.async_ttl_seconds / 3600:g} h in the queue",
             "idle serving units report concurrency 0"
             if self.idle_concurrency_reported_as_zero
             else "idle units report nothing",
+            "an instance is billed from its launch until it is released",
             "datapoints are evaluated at the end of their minute, without publishing delay",
         ]
 
     def label(self) -> str:
-        return (
-            f"refused {'counted' if self.refused_count_as_invocations else 'not counted'}, conflicts {self.conflicts}"
+        return ", ".join(
+            [
+                f"refused {'counted' if self.refused_count_as_invocations else 'not counted'}",
+                f"conflicts {self.conflicts}",
+                f"cooldown {self.cooldown_after_lowered}",
+                f"updates {self.updates_while_updating}",
+            ]
         )
 
     def but(self, **changes) -> Assumptions:
@@ -99,28 +206,66 @@ class UnitShape:
 
 
 @dataclass
+class Cohort:
+    """Requests first sent in one minute and not answered yet."""
+
+    sent: int
+    count: float
+    timeouts: int = 0  # sends that timed out so far
+    refused_since: int | None = None  # the first minute it was refused "no capacity" (its cold-start wait)
+
+
+@dataclass
 class Minute:
-    """One minute of the endpoint: the load and what was emitted."""
+    """One minute of the endpoint: the load, what became of it, and what was emitted."""
 
     minute: int
     offered: float
-    served: float = 0.0
-    refused: float = 0.0
-    queued: float = 0.0  # not served in the minute: timed out (real-time) or still queued (asynchronous)
+    on_time: float = 0.0  # answered at the first send
+    after_wait: float = 0.0  # answered after waiting for a unit (a cold start), retried meanwhile
+    late: float = 0.0  # answered on a resend after a timeout: past 60 s, not within the SLO
+    timed_out: float = 0.0  # real-time: no answer within 60 s, and no send left (or sent once)
+    timeouts: float = 0.0  # sends that timed out this minute, resent or not
+    refused: float = 0.0  # lost for lack of capacity: sent once, or the client's wait ran out
+    refused_sends: float = 0.0  # every send refused "no capacity" this minute, retries included
+    waiting: float = 0.0  # at the minute's end: retrying (real-time) or queued (asynchronous)
+    expired: float = 0.0  # asynchronous: older than the request's time-to-live
     desired: int = 0
     serving: int = 0
     starting: int = 0
     instances: int = 0
     in_flight_per_unit: float = 0.0
-    latency_seconds: float | None = None
+    # (ModelLatency in seconds, requests): the minute's latency distribution.
+    latency: tuple[tuple[float, float], ...] = ()
+    waits: list[tuple[float, float]] = field(default_factory=list)  # (seconds from first send, requests)
     datapoints: dict[str, Datapoint] = field(default_factory=dict)
     alarms: dict[str, str] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)
 
     @property
-    def slo_missed(self) -> float:
-        """Requests refused, timed out, or (asynchronous) still queued at the minute's end."""
-        return self.refused + self.queued
+    def served(self) -> float:
+        """Answered in the minute, late ones included."""
+        return self.on_time + self.after_wait + self.late
+
+    @property
+    def lost(self) -> float:
+        """Not answered as the SLO asks: late, timed out, refused or expired."""
+        return self.late + self.timed_out + self.refused + self.expired
+
+
+@dataclass
+class Unit:
+    requested: int  # the minute its scale-out took effect
+    ready_at: float  # the minute it serves from
+
+
+@dataclass(frozen=True)
+class CancelledStart:
+    """A unit removed while it was still starting and none served: the requests it woke for are lost."""
+
+    minute: int
+    requested: int
+    by: str
 
 
 class Endpoint:
@@ -128,24 +273,39 @@ class Endpoint:
 
     def __init__(self, shape: UnitShape, assumptions: Assumptions, initial: int) -> None:
         self.shape, self.assumptions = shape, assumptions
-        self.ready_at: list[float] = [0.0] * initial  # minute each unit serves from (the deploy's start as ready)
+        self.units: list[Unit] = [Unit(0, 0.0) for _ in range(initial)]  # the deploy's units serve from the start
         self.instances_ready_at: list[float] = [0.0] * max(shape.min_instances, self._instances_for(initial))
-        self.backlog = 0.0
+        self.waiting: deque[Cohort] = deque()  # real-time requests refused "no capacity", retrying
+        self.queue: deque[Cohort] = deque()  # asynchronous requests not served yet
+        self.cancelled: list[CancelledStart] = []
 
     @property
     def desired(self) -> int:
-        return len(self.ready_at)
+        return len(self.units)
 
     def serving(self, minute: int) -> int:
-        return sum(1 for ready in self.ready_at if ready <= minute)
+        return sum(1 for unit in self.units if unit.ready_at <= minute)
 
-    def set_desired(self, count: int, minute: int) -> None:
+    def updating(self, minute: int) -> bool:
+        """A unit is still starting: the endpoint (or component) is Updating."""
+        return any(unit.ready_at > minute for unit in self.units)
+
+    @property
+    def instances(self) -> int:
+        return self.desired if self.shape.kind == "instances" else len(self.instances_ready_at)
+
+    def set_desired(self, count: int, minute: int, by: str = "") -> None:
         if count < self.desired:
-            # Starting units go first, then the newest serving ones.
-            self.ready_at.sort()
-            del self.ready_at[count:]
+            # Starting units go first (the newest first), then the newest serving ones.
+            self.units.sort(key=lambda unit: (unit.ready_at > minute, unit.requested))
+            removed = self.units[count:]
+            del self.units[count:]
+            if self.serving(minute) == 0:
+                self.cancelled += [
+                    CancelledStart(minute, unit.requested, by) for unit in removed if unit.ready_at > minute
+                ]
         while self.desired < count:
-            self.ready_at.append(minute + self._start_minutes(minute))
+            self.units.append(Unit(minute, minute + self._start_minutes(minute)))
         self._release_instances()
 
     def _instances_for(self, units: int) -> int:
@@ -153,14 +313,15 @@ class Endpoint:
 
     def _start_minutes(self, minute: int) -> float:
         start = self.assumptions.startup_seconds / 60
+        launch = self.assumptions.instance_launch_seconds / 60
         if self.shape.kind == "instances":
-            return start + self.assumptions.instance_launch_seconds / 60
+            return start + launch
         needed = self._instances_for(self.desired + 1)
         if needed > len(self.instances_ready_at):
             if needed > self.shape.max_instances:
                 return math.inf  # no instance may be added: the copy waits for room that never comes
-            self.instances_ready_at.append(minute + self.assumptions.instance_launch_seconds / 60)
-            return start + self.assumptions.instance_launch_seconds / 60
+            self.instances_ready_at.append(minute + launch)
+            return start + launch
         # Room on a running (or launching) instance.
         slot_instance = sorted(self.instances_ready_at)[needed - 1]
         return max(start, slot_instance - minute + start)
@@ -170,9 +331,13 @@ class Endpoint:
         self.instances_ready_at.sort()
         del self.instances_ready_at[keep:]
 
+    @property
+    def outstanding(self) -> bool:
+        """Requests sent and neither answered nor given up: clients still retrying, or still queued."""
+        return any(cohort.count > 1e-9 for cohort in (*self.waiting, *self.queue))
+
     def run_minute(self, minute: int, offered: float) -> Minute:
         """Carry one minute of load and emit its datapoints."""
-        shape, assumptions = self.shape, self.assumptions
         serving = self.serving(minute)
         record = Minute(
             minute=minute,
@@ -180,33 +345,106 @@ class Endpoint:
             desired=self.desired,
             serving=serving,
             starting=self.desired - serving,
-            instances=len(self.instances_ready_at),
+            instances=self.instances,
         )
-        if serving == 0 and shape.asynchronous:
-            self.backlog = record.queued = self.backlog + offered
-        elif serving == 0:
-            record.refused = offered
+        if self.shape.asynchronous:
+            self._asynchronous(record)
         else:
-            per_minute = serving * shape.max_num_seqs * 60 / assumptions.request_seconds
-            waiting = offered + self.backlog
-            record.served = min(waiting, per_minute)
-            record.queued = waiting - record.served
-            # Asynchronous requests wait in the queue; a real-time one that found no slot within the
-            # minute has timed out: "A customer's model containers must respond to requests within 60
-            # seconds" (InvokeEndpoint, SageMaker Runtime API reference). While it waited (half a minute
-            # on average) it counted as in flight.
-            self.backlog = record.queued if shape.asynchronous else 0.0
-            waited = record.queued if shape.asynchronous else record.queued / 2
-            in_flight = record.served * assumptions.request_seconds / 60 + waited
-            record.in_flight_per_unit = in_flight / serving
-            if record.served:
-                record.latency_seconds = INVOKE_TIMEOUT_SECONDS if record.queued else assumptions.request_seconds
+            self._real_time(record)
         record.datapoints = self._datapoints(record)
         return record
 
+    def _capacity(self, serving: int) -> float:
+        """Requests a minute the serving units answer with every slot busy."""
+        return serving * self.shape.max_num_seqs * 60 / self.assumptions.request_seconds
+
+    def _real_time(self, record: Minute) -> None:
+        """Retrying clients (``Assumptions.clients``) send again what was refused "no capacity" until
+        their cold-start wait is over, and what timed out up to ``RetryPolicy.max_attempts`` sends in all,
+        as peagle.client does (a SageMaker invocation timeout is a ModelError without a status, which
+        peagle/client/retry.py retries); the resends come in the next minute."""
+        assumptions, minute = self.assumptions, record.minute
+        request_seconds = assumptions.request_seconds
+        retrying = assumptions.clients == "retry"
+        limit = assumptions.cold_start_wait_seconds / 60
+        still = deque()
+        for cohort in self.waiting:
+            if cohort.refused_since is not None and minute - cohort.refused_since > limit:
+                record.refused += cohort.count  # the client's cold-start wait is over
+            else:
+                still.append(cohort)
+        self.waiting = still
+        if record.offered:
+            self.waiting.append(Cohort(minute, record.offered))
+        if record.serving == 0:
+            # Every waiting client sends again before the minute is out (peagle.client's cold-start backoff
+            # is 5-30 s); a new one sends for the first time.
+            for cohort in self.waiting:
+                first = cohort.sent == minute and cohort.refused_since is None
+                record.refused_sends += cohort.count * (1 if first else COLD_START_SENDS_PER_MINUTE)
+                if cohort.refused_since is None:
+                    cohort.refused_since = minute
+            if not retrying:
+                record.refused += sum(cohort.count for cohort in self.waiting)
+                self.waiting.clear()
+            record.waiting = sum(cohort.count for cohort in self.waiting)
+            return
+        room = self._capacity(record.serving)
+        resent: deque[Cohort] = deque()
+        for cohort in self.waiting:  # oldest first: the retrying clients' next send finds the unit
+            taken = min(cohort.count, room)
+            room -= taken
+            if cohort.timeouts:
+                record.late += taken
+            elif cohort.refused_since is not None:
+                record.after_wait += taken
+            else:
+                record.on_time += taken
+            if taken:
+                record.waits.append(((minute - cohort.sent) * 60 + request_seconds, taken))
+            left = cohort.count - taken  # a unit serves, but no slot frees within 60 s
+            if left > 1e-9:
+                record.timeouts += left
+                if retrying and cohort.timeouts + 2 <= RETRY_MAX_ATTEMPTS:
+                    resent.append(Cohort(cohort.sent, left, cohort.timeouts + 1, cohort.refused_since))
+                else:
+                    record.timed_out += left
+        self.waiting = resent
+        record.waiting = sum(cohort.count for cohort in resent)
+        # Little's law: an answered request is in flight for its request time, a timed-out one for 60 s.
+        in_flight = record.served * request_seconds / 60 + record.timeouts
+        record.in_flight_per_unit = in_flight / record.serving
+        record.latency = ((request_seconds, record.served), (INVOKE_TIMEOUT_SECONDS, record.timeouts))
+
+    def _asynchronous(self, record: Minute) -> None:
+        assumptions, minute = self.assumptions, record.minute
+        ttl = assumptions.async_ttl_seconds / 60
+        while self.queue and minute - self.queue[0].sent > ttl:
+            record.expired += self.queue.popleft().count
+        if record.offered:
+            self.queue.append(Cohort(minute, record.offered))
+        room = self._capacity(record.serving)
+        while self.queue and room > 0:
+            cohort = self.queue[0]
+            taken = min(cohort.count, room)
+            room -= taken
+            cohort.count -= taken
+            if cohort.sent == minute:
+                record.on_time += taken
+            else:
+                record.after_wait += taken
+            record.waits.append(((minute - cohort.sent) * 60 + assumptions.request_seconds, taken))
+            if cohort.count <= 1e-9:
+                self.queue.popleft()
+        record.waiting = sum(cohort.count for cohort in self.queue)
+        if record.serving:
+            record.in_flight_per_unit = record.served * assumptions.request_seconds / 60 / record.serving
+            record.latency = ((assumptions.request_seconds, record.served),)
+
     def _datapoints(self, record: Minute) -> dict[str, Datapoint]:
         shape, assumptions = self.shape, self.assumptions
-        invocations = record.served + (record.refused if assumptions.refused_count_as_invocations else 0.0)
+        invoked = record.served + record.timeouts
+        invocations = invoked + (record.refused_sends if assumptions.refused_count_as_invocations else 0.0)
         serving = record.serving
         per_unit_invocations = invocations / serving if serving and invocations else None
         concurrency = (
@@ -215,23 +453,21 @@ class Endpoint:
             else None
         )
         gpu_share = min(1.0, record.in_flight_per_unit / shape.max_num_seqs) * 100 if serving else None
+        in_flight = record.served * assumptions.request_seconds / 60
+        backlog = record.waiting + in_flight
         return {
             "Invocations": invocations or None,
             "InvocationsPerCopy": per_unit_invocations,
             "InvocationsPerInstance": per_unit_invocations,
             "ConcurrentRequestsPerCopy": concurrency,
             "ConcurrentRequestsPerModel": concurrency,
-            "NoCapacityInvocationFailures": record.refused or None,
-            "ModelLatency": None if record.latency_seconds is None else record.latency_seconds * 1_000_000,
+            "NoCapacityInvocationFailures": record.refused_sends or None,
             "GPUUtilizationNormalized": gpu_share,
             "GPUUtilization": None if gpu_share is None else gpu_share * shape.gpus_per_unit,
             # Asynchronous endpoints: the queue (in flight included, an assumption) and whether it waits for capacity.
-            "ApproximateBacklogSize": record.queued + record.served * assumptions.request_seconds / 60,
-            "ApproximateBacklogSizePerInstance": (record.queued + record.served * assumptions.request_seconds / 60)
-            / serving
-            if serving
-            else None,
-            "HasBacklogWithoutCapacity": 1.0 if record.queued and not serving else 0.0,
+            "ApproximateBacklogSize": backlog,
+            "ApproximateBacklogSizePerInstance": backlog / serving if serving else None,
+            "HasBacklogWithoutCapacity": 1.0 if record.waiting and not serving else 0.0,
         }
 
 
@@ -256,10 +492,10 @@ MODELLED_METRICS = frozenset(
 def aggregate(history: list[Minute], stat: MetricStat, at: int) -> Datapoint:
     """The datapoint of ``stat`` for the period ending at minute ``at`` (periods of whole minutes)."""
     minutes = max(1, stat.period_seconds // 60)
-    values = [
-        record.datapoints.get(stat.name) for record in history[max(0, at - minutes + 1) : at + 1] if record.minute <= at
-    ]
-    present = [value for value in values if value is not None]
+    records = history[max(0, at - minutes + 1) : at + 1]
+    if stat.name == "ModelLatency":
+        return _latency(records, stat.statistic)
+    present = [value for record in records if (value := record.datapoints.get(stat.name)) is not None]
     if not present:
         return None
     if stat.statistic == "Sum":
@@ -271,3 +507,31 @@ def aggregate(history: list[Minute], stat: MetricStat, at: int) -> Datapoint:
     if stat.statistic == "SampleCount":
         return float(len(present))
     return sum(present) / len(present)
+
+
+def _latency(records: list[Minute], statistic: str) -> Datapoint:
+    """ModelLatency (microseconds) over the requests of ``records``: a percentile is the latency below which
+    that share of the requests fall, so a p90 moves only when more than 10 % are slow."""
+    counts: dict[float, float] = {}
+    for record in records:
+        for seconds, requests in record.latency:
+            if requests > 0:
+                counts[seconds] = counts.get(seconds, 0.0) + requests
+    total = sum(counts.values())
+    if total <= 0:
+        return None
+    ordered = sorted(counts.items())
+    if statistic == "Maximum":
+        value = ordered[-1][0]
+    elif statistic == "Minimum":
+        value = ordered[0][0]
+    elif statistic.startswith("p"):
+        rank, seen, value = float(statistic[1:]) / 100 * total, 0.0, ordered[-1][0]
+        for seconds, requests in ordered:
+            seen += requests
+            if seen >= rank - 1e-9:
+                value = seconds
+                break
+    else:  # Average (SampleCount and Sum are not used on latency)
+        value = sum(seconds * requests for seconds, requests in ordered) / total
+    return value * 1_000_000

@@ -1,17 +1,23 @@
-"""The properties a timeline must have, each a pass or a fail with what was seen.
+"""The properties a timeline must have, each a pass or a fail with what was seen and, for a failure, the
+setting to change with the value the simulation suggests (checked by simulating the change).
 
-Which apply: a target whose floor is zero must wake from zero within the cold-start budget, not pile
-copies up while it wakes, return to zero after its idle time and stay there while idle; a target that
-can grow must scale out soon after the load outgrows it and come back in; every target must not
-oscillate. Thresholds that are our choice, not AWS figures, are named constants.
+From the users' seat first: the share of requests answered (on time or after a cold start) must reach
+the SLO's attainment, whatever the capacity did; a request woken for must be answered within the
+cold-start budget; a unit started for waiting requests must not be removed before it serves. Then the
+machinery: wake from zero without piling units up, return to zero and stay there while idle, scale out
+soon after the load outgrows capacity, give back what the load no longer needs, never oscillate.
+Thresholds that are our choice, not AWS figures, are named constants.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-from peagle.simulate.engine import Timeline
+from peagle.simulate.engine import Setup, Timeline, one_unit, simulate
+from peagle.simulate.outcomes import Outcome, instances_for, outcome
+from peagle.simulate.scaling_template import Alarm, ScalableTarget
 
 # Allowance past the idle time for the last unit to go (cooldowns, alarm windows): our choice.
 RETURN_TO_ZERO_SLACK_MINUTES = 20
@@ -19,42 +25,258 @@ RETURN_TO_ZERO_SLACK_MINUTES = 20
 # an oscillation: our choice (the default scale-in cooldown is 15 minutes).
 FLAP_WINDOW_MINUTES = 30
 FLAP_LOAD_CHANGE = 0.10
+# Minutes past the scale-in window and its cooldown that unneeded capacity may stay: our choice.
+GIVE_BACK_SLACK_MINUTES = 5
+# Target tracking's managed low alarm waits this long before it scales in (autoscaling.TRACKING_ALARMS).
+TRACKING_SCALE_IN_MINUTES = 15
+# A start the idle window must outlast: the wake-up alarm's minute and its action come before it.
+IDLE_WINDOW_MARGIN_MINUTES = 2
 
 
-@dataclass(frozen=True)
+@dataclass
 class Verdict:
     name: str
     passed: bool
     detail: str
+    # For a failure: what to change, to what, and what the simulation then shows. Finding it simulates the
+    # change, so it is worked out when first read (a report reads it once per scenario, not per run).
+    suggest: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    _fix: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def fix(self) -> str | None:
+        if self._fix is None and self.suggest is not None:
+            self._fix = self.suggest()
+        return self._fix
 
 
-def verdicts(timeline: Timeline) -> list[Verdict]:
+def verdicts(timeline: Timeline, seen: Outcome | None = None) -> list[Verdict]:
+    seen = seen or outcome(timeline)
     target = timeline.setup.target
-    found = []
+    found = [_answers(timeline, seen)]
     if target.min_capacity == 0:
         found += [
-            _wakes_from_zero(timeline),
+            _wait_within_budget(timeline),
+            _starts_not_cancelled(timeline),
             _no_pile_up(timeline),
             _returns_to_zero(timeline),
             _stays_at_zero(timeline),
         ]
     if target.max_capacity > max(target.min_capacity, 1) and _load_outgrows(timeline):
-        found += [_scales_out(timeline), _scales_in(timeline)]
-    found.append(_no_oscillation(timeline))
+        found.append(_scales_out(timeline))
+    found += [_gives_back(timeline), _no_oscillation(timeline)]
     return [verdict for verdict in found if verdict is not None]
 
 
-def _needed(timeline: Timeline, offered: float) -> int:
-    setup = timeline.setup
-    return min(setup.target.max_capacity, math.ceil(round(offered / setup.unit_rpm(timeline.assumptions), 9)))
+def needed_units(timeline: Timeline, offered: float) -> int:
+    """Units that carry ``offered`` requests a minute with every slot busy (not capped at the maximum)."""
+    return math.ceil(round(offered / timeline.setup.unit_rpm(timeline.assumptions), 9))
+
+
+def _capped(timeline: Timeline, offered: float) -> int:
+    return min(timeline.setup.target.max_capacity, needed_units(timeline, offered))
 
 
 def _load_outgrows(timeline: Timeline) -> bool:
-    return any(_needed(timeline, minute.offered) > minute.desired for minute in timeline.minutes)
+    return any(_capped(timeline, minute.offered) > minute.desired for minute in timeline.minutes)
+
+
+# --- what users got ---------------------------------------------------------------------------------
+
+
+def _answers(timeline: Timeline, seen: Outcome) -> Verdict:
+    attainment = timeline.setup.slo_attainment
+    name = f"answers at least {attainment:.0%} of requests (the SLO's attainment)"
+    detail = describe_losses(seen)
+    if seen.share(seen.lost) <= 1 - attainment + 1e-9:
+        return Verdict(name, True, detail)
+    return Verdict(name, False, detail, suggest=lambda: _fix_for_losses(timeline, seen))
+
+
+def describe_losses(seen: Outcome) -> str:
+    parts = [f"answered {seen.answered_share:.1%} of {seen.requests:,.0f}"]
+    if seen.after_wait > 1e-9:
+        parts[0] += f" ({seen.share(seen.after_wait):.1%} after waiting for capacity)"
+    for label, amount in (
+        ("answered only after a timeout", seen.late),
+        ("timed out", seen.timed_out),
+        ("refused", seen.refused),
+        ("expired in the queue", seen.expired),
+        ("still unanswered at the end", seen.unresolved),
+    ):
+        if amount > 1e-9:
+            parts.append(f"{label} {seen.share(amount):.1%}")
+    if seen.queued_in_time > 1e-9:
+        parts.append(f"{seen.queued_in_time:,.0f} still queued (answerable within their time-to-live)")
+    if seen.lost_minutes:
+        first, last = seen.lost_minutes
+        parts.append(f"losses in minutes {first}-{last}")
+    if seen.drain_minutes:
+        parts.append(f"the requests outstanding when the trace ended followed for {seen.drain_minutes} more minute(s)")
+    if seen.minutes_over_max:
+        parts.append(
+            f"the load needed more than the maximum {seen.max_units} in {seen.minutes_over_max} minute(s) "
+            f"(peak {seen.peak_need_units})"
+        )
+    return "; ".join(parts)
+
+
+def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
+    """The smallest change to the bounds that answers the requests lost, found by simulating it: a higher
+    maximum where the load outgrew it, then headroom (a higher floor) where new units could not start in
+    time."""
+    setup, keys = timeline.setup, timeline.setup.keys
+    unit, target = setup.target.unit, setup.target
+    if timeline.cancelled:
+        return _idle_window_fix(timeline, seen)
+    refused = seen.refused + (0 if setup.shape.asynchronous else seen.unresolved)
+    if refused >= seen.lost / 2 and target.min_capacity == 0 and not setup.shape.asynchronous:
+        why = (
+            "clients that send once lose every request sent while no copy runs; use a retrying client "
+            "(peagle.client waits for the cold start)"
+            if timeline.assumptions.clients == "once"
+            else "requests waited out the client's cold-start wait "
+            f"({timeline.assumptions.cold_start_wait_seconds / 60:.0f} min) for a unit"
+        )
+        return f"{why}, or keep one {one_unit(unit)} warm: set `{keys.min_units}` to 1; {_tried(timeline, seen, min_units=1)}"
+    # Units enough that the load sits at the policies' target, not at full slots (a fleet at full slots never
+    # drains the resends of what timed out).
+    share = _tracked_share(timeline) or 1.0
+    lost = [m for m in timeline.minutes if m.lost > 1e-9] or timeline.minutes
+    wanted = min(100, max(math.ceil(round(needed_units(timeline, m.offered) / share, 9)) for m in lost))
+    maximum = max(wanted, target.max_capacity)
+    # Headroom within today's maximum first, then a higher maximum, then both.
+    tries = [{"min_units": floor} for floor in range(target.min_capacity + 1, target.max_capacity + 1)]
+    tries += [{"max_units": higher} for higher in range(target.max_capacity + 1, maximum + 1)]
+    tries += [{"min_units": floor, "max_units": maximum} for floor in range(target.min_capacity + 1, maximum + 1)]
+    best, change = None, {}
+    for change in tries:
+        best = _outcome_with(timeline, **change)
+        if _meets(best, setup):
+            break
+    if best is None:
+        return "no change to the bounds helps; lower the load or the scaling target"
+    said = []
+    if "max_units" in change:
+        carried = target.max_capacity * setup.unit_rpm(timeline.assumptions) * share
+        peak_rpm = max(m.offered for m in timeline.minutes)
+        said.append(
+            f"at the scaling target ({share:.0%} of a unit's slots) the maximum {target.max_capacity} {unit} carry "
+            f"{carried:,.0f} requests/min, the peak asks for {peak_rpm:,.0f}: raise `{keys.max_units}` to "
+            f"{change['max_units']}"
+        )
+        instances = math.ceil(change["max_units"] / setup.shape.units_per_instance)
+        if setup.shape.kind == "copies" and instances > setup.shape.max_instances:
+            said[-1] += f" and `endpoint.inference_components.max_instances` to {instances}"
+    copy_start = timeline.assumptions.startup_seconds / 60
+    start = copy_start + timeline.assumptions.instance_launch_seconds / 60
+    if "min_units" in change:
+        took = (
+            f"~{copy_start:.0f} min, ~{start:.0f} with a new instance"
+            if setup.shape.kind == "copies"
+            else f"~{start:.0f} min"
+        )
+        said.append(
+            f"new {unit} serve {took} after they are asked for, and the load outgrew the ones serving sooner: keep "
+            f"headroom: set `{keys.min_units}` to {change['min_units']}"
+        )
+    first, last = seen.lost_minutes or (0, 0)
+    if "min_units" in change and last - first + 1 <= start:
+        lever = (
+            f"; the losses lasted {last - first + 1} min, no longer than a start: only capacity kept ahead carries "
+            "a crowd this short, or accept the loss"
+        )
+    else:
+        lever = (
+            f"; or lower `{keys.target}` so scale-out starts earlier" if keys.target and "min_units" in change else ""
+        )
+    return f"{'; and '.join(said)}; {_describe_try(best, seen)}{lever}"
+
+
+def _meets(then: Outcome | None, setup: Setup) -> bool:
+    return then is not None and then.share(then.lost) <= 1 - setup.slo_attainment + 1e-9
+
+
+def _idle_window_fix(timeline: Timeline, seen: Outcome) -> str:
+    setup = timeline.setup
+    minutes = math.ceil(setup.start_budget_seconds / 60) + IDLE_WINDOW_MARGIN_MINUTES
+    first = timeline.cancelled[0]
+    return (
+        f"idle window {setup.idle_minutes} min < the {one_unit(setup.target.unit)}'s start budget "
+        f"{setup.start_budget_seconds / 60:.0f} min: the one started at minute {first.requested} was removed at "
+        f"minute {first.minute} before it served ({first.by or 'a scale-in'}); raise "
+        f"`{setup.keys.idle_minutes}` to at least {minutes}; {_tried(timeline, seen, idle_minutes=minutes)}"
+    )
+
+
+def _tried(
+    timeline: Timeline,
+    seen: Outcome,
+    *,
+    min_units: int | None = None,
+    max_units: int | None = None,
+    idle_minutes: int | None = None,
+) -> str:
+    """The same trace and assumptions with the change: what users then get and what it costs."""
+    then = _outcome_with(timeline, min_units=min_units, max_units=max_units, idle_minutes=idle_minutes)
+    return _describe_try(then, seen)
+
+
+def _outcome_with(timeline: Timeline, **changes) -> Outcome:
+    return outcome(simulate(with_changes(timeline.setup, **changes), timeline.trace, timeline.assumptions))
+
+
+def _describe_try(then: Outcome, seen: Outcome) -> str:
+    return (
+        f"simulated with it: answered {then.answered_share:.1%}, ${then.cost_usd:,.2f} for this trace "
+        f"({then.cost_usd - seen.cost_usd:+,.2f})"
+    )
+
+
+def with_changes(
+    setup: Setup, *, min_units: int | None = None, max_units: int | None = None, idle_minutes: int | None = None
+) -> Setup:
+    """``setup`` as if the deployment file set other bounds or another idle window."""
+    target, shape = setup.target, setup.shape
+    if max_units is not None:
+        target = replace(target, max_capacity=max(max_units, target.min_capacity))
+        if shape.kind == "copies":
+            shape = replace(
+                shape, max_instances=max(shape.max_instances, math.ceil(max_units / shape.units_per_instance))
+            )
+        else:
+            shape = replace(shape, max_instances=max(shape.max_instances, max_units))
+    if min_units is not None:
+        target = replace(target, min_capacity=min_units, max_capacity=max(target.max_capacity, min_units))
+    if idle_minutes is not None:
+        target = _with_idle_minutes(target, idle_minutes)
+    initial = min(max(setup.initial_units, target.min_capacity), target.max_capacity)
+    return replace(
+        setup, target=target, shape=shape, initial_units=initial, idle_minutes=idle_minutes or setup.idle_minutes
+    )
+
+
+def _with_idle_minutes(target: ScalableTarget, minutes: int) -> ScalableTarget:
+    """The target with its scale-to-zero alarm (the one invoking an ExactCapacity 0 step) over ``minutes``."""
+    to_zero = {
+        policy.logical_id
+        for policy in target.step_policies
+        if policy.adjustment_type == "ExactCapacity" and all(step.adjustment == 0 for step in policy.steps)
+    }
+    alarms: list[Alarm] = [
+        replace(alarm, evaluation_periods=minutes, datapoints_to_alarm=minutes)
+        if set(alarm.policy_ids) & to_zero
+        else alarm
+        for alarm in target.alarms
+    ]
+    return replace(target, alarms=tuple(alarms))
+
+
+# --- waking from zero -------------------------------------------------------------------------------
 
 
 def _wake_episodes(timeline: Timeline) -> list[tuple[int, int | None]]:
-    """(first minute refused at zero serving, first minute served after it, or None)."""
+    """(first minute a request found no unit serving, first minute served after it, or None)."""
     episodes, start = [], None
     for minute in timeline.minutes:
         if start is None and minute.serving == 0 and minute.offered > 0:
@@ -67,50 +289,82 @@ def _wake_episodes(timeline: Timeline) -> list[tuple[int, int | None]]:
     return episodes
 
 
-def _wakes_from_zero(timeline: Timeline) -> Verdict | None:
+def _wait_within_budget(timeline: Timeline) -> Verdict | None:
     episodes = _wake_episodes(timeline)
     if not episodes:
         return None
-    budget = timeline.setup.cold_start_budget_seconds / 60
-    name = f"wakes from zero within the cold-start budget ({budget:.0f} min)"
-    for start, served in episodes:
-        if served is None:
-            held = [m.desired for m in timeline.minutes[start:]]
-            return Verdict(
-                name,
-                False,
-                f"requests from minute {start} were never served; copies requested meanwhile: max {max(held)}, "
-                f"{sum(1 for d in held if d == 0)} of {len(held)} minutes at 0",
-            )
-        if served - start > budget:
-            return Verdict(name, False, f"the request at minute {start} waited {served - start} min for capacity")
-    waits = ", ".join(f"{served - start} min (from minute {start})" for start, served in episodes)
-    return Verdict(name, True, f"served after {waits}")
+    budget = timeline.setup.cold_start_budget_seconds
+    name = f"answers a request that woke it within the cold-start budget ({budget / 60:.0f} min)"
+    waits = [seconds for m in timeline.minutes for seconds, requests in m.waits if requests > 1e-9]
+    worst = max(waits, default=0.0)
+    never = [start for start, served in episodes if served is None]
+    woken = ", ".join(f"minute {start}: {served - start} min" for start, served in episodes if served is not None)
+    if never:
+        return Verdict(
+            name,
+            False,
+            f"requests from minute {never[0]} found no unit before the trace ended"
+            + (f"; woken: {woken}" if woken else ""),
+        )
+    detail = f"longest wait {worst / 60:.1f} min from first send to answer; capacity served after {woken}"
+    lost = sum(m.refused for m in timeline.minutes)
+    if worst > budget or lost > 1e-9:
+        more = f"; {lost:,.1f} request(s) refused" if lost > 1e-9 else ""
+        return Verdict(name, False, detail + more)
+    return Verdict(name, True, detail)
+
+
+def _starts_not_cancelled(timeline: Timeline) -> Verdict:
+    name = f"never removes a starting {one_unit(timeline.setup.target.unit)} while none serves"
+    if not timeline.cancelled:
+        return Verdict(name, True, "every start woken for was allowed to finish")
+    first = timeline.cancelled[0]
+    seen = outcome(timeline)
+    return Verdict(
+        name,
+        False,
+        f"{len(timeline.cancelled)} start(s) cancelled, the first asked for at minute {first.requested} and removed "
+        f"at minute {first.minute} by {first.by or 'a scale-in'}",
+        suggest=lambda: _idle_window_fix(timeline, seen),
+    )
 
 
 def _no_pile_up(timeline: Timeline) -> Verdict | None:
+    """While nothing serves, ask for no more instances than the requests waiting when the first unit served
+    needed (copies on an instance that runs anyway cost nothing more)."""
     episodes = _wake_episodes(timeline)
     if not episodes:
         return None
-    worst = (0, 0, 0)
+    setup = timeline.setup
+    worst = None
     for start, served in episodes:
+        first = timeline.minutes[served] if served is not None else None
+        demand = (first.served + first.timeouts) if first is not None else 0.0
+        allowed = max(1, instances_for(setup, needed_units(timeline, demand)))
         for minute in timeline.minutes[start : served if served is not None else None]:
-            excess = minute.desired - max(1, _needed(timeline, minute.offered))
-            if excess > worst[0]:
-                worst = (excess, minute.minute, minute.desired)
-    name = "asks for no more units than the load needs while waking"
-    if worst[0] > 0:
-        return Verdict(name, False, f"{worst[2]} {timeline.setup.target.unit} requested at minute {worst[1]}")
+            asked = instances_for(setup, minute.desired) if setup.shape.kind == "copies" else minute.desired
+            if asked > allowed and (worst is None or asked - allowed > worst[0]):
+                worst = (asked - allowed, minute.minute, minute.desired, asked, allowed)
+    name = "asks for no more instances than the waiting requests need while waking"
+    if worst:
+        _, at, units, asked, allowed = worst
+        return Verdict(
+            name,
+            False,
+            f"{units} {setup.target.unit} ({asked} instance(s)) requested at minute {at}, where the requests waiting "
+            f"when the first one served needed {allowed}",
+        )
     return Verdict(name, True, "one wake-up's worth")
 
 
 def _idle_stretches(timeline: Timeline) -> list[tuple[int, int]]:
-    """[first idle minute, end) of each stretch without traffic after traffic or the deploy."""
+    """[first idle minute, end) of each stretch without traffic or waiting requests."""
     stretches, start = [], None
     for minute in timeline.minutes:
-        if minute.offered == 0 and start is None:
+        idle = minute.offered == 0 and minute.waiting <= 1e-9
+        if idle and start is None:
             start = minute.minute
-        elif minute.offered > 0 and start is not None:
+        elif not idle and start is not None:
             stretches.append((start, minute.minute))
             start = None
     if start is not None:
@@ -124,7 +378,7 @@ def _returns_to_zero(timeline: Timeline) -> Verdict | None:
     name = f"returns to zero within {bound} min of the last request (idle time {idle} min)"
     checked = [(start, end) for start, end in _idle_stretches(timeline) if end - start >= bound]
     if not checked:
-        return None
+        return None  # no idle stretch lasts long enough to judge (the trace may end first)
     for start, end in checked:
         zero = next((m.minute for m in timeline.minutes[start:end] if m.desired == 0), None)
         if zero is None or zero - start > bound:
@@ -134,17 +388,24 @@ def _returns_to_zero(timeline: Timeline) -> Verdict | None:
 
 
 def _stays_at_zero(timeline: Timeline) -> Verdict | None:
+    if not any(m.desired == 0 for m in timeline.minutes):
+        return None
     started = [
         m.minute
         for previous, m in zip(timeline.minutes, timeline.minutes[1:], strict=False)
-        if previous.desired == 0 and m.desired > 0 and previous.offered == 0 and m.offered == 0
+        if previous.desired == 0
+        and m.desired > 0
+        and previous.offered == 0
+        and m.offered == 0
+        and previous.waiting <= 1e-9  # a queued (asynchronous) request is a reason to start
     ]
     name = "stays at zero while idle"
-    if not any(m.desired == 0 for m in timeline.minutes):
-        return None
     if started:
-        return Verdict(name, False, f"units requested without traffic at minute(s) {started[:5]}")
+        return Verdict(name, False, f"units requested without a request at minute(s) {started[:5]}")
     return Verdict(name, True, "no unit requested without a request")
+
+
+# --- following the load -----------------------------------------------------------------------------
 
 
 def _scales_out(timeline: Timeline) -> Verdict:
@@ -153,8 +414,7 @@ def _scales_out(timeline: Timeline) -> Verdict:
     worst = 0
     short_since = None
     for minute in timeline.minutes:
-        needed = _needed(timeline, minute.offered)
-        if needed > minute.desired:
+        if _capped(timeline, minute.offered) > minute.desired:
             short_since = minute.minute if short_since is None else short_since
             worst = max(worst, minute.minute - short_since)
         else:
@@ -163,38 +423,117 @@ def _scales_out(timeline: Timeline) -> Verdict:
     reached = max(m.desired for m in timeline.minutes)
     detail = (
         f"longest wait for the capacity the load needs: {worst} min; peak load needs "
-        f"{_needed(timeline, peak.offered)} {timeline.setup.target.unit}, most requested {reached}"
+        f"{needed_units(timeline, peak.offered)} {timeline.setup.target.unit}, most requested {reached} "
+        f"(maximum {timeline.setup.target.max_capacity})"
     )
     return Verdict(name, worst <= budget, detail)
 
 
-def _kept_for(timeline: Timeline, offered: float) -> int:
-    """The units the policies mean to keep for ``offered``: at the concurrency target when a
-    target-tracking policy tracks concurrency (it scales in only under 90 % of it), else full units."""
+def _tracked_share(timeline: Timeline) -> float | None:
+    """The concurrency target of the target's tracking policy as a share of a unit's slots, or None."""
     targets = [
         policy.target_value
         for policy in timeline.setup.target.target_tracking
         if policy.query.stat is not None and policy.query.stat.name.startswith("ConcurrentRequests")
     ]
-    if not targets:
-        return _needed(timeline, offered)
-    in_flight = offered * timeline.assumptions.request_seconds / 60
-    return min(timeline.setup.target.max_capacity, math.ceil(round(in_flight / (0.9 * min(targets)), 9)))
+    return min(targets) / timeline.setup.shape.max_num_seqs if targets else None
 
 
-def _scales_in(timeline: Timeline) -> Verdict:
-    last = timeline.minutes[-1]
-    floor = max(timeline.setup.target.min_capacity, _kept_for(timeline, last.offered))
-    peak = max(m.desired for m in timeline.minutes)
-    name = "scales back in when the load falls"
+@dataclass(frozen=True)
+class Load:
+    """A minute's load as the tracked metrics see it."""
+
+    offered: float  # requests a minute, new and waiting
+    in_flight: float  # as the concurrency metric counts them: queued and timed-out requests included
+    backlog: float  # an asynchronous endpoint's queue, in flight included
+
+
+def load_of(timeline: Timeline, minute) -> Load:
+    demand = minute.offered + minute.waiting
+    running = minute.served * timeline.assumptions.request_seconds / 60
+    return Load(
+        offered=demand,
+        in_flight=max(minute.in_flight_per_unit * minute.serving, demand * timeline.assumptions.request_seconds / 60),
+        backlog=minute.waiting + running,
+    )
+
+
+def kept_for(timeline: Timeline, load: Load) -> int:
+    """The units the policies mean to keep for ``load``: each target-tracking policy on a metric the model
+    knows keeps the units that bring it under 90 % of its target (where it scales in), the largest of them
+    counts; without one, full units. Never below the floor, nor below one unit while requests come."""
+    target = timeline.setup.target
+    wanted = []
+    for policy in target.target_tracking:
+        metric = policy.query.stat.name if policy.query.stat is not None else ""
+        amount = (
+            load.in_flight
+            if metric.startswith("ConcurrentRequests")
+            else load.backlog
+            if metric.startswith("ApproximateBacklogSize")
+            else None
+        )
+        if amount is not None:
+            wanted.append(math.ceil(round(amount / (0.9 * policy.target_value), 9)))
+    units = max(wanted) if wanted else needed_units(timeline, load.offered)
+    return min(target.max_capacity, max(target.min_capacity, 1 if load.offered > 0 else 0, units))
+
+
+def settle_minutes(target: ScalableTarget) -> int:
+    """How long the target's scale-in policies may take to give back a unit: the longest scale-in
+    window (target tracking's, or a step alarm's), its cooldown, and our slack."""
+    windows = [TRACKING_SCALE_IN_MINUTES] if any(not p.disable_scale_in for p in target.target_tracking) else []
+    cooldowns = [(p.scale_in_cooldown_seconds or 0) / 60 for p in target.target_tracking if not p.disable_scale_in]
+    for policy in target.step_policies:
+        if any(step.adjustment < 0 for step in policy.steps) and policy.adjustment_type == "ChangeInCapacity":
+            windows += [alarm.evaluation_periods for alarm in target.alarms if policy.logical_id in alarm.policy_ids]
+            cooldowns.append((policy.cooldown_seconds or 0) / 60)
+    return (
+        math.ceil(max(windows, default=TRACKING_SCALE_IN_MINUTES) + max(cooldowns, default=0)) + GIVE_BACK_SLACK_MINUTES
+    )
+
+
+def _gives_back(timeline: Timeline) -> Verdict | None:
+    """Units serving beyond what the policies keep for the load's recent peak (its busiest minute within
+    the settle time, in flight as the concurrency metric counts) must not stay: capacity that arrives after
+    a crowd has gone is given back in one go, not unit by unit."""
+    target = timeline.setup.target
+    limit = settle_minutes(target)
+    name = f"gives back capacity the load no longer needs within {limit} min"
+    loads = [load_of(timeline, m) for m in timeline.minutes]
+    beyond = []
+    for m in timeline.minutes:
+        if target.min_capacity == 0 and m.offered == 0:
+            continue  # idle: the idle policy's (returns to zero)
+        recent = loads[max(0, m.minute - limit) : m.minute + 1]
+        busiest = Load(*(max(getattr(load, field) for load in recent) for field in ("offered", "in_flight", "backlog")))
+        kept = kept_for(timeline, busiest)
+        if m.serving - kept >= 1:
+            beyond.append((m.minute, m.serving - kept))
+    if not beyond:
+        return Verdict(
+            name, True, f"no {one_unit(target.unit)} served beyond what the load of the last {limit} min needed"
+        )
+    (first, excess), last = beyond[0], beyond[-1][0]
+    total = sum(excess for _, excess in beyond)
     return Verdict(
         name,
-        last.desired <= floor or peak == last.desired == floor,
-        f"{last.desired} {timeline.setup.target.unit} at the end (the policies keep {floor} for that load; peak {peak})",
+        False,
+        f"{excess} {target.unit} beyond the need of the last {limit} min's load at minute {first}; "
+        f"{total:,.0f} unit-minutes of them by minute {last}",
+        _fix="the scale-in removes capacity more slowly than it arrives: scale in to what the load needs in one "
+        f"step rather than one {one_unit(target.unit)} per cooldown"
+        + (", or lower `autoscaling.scale_in_cooldown_seconds`" if target.step_policies else ""),
     )
 
 
 def _no_oscillation(timeline: Timeline) -> Verdict:
+    """A reversal of capacity within FLAP_WINDOW_MINUTES while the demand (requests offered and waiting)
+    moved less than FLAP_LOAD_CHANGE is an oscillation (a wake-up sized for the requests that waited, then
+    given back, is not: the demand fell). The demand is counted from the minute before the deciding one:
+    a change applies the minute after the alarm saw its datapoints, and the deciding minute's datapoints
+    count the requests it started with (``waiting`` is what a minute left), e.g. an asynchronous backlog
+    that built up during a cold start and was drained in the minute the scale-out was decided."""
     changes = [
         (m.minute, m.desired - previous.desired)
         for previous, m in zip(timeline.minutes, timeline.minutes[1:], strict=False)
@@ -204,7 +543,7 @@ def _no_oscillation(timeline: Timeline) -> Verdict:
     for (first, one), (second, other) in zip(changes, changes[1:], strict=False):
         if (one > 0) == (other > 0) or second - first > FLAP_WINDOW_MINUTES:
             continue
-        loads = [m.offered for m in timeline.minutes[first : second + 1]]
+        loads = [m.offered + m.waiting for m in timeline.minutes[max(0, first - 2) : second + 1]]
         mean = sum(loads) / len(loads) or 1.0
         if (max(loads) - min(loads)) / mean <= FLAP_LOAD_CHANGE:
             flaps.append(f"{first}->{second}")

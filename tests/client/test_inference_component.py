@@ -115,8 +115,9 @@ def test_a_cold_start_is_explained_once_waited_for_and_then_answered(endpoint, c
     assert out == "Hi there\n"
     assert err.count(EXPLANATION) == 1
     assert (
-        "Retrying with backoff for up to 2253 s (peagle-primary's model download 600 s + container start-up "
-        "1053 s timeouts + 600 s for an instance to launch; --cold-start-wait to change)" in err
+        "Retrying with backoff for up to 2373 s (peagle-primary's model download 600 s + container start-up "
+        "1053 s timeouts + 600 s for an instance to launch + 120 s for the wake-up alarm to act; --cold-start-wait "
+        "to change)" in err
     )
     assert err.count("cold start over: a copy answered after") == 1
     assert len(sends) == 4 and all(send["InferenceComponentName"] == COMPONENT for send in sends)
@@ -155,12 +156,12 @@ def test_a_cold_start_that_outlasts_the_wait_says_what_to_do(endpoint, clock, ca
 def test_the_default_wait_is_the_components_own_budgets_and_bounds_the_retries(endpoint, clock, capsys):
     # Past its download and start-up timeouts SageMaker has given up on the copy: no point waiting longer.
     endpoint.add_component_budgets(COMPONENT, download_s=300, startup_s=400)
-    endpoint.add_no_capacity(120)  # more than the wait can use up (sleeps of 15-30 s once at the cap)
+    endpoint.add_no_capacity(150)  # more than the wait can use up (sleeps of 15-30 s once at the cap)
 
     assert main([*INVOKE, "--inference-component", COMPONENT]) == 1
 
-    assert "No copy was ready after 1300 s (cold-start wait 1300 s)." in capsys.readouterr().err
-    assert sum(clock.sleeps) == pytest.approx(300 + 400 + 600)
+    assert "No copy was ready after 1420 s (cold-start wait 1420 s)." in capsys.readouterr().err
+    assert sum(clock.sleeps) == pytest.approx(300 + 400 + 600 + 120)
 
 
 @pytest.mark.parametrize(

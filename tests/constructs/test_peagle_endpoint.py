@@ -385,6 +385,17 @@ def test_an_unknown_instance_type_needs_its_gpu_facts():
     assert endpoint.plan.instance == facts
 
 
+def test_a_price_prop_overrides_the_catalog_and_a_bad_one_fails_with_the_files_message():
+    endpoint = _endpoint(_stack(), price_per_hour_usd=1.75, instance_count=2)
+    assert (endpoint.plan.price_per_hour_usd, endpoint.plan.price_source) == (1.75, "instance.price_per_hour_usd")
+    assert endpoint.plan.cost_per_hour_usd == 3.5
+    expected = _file_problem({"instance": {"price_per_hour_usd": -2}})
+    with pytest.raises(ConfigError) as error:
+        _endpoint(_stack(), price_per_hour_usd=-2)
+    assert expected in str(error.value)
+    assert "price_per_hour_usd = instance.price_per_hour_usd" in str(error.value)  # the prop that is that field
+
+
 def test_a_volume_key_on_local_nvme_storage_is_refused():
     from aws_cdk import aws_kms as kms
 

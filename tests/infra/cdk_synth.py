@@ -101,10 +101,12 @@ def write_deployment(tmp_path: Path, text: str) -> str:
 
 
 _ASSET_HASH = re.compile(r"[0-9a-f]{64}")
-# Catalog prices and their date reach the dashboard's plan summary; a price edit is not a template change.
+# Catalog prices and their date reach the dashboard (the plan summary, the cost row's text, labels and
+# expressions: "2.336 * reports0", "(37.604 / 8) * reports0"); a price edit does not churn the snapshots.
 _PRICES = (
-    (re.compile(r"\$[\d,]+\.\d+/hour"), "$<price>/hour"),
+    (re.compile(r"\$[\d,]+(?:\.\d+)?/(instance-)?hour"), r"$<price>/\1hour"),
     (re.compile(r"prices of \d{4}-\d{2}-\d{2}"), "prices of <date>"),
+    (re.compile(r"\d+(?:\.\d+)?(?=(?: / \d+\))? \* reports\d)"), "<price>"),
 )
 
 

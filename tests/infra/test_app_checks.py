@@ -31,6 +31,24 @@ def test_cdk_nag_reports_no_unacknowledged_findings(synthesized):
     assert failures == []
 
 
+def test_synthesis_prints_no_warning(synthesized):
+    """A warning on every synth trains users to skip the ones that matter. CDK records each as
+    metadata of type aws:cdk:warning, in the manifest or in the stack's ``additionalMetadataFile``."""
+    manifest = json.loads((synthesized / "manifest.json").read_text())
+    metadata = {}
+    for artifact in manifest["artifacts"].values():
+        metadata.update(artifact.get("metadata", {}))
+        if "additionalMetadataFile" in artifact:
+            metadata.update(json.loads((synthesized / artifact["additionalMetadataFile"]).read_text()))
+    warnings = [
+        f"{path}: {entry['data']}"
+        for path, entries in metadata.items()
+        for entry in entries
+        if entry["type"] == "aws:cdk:warning"
+    ]
+    assert warnings == []
+
+
 def test_acknowledgements_go_through_one_helper_and_never_cover_a_whole_stack():
     sources = [*REPO_ROOT.glob("peagle_cdk/*.py"), *REPO_ROOT.glob("stacks/*.py"), REPO_ROOT / "app.py"]
     for path in sources:

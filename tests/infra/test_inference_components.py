@@ -213,9 +213,23 @@ def test_the_first_request_that_finds_no_copy_scales_out_from_zero(s2z):
     )
     assert policy["PolicyType"] == "StepScaling"
     assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ChangeInCapacity"
-    assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
-        {"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}
-    ]
+    # One copy, and one more per the refused sends a minute that a copy's minute of work makes through a
+    # typical start (the planner's estimates), up to the copies one instance holds: a burst that queued
+    # behind a cold start meets enough copies when they serve (peagle simulate --traffic idle-burst).
+    from peagle.planner import plan_deployment
+
+    plan = plan_deployment(load_deployment_config(str(REPO_ROOT / "deployments" / "scale-to-zero.yaml"), {}))
+    per_copy = round(plan.unit_requests_per_minute * 60 / plan.typical_unit_start_seconds)
+    assert per_copy == 32  # 32 slots x 12 requests a minute each, through a ~12-minute start
+    steps = policy["StepScalingPolicyConfiguration"]["StepAdjustments"]
+    assert steps[0] == {"MetricIntervalLowerBound": 0, "MetricIntervalUpperBound": per_copy - 1, "ScalingAdjustment": 1}
+    assert steps[1] == {
+        "MetricIntervalLowerBound": per_copy - 1,
+        "MetricIntervalUpperBound": 2 * per_copy - 1,
+        "ScalingAdjustment": 2,
+    }
+    assert steps[-1] == {"MetricIntervalLowerBound": 7 * per_copy - 1, "ScalingAdjustment": 8}
+    assert len(steps) == plan.components.copies_per_instance == 8
 
 
 def _idle_alarm(result) -> tuple[dict, dict]:
@@ -249,16 +263,27 @@ def test_the_last_copy_goes_after_the_configured_idle_time_without_a_request_ser
         1,
         "breaching",  # no request publishes no datapoint
     )
-    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == 30
+    # Unset, the window is the copy's start budget (38 min) + 2: a woken copy always serves first.
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == 40
     assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
     assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
         {"MetricIntervalUpperBound": 0, "ScalingAdjustment": 0}
     ]
-    shorter = synthesize(
+    longer = synthesize(
         tmp_path / "out",
-        deployment=_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 10}),
+        deployment=_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 60}),
     )
-    assert _idle_alarm(shorter)[0]["EvaluationPeriods"] == 10
+    assert _idle_alarm(longer)[0]["EvaluationPeriods"] == 60
+
+
+def test_an_idle_window_shorter_than_a_copys_start_fails_synth_with_the_shortest_allowed(tmp_path):
+    from peagle.deployment_rules import DeploymentRuleError
+
+    config = load_deployment_config(
+        str(_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 30})), {}
+    )
+    with pytest.raises(DeploymentRuleError, match=r"scale_to_zero_after_idle_minutes 30 is shorter .* at least 40"):
+        plan_checked_deployment(config)
 
 
 def test_step_policies_wait_a_whole_start_before_adding_more(s2z):
@@ -280,24 +305,30 @@ def test_step_policies_wait_a_whole_start_before_adding_more(s2z):
     assert latency["StepScalingPolicyConfiguration"]["Cooldown"] == budget
 
 
-def test_light_load_removes_copies_only_while_two_or_more_serve(s2z):
+def test_light_load_removes_the_copies_the_load_does_not_need_in_one_step_never_the_last(s2z):
     resources = s2z.template().to_json()["Resources"]
     (alarm,) = [
         r["Properties"]
         for r in resources.values()
-        if r["Type"] == "AWS::CloudWatch::Alarm" and "remove one" in r["Properties"].get("AlarmDescription", "")
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and "remove the ones it does not need" in r["Properties"].get("AlarmDescription", "")
     ]
     (expression,) = [query["Expression"] for query in alarm["Metrics"] if query.get("ReturnData", True)]
-    # One copy fewer would still carry the load under 90 % of the per-copy target 24 (target tracking's own
-    # scale-in share); a fixed 30 % kept a falling daily curve on 3x the copies (tests/simulate).
+    # The excess over what would carry the load under 90 % of the per-copy target 24 (target tracking's own
+    # scale-in share), at most all copies but one; one copy per cooldown kept a flash crowd's 16 copies for
+    # hours (tests/simulate).
+    excess = "FILL(copies, 0) * (1 - FILL(load, 0) / 21.6)"
     assert (
-        expression
-        == "IF(FILL(copies, 0) >= 2 AND FILL(load, 0) * FILL(copies, 0) < 21.6 * (FILL(copies, 0) - 1), 1, 0)"
+        expression == f"IF(FILL(copies, 0) >= 2, IF({excess} > FILL(copies, 0) - 1, FILL(copies, 0) - 1, {excess}), 0)"
     )
-    policy = resources[alarm["AlarmActions"][0]["Ref"]]["Properties"]
-    assert policy["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
-        {"MetricIntervalLowerBound": 0, "ScalingAdjustment": -1}
+    policy = resources[alarm["AlarmActions"][0]["Ref"]]["Properties"]["StepScalingPolicyConfiguration"]
+    assert policy["MetricAggregationType"] == "Minimum"
+    steps = policy["StepAdjustments"]
+    assert steps[:2] == [
+        {"MetricIntervalLowerBound": 0, "MetricIntervalUpperBound": 1, "ScalingAdjustment": -1},
+        {"MetricIntervalLowerBound": 1, "MetricIntervalUpperBound": 2, "ScalingAdjustment": -2},
     ]
+    assert steps[-1] == {"MetricIntervalLowerBound": 14, "ScalingAdjustment": -15}  # 16 copies at most
 
 
 def test_the_component_rolls_out_copy_by_copy_and_rolls_back_on_its_alarms(s2z):

@@ -1,17 +1,22 @@
 """KPI metrics, autoscaling, alarms and dashboard in the synthesized endpoint stack."""
 
 import json
+import re
 
 import pytest
-from aws_cdk.assertions import Match
-from cdk_synth import dashboard_widgets, write_deployment
+from aws_cdk.assertions import Capture, Match
+from cdk_synth import REPO_ROOT, dashboard_widgets, write_deployment
 
-from peagle.config import config_from_overrides
+from peagle.config import config_from_overrides, load_deployment_config
 from peagle.errors import ConfigError
+from peagle.planner import plan_deployment
 from peagle_cdk.kpi_metrics import KPI_FIELDS, KPI_NAMESPACE
 
 ENDPOINT = "peagle-endpoint"
 RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/Primary"
+EXAMPLES = sorted(path.stem for path in (REPO_ROOT / "deployments").glob("*.yaml"))
+COST_PER_HOUR = "Cost per hour of the fleet (USD): units reporting x price per unit"
+COST_PER_MILLION = "Cost per 1M output tokens (USD; none while no tokens are generated)"
 
 
 def _of_type(result, resource_type):
@@ -363,9 +368,27 @@ def test_thresholds_can_be_overridden_and_emails_subscribed(synth, tmp_path):
 
 
 def _widgets(result) -> dict[str, dict]:
+    """Widgets by title; text widgets by their markdown's first line, and the first one also as "text"."""
     (dashboard,) = _of_type(result, "AWS::CloudWatch::Dashboard")
-    widgets = dashboard_widgets(dashboard["Properties"]["DashboardBody"])
-    return {widget["properties"].get("title", widget["type"]): widget for widget in widgets}
+    widgets: dict[str, dict] = {}
+    for widget in dashboard_widgets(dashboard["Properties"]["DashboardBody"]):
+        properties = widget["properties"]
+        widgets.setdefault(properties.get("title", widget["type"]), widget)
+        if "markdown" in properties:
+            widgets[properties["markdown"].splitlines()[0]] = widget
+    return widgets
+
+
+def _expressions(widget: dict) -> dict[str, str]:
+    """A graph's metric-math lines, label -> expression."""
+    rows = widget["properties"]["metrics"]
+    return {row[0]["label"]: row[0]["expression"] for row in rows if len(row) == 1 and "expression" in row[0]}
+
+
+def _metric_rows(widget: dict) -> dict[str, tuple[str, str]]:
+    """A graph's hidden metrics behind its expressions, id -> (metric name, statistic)."""
+    rows = widget["properties"]["metrics"]
+    return {row[-1]["id"]: (row[1], row[-1]["stat"]) for row in rows if len(row) > 1 and "id" in row[-1]}
 
 
 def _metric_names(widget: dict) -> set[str]:
@@ -399,3 +422,123 @@ def test_dashboard_shows_every_kpi_the_seed_promises(default_synth):
     health |= set(default_synth.resources("PeagleEndpoint", "AWS::CloudWatch::CompositeAlarm"))
     assert alarm_ids == health and len(health) == 7
     assert "P-EAGLE parallel drafting, K=7" in widgets["text"]["properties"]["markdown"]
+
+
+# --- Cost ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_dashboard_shows_cost_per_hour_and_per_million_output_tokens(synth, example):
+    deployment = REPO_ROOT / "deployments" / f"{example}.yaml"
+    result = synth(deployment=str(deployment))
+    config = load_deployment_config(deployment)
+    plan = plan_deployment(config)
+    for title in (COST_PER_HOUR, COST_PER_MILLION):
+        result.template().has_resource_properties(
+            "AWS::CloudWatch::Dashboard",
+            {"DashboardBody": {"Fn::Join": ["", Match.array_with([Match.string_like_regexp(re.escape(title))])]}},
+        )
+    widgets = _widgets(result)
+    assert f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, {plan.price_source})" in widgets
+    # The plan's price per unit-hour: an instance's, or a copy's share of its instance.
+    price = f"{plan.price_per_hour_usd:g}"
+    per_unit = price if plan.components is None else f"({price} / {plan.components.copies_per_instance})"
+    interval = config.observability.kpi_interval_seconds
+    hourly, per_million = _expressions(widgets[COST_PER_HOUR]), _expressions(widgets[COST_PER_MILLION])
+    assert f"({per_unit} * reports0) * {interval} / PERIOD(reports0)" in hourly.values()
+    assert f"({per_unit} * reports0) / ((tokens0) * 3600) * 1000000" in per_million.values()
+    assert _metric_rows(widgets[COST_PER_MILLION]) == {
+        "reports0": ("KpiReports", "SampleCount"),
+        "tokens0": ("GenerationTokensPerSecond", "Sum"),
+        **({"reports1": ("KpiReports", "SampleCount")} if config.ab_test.enabled else {}),
+        **({"tokens1": ("GenerationTokensPerSecond", "Sum")} if config.ab_test.enabled else {}),
+    }
+    if config.ab_test.enabled:  # the baseline's cost too, and both together
+        assert hourly["all units"] == f"({per_unit} * reports0 + {per_unit} * reports1) * {interval} / PERIOD(reports0)"
+        assert per_million["all units"] == (
+            f"({per_unit} * reports0 + {per_unit} * reports1) / ((tokens0 + tokens1) * 3600) * 1000000"
+        )
+
+
+def _cost_alarm_ids(result) -> list[str]:
+    return [
+        logical_id
+        for logical_id in result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm")
+        if logical_id.startswith("MonitoringCostPerMillionOutputTokensHigh")
+    ]
+
+
+def test_a_price_override_and_a_budget_make_the_cost_figures_and_the_cost_alarm(synth, tmp_path):
+    path = write_deployment(
+        tmp_path, "instance: {price_per_hour_usd: 1.5}\nalarms: {max_cost_per_million_output_tokens_usd: 4.25}\n"
+    )
+    result = synth(deployment=path)
+    widgets = _widgets(result)
+    assert "## Cost (on-demand price, $1.5/instance-hour, instance.price_per_hour_usd)" in widgets
+    assert _expressions(widgets[COST_PER_HOUR]) == {
+        "Primary: instances x $1.5/hour": "(1.5 * reports0) * 60 / PERIOD(reports0)"
+    }
+    expression = Capture()
+    result.template().has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Threshold": 4.25,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "EvaluationPeriods": 3,
+            "DatapointsToAlarm": 3,
+            "TreatMissingData": "notBreaching",  # idle hours: no tokens, no datapoint
+            "Metrics": [
+                Match.object_like({"Expression": expression, "ReturnData": True}),
+                Match.object_like(
+                    {
+                        "Id": "reports0",
+                        "MetricStat": Match.object_like(
+                            {
+                                "Period": 3600,
+                                "Stat": "SampleCount",
+                                "Metric": Match.object_like({"MetricName": "KpiReports"}),
+                            }
+                        ),
+                    }
+                ),
+                Match.object_like(
+                    {
+                        "Id": "tokens0",
+                        "MetricStat": Match.object_like(
+                            {
+                                "Period": 3600,
+                                "Stat": "Sum",
+                                "Metric": Match.object_like({"MetricName": "GenerationTokensPerSecond"}),
+                            }
+                        ),
+                    }
+                ),
+            ],
+        },
+    )
+    assert expression.as_string() == "(1.5 * reports0) / ((tokens0) * 3600) * 1000000"
+    (cost_alarm,) = _cost_alarm_ids(result)
+    # On the alarm widget, notifying the topic, but no reason to roll a deploy back.
+    alarm_ids = {ref.split(".")[0].strip("<") for ref in widgets["Alarms"]["properties"]["alarms"]}
+    assert cost_alarm in alarm_ids
+    (topic_id,) = result.resources("PeagleEndpoint", "AWS::SNS::Topic")
+    alarm = result.resources("PeagleEndpoint", "AWS::CloudWatch::Alarm")[cost_alarm]["Properties"]
+    assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+    (endpoint,) = result.resources("PeagleEndpoint", "AWS::SageMaker::Endpoint").values()
+    rollback = endpoint["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    assert {"Ref": cost_alarm} not in [alarm["AlarmName"] for alarm in rollback]
+
+
+def test_without_a_budget_there_is_no_cost_alarm(default_synth):
+    assert _cost_alarm_ids(default_synth) == []
+    assert COST_PER_MILLION in _widgets(default_synth)  # the figure is on the dashboard either way
+
+
+def test_a_budget_or_price_that_is_not_positive_is_refused_with_the_field_named():
+    with pytest.raises(
+        ConfigError,
+        match=r"alarms.max_cost_per_million_output_tokens_usd: Input should be greater than 0 \(given: -2\)",
+    ):
+        config_from_overrides({}, base={"alarms": {"max_cost_per_million_output_tokens_usd": -2}})
+    with pytest.raises(ConfigError, match=r"instance.price_per_hour_usd: Input should be greater than 0 \(given: -1\)"):
+        config_from_overrides({}, base={"instance": {"price_per_hour_usd": -1}})

@@ -71,6 +71,16 @@ def test_plan_reads_a_deployment_file_with_overrides(capsys):
     assert "2 x ml.g6e.xlarge" in out and "SM_VLLM_SPECULATIVE_CONFIG=" in out
 
 
+def test_plan_says_where_the_price_comes_from(capsys, tmp_path):
+    deployment = tmp_path / "deployment.yaml"
+    deployment.write_text("instance: {type: ml.g6e.xlarge, price_per_hour_usd: 1.25}\n")
+    assert main(["plan", "--deployment", str(deployment)]) == 0
+    assert "$1.25/hour on demand (instance.price_per_hour_usd)" in capsys.readouterr().out
+    assert main(["plan", "--deployment", str(deployment), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert (document["price_per_hour_usd"], document["price_source"]) == (1.25, "instance.price_per_hour_usd")
+
+
 def test_catalog_lists_pairs_instances_and_profiles(capsys):
     assert main(["catalog"]) == 0
     out = capsys.readouterr().out

@@ -2,8 +2,9 @@
 
 import pytest
 
+from peagle.catalog import load_catalog
 from peagle.config import config_from_overrides
-from peagle.errors import PlanError
+from peagle.errors import ConfigError, PlanError
 from peagle.planner import GIB, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, plan_deployment
 
 
@@ -135,6 +136,25 @@ def test_cost_scales_with_instance_count():
     assert plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", instanceCount=2).cost_per_hour_usd == pytest.approx(
         2 * 2.336
     )
+
+
+def test_the_price_is_the_catalogs_unless_the_deployment_file_overrides_it():
+    catalog, prices = plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge"), load_catalog()
+    source = f"catalog, {prices.price_region}, prices of {prices.price_date}"
+    assert (catalog.price_per_hour_usd, catalog.price_source) == (2.336, source)
+    (cost,) = [line for line in catalog.summary_lines() if line.startswith("cost")]
+    assert f"on demand ({source})" in cost
+    given = plan_deployment(config_from_overrides({"instanceCount": 2}, base={"instance": {"price_per_hour_usd": 1.5}}))
+    assert (given.price_per_hour_usd, given.price_source) == (1.5, "instance.price_per_hour_usd")
+    assert given.cost_per_hour_usd == pytest.approx(3.0)
+    (cost,) = [line for line in given.summary_lines() if line.startswith("cost")]
+    assert "$3.00/hour on demand (instance.price_per_hour_usd)" in cost
+
+
+def test_a_price_that_is_not_positive_is_refused_with_the_field_named():
+    for bad in (0, -1.5):
+        with pytest.raises(ConfigError, match=r"instance.price_per_hour_usd: Input should be greater than 0"):
+            config_from_overrides({}, base={"instance": {"price_per_hour_usd": bad}})
 
 
 def test_profile_override_conflict_is_explained():

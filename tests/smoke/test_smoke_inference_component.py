@@ -85,7 +85,7 @@ def test_a_cold_start_is_waited_for_once_and_the_smoke_test_passes(aws, clock, c
     steps = step_lines(out)
     assert exit_code == 0, out + err
     assert err.count(EXPLANATION) == 1
-    assert "for up to 2253 s (peagle-primary's model download 600 s + container start-up 1053 s timeouts" in err
+    assert "for up to 2373 s (peagle-primary's model download 600 s + container start-up 1053 s timeouts" in err
     assert err.count("cold start over: a copy answered after") == 1
     assert clock.sleeps == [5.0, 10.0, 20.0]  # 4 sends of the plain invocation: 3 without a copy, then the answer
     waited = sum(clock.sleeps)

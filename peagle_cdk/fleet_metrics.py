@@ -1,0 +1,163 @@
+"""The fleet's figures from the launcher's KPI lines, as CloudWatch metric math: units reporting, fleet
+totals of per-unit rates and gauges, cost per hour and cost per 1M output tokens.
+
+A serving unit (an instance of a production variant, or a copy of an inference component) logs one KPI
+line every kpi_interval_seconds (I), and every line is one sample of each KPI metric
+(peagle_cdk/kpi_metrics.py). Over a period of P seconds each unit contributes P / I samples, so
+
+    units reporting        = SampleCount(KpiReports) x I / P
+    fleet total of a rate  = Sum(samples) x I / P         (each sample is one unit's rate or gauge)
+    cost per hour          = units reporting x price per unit-hour
+    cost per 1M out tokens = cost per hour / (fleet GenerationTokensPerSecond x 3600) x 1e6
+                           = price x SampleCount x I/P / (Sum x I/P x 3600) x 1e6
+                           = price x SampleCount / (Sum x 3600) x 1e6        (I and P cancel)
+
+Every KPI line carries generation_tokens_per_second (a number, 0 while idle), so SampleCount(KpiReports)
+and Sum(GenerationTokensPerSecond) count the same lines. P is written as PERIOD(metric) in the
+expressions, so a graph whose period is changed in the console stays right; it must be at least I
+(a shorter period holds a line in some periods and none in others), hence ``period()``.
+
+Metric math (CloudWatch User Guide, "Using metric math", Basic arithmetic functions,
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html): "Missing values
+in a time series are treated as 0. If the value of a data point causes a function to attempt to divide
+by zero, the data point is dropped." So a period without generated tokens (idle units report 0 tokens/s)
+has no cost per token, rather than an infinite one; and PERIOD "Returns the period of the metric in
+seconds. Valid input is metrics, not the results of other expressions."
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+
+from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
+
+if TYPE_CHECKING:
+    from peagle.planner import Plan
+    from peagle_cdk.peagle_endpoint import PeagleEndpoint
+
+GENERATION_TOKENS_METRIC = "GenerationTokensPerSecond"
+SECONDS_PER_HOUR = 3600
+TOKENS_PER_COST_FIGURE = 1_000_000
+
+
+@dataclass(frozen=True)
+class CostedUnit:
+    """A serving unit's KPI dimension (the variant or component name) and what one of its units costs:
+    an instance of a variant, or a copy's share of its instance (the instance price / copies per instance;
+    an instance holding fewer copies than it could is billed whole, which this share does not count)."""
+
+    name: str
+    price_per_instance_hour_usd: float
+    units_per_instance: int = 1  # copies per instance in inference-component mode
+
+    @staticmethod
+    def of(name: str, plan: Plan) -> CostedUnit:
+        copies = plan.components.copies_per_instance if plan.components is not None else 1
+        return CostedUnit(name, plan.price_per_hour_usd, copies)
+
+    @property
+    def price_expression(self) -> str:
+        """The price per unit-hour as metric math: ``2.336``, or ``(37.6 / 8)`` for a copy's share."""
+        price = f"{self.price_per_instance_hour_usd:g}"
+        return price if self.units_per_instance == 1 else f"({price} / {self.units_per_instance})"
+
+    def describe(self) -> str:
+        if self.units_per_instance == 1:
+            return f"instances x ${self.price_per_instance_hour_usd:,g}/hour"
+        return f"copies x ${self.price_per_instance_hour_usd:,g}/hour / {self.units_per_instance} per instance"
+
+
+class FleetMetrics:
+    """The figures of one PeagleEndpoint's units (the primary one and, with an A/B baseline, the baseline),
+    from their KPI lines. Expressions of one graph or alarm may share metrics: the ids are per metric
+    and unit (``reports0``, ``tokens1``), so the same metric always has the same id."""
+
+    def __init__(self, endpoint: PeagleEndpoint) -> None:
+        self._endpoint = endpoint
+        self.interval_seconds = endpoint.kpi_interval_seconds
+        plans = [endpoint.plan, endpoint.baseline_plan]
+        self.units = [CostedUnit.of(name, plans[index]) for index, name in enumerate(endpoint.unit_names)]
+
+    def period(self, at_least: Duration) -> Duration:
+        """``at_least``, or the whole minutes that hold one KPI interval if that is longer (KPI metrics come
+        from metric filters, at one-minute resolution)."""
+        return Duration.minutes(max(int(at_least.to_minutes()), math.ceil(self.interval_seconds / 60)))
+
+    def units_reporting(self, unit: CostedUnit, *, period: Duration, label: str) -> cloudwatch.MathExpression:
+        """The unit's instances or copies that report: SampleCount(KpiReports) x I / P."""
+        return self._per_period(KPI_REPORTS_METRIC, "SampleCount", unit, period=period, label=label)
+
+    def fleet_total(
+        self, kpi_name: str, unit: CostedUnit, *, period: Duration, label: str
+    ) -> cloudwatch.MathExpression:
+        """The sum over the unit's instances or copies of a per-unit rate or gauge (tokens/s, requests
+        running): Sum(samples) x I / P. A plain Sum counts P / I samples per unit."""
+        return self._per_period(kpi_name, "Sum", unit, period=period, label=label)
+
+    def _per_period(
+        self, kpi_name: str, statistic: str, unit: CostedUnit, *, period: Duration, label: str
+    ) -> cloudwatch.MathExpression:
+        metric_id = self._id(kpi_name, unit)
+        return cloudwatch.MathExpression(
+            expression=f"{metric_id} * {self.interval_seconds} / PERIOD({metric_id})",
+            using_metrics={metric_id: self._metric(kpi_name, unit, statistic, period)},
+            label=label,
+            period=period,
+        )
+
+    def cost_per_hour(self, units: Sequence[CostedUnit], *, period: Duration, label: str) -> cloudwatch.MathExpression:
+        """USD per hour of ``units`` together: units reporting x price per unit-hour."""
+        terms = [f"{unit.price_expression} * {self._id(KPI_REPORTS_METRIC, unit)}" for unit in units]
+        first = self._id(KPI_REPORTS_METRIC, units[0])
+        return cloudwatch.MathExpression(
+            expression=f"({' + '.join(terms)}) * {self.interval_seconds} / PERIOD({first})",
+            using_metrics=self._reports(units, period),
+            label=label,
+            period=period,
+        )
+
+    def cost_per_million_output_tokens(
+        self, units: Sequence[CostedUnit], *, period: Duration, label: str
+    ) -> cloudwatch.MathExpression:
+        """USD per 1M generated tokens of ``units`` together: their cost per hour over their tokens per hour,
+        price x SampleCount(reports) / (Sum(tokens/s) x 3600) x 1e6 (the module docstring derives it). No
+        datapoint where no token was generated (division by zero)."""
+        costs = " + ".join(f"{unit.price_expression} * {self._id(KPI_REPORTS_METRIC, unit)}" for unit in units)
+        tokens = " + ".join(self._id(GENERATION_TOKENS_METRIC, unit) for unit in units)
+        return cloudwatch.MathExpression(
+            expression=f"({costs}) / (({tokens}) * {SECONDS_PER_HOUR}) * {TOKENS_PER_COST_FIGURE}",
+            using_metrics={
+                **self._reports(units, period),
+                **{
+                    self._id(GENERATION_TOKENS_METRIC, unit): self._metric(
+                        GENERATION_TOKENS_METRIC, unit, "Sum", period
+                    )
+                    for unit in units
+                },
+            },
+            label=label,
+            period=period,
+        )
+
+    def _reports(self, units: Sequence[CostedUnit], period: Duration) -> dict[str, cloudwatch.IMetric]:
+        return {
+            self._id(KPI_REPORTS_METRIC, unit): self._metric(KPI_REPORTS_METRIC, unit, "SampleCount", period)
+            for unit in units
+        }
+
+    def _metric(self, kpi_name: str, unit: CostedUnit, statistic: str, period: Duration) -> cloudwatch.Metric:
+        # The expression's period would override a different one in the template anyway, but CDK then warns
+        # on every synth ("Periods of metrics in 'usingMetrics' ... have been overridden"): give it the same.
+        return self._endpoint.metric_kpi(kpi_name, unit_name=unit.name, statistic=statistic, period=period)
+
+    def _id(self, kpi_name: str, unit: CostedUnit) -> str:
+        """Metric ids start with a lower-case letter and are unique per graph (CloudWatch, "Using metric math")."""
+        short = {KPI_REPORTS_METRIC: "reports", GENERATION_TOKENS_METRIC: "tokens"}.get(kpi_name)
+        name = short or (kpi_name[0].lower() + kpi_name[1:])
+        return f"{name}{self.units.index(unit)}"
