@@ -154,7 +154,10 @@ def write_plot(scenario: Scenario, path: Path) -> None:
     if any(m.late for m in timeline.minutes):
         load.plot(minutes, [m.late for m in timeline.minutes], label="answered after a timeout")
     for label, values in (
-        ("refused (no capacity)", [m.refused_sends for m in timeline.minutes]),
+        (
+            "sends refused (no capacity; retried until the cold-start wait is over)",
+            [m.refused_sends for m in timeline.minutes],
+        ),
         ("timed out (sends, resent or lost)", [m.timeouts for m in timeline.minutes]),
         ("expired", [m.expired for m in timeline.minutes]),
     ):

@@ -342,7 +342,9 @@ def test_an_asynchronous_backlog_drained_as_its_scale_out_is_decided_is_no_oscil
     template, plan = _template(found.template), _plan(found)
     trace = Trace("queued-on-wake", tuple(10.0 if minute == 30 else 0.0 for minute in range(120)))
     readings = [{"cooldown_after_lowered": "counted"}]
-    (result,) = [r for r in run(template, plan, traces=[trace], readings=readings) if r.timeline.setup.shape.asynchronous]
+    (result,) = [
+        r for r in run(template, plan, traces=[trace], readings=readings) if r.timeline.setup.shape.asynchronous
+    ]
     desired = [m.desired for m in result.timeline.minutes]
     assert max(desired) == 2 and desired[-1] == 0  # out to two while the backlog drained, then back to zero
     assert _verdict(result, "never oscillates").passed
