@@ -208,6 +208,12 @@ def _run(args: argparse.Namespace) -> int:
     if too_many_errors:
         print("error: error rate above --max-error-rate: " + "; ".join(too_many_errors), file=sys.stderr)
         return EXIT_FAILED
+    if results.not_compared:
+        print(
+            f"not compared: {len(results.not_compared)} level(s) measured on a busy machine, in this run or "
+            f"{args.compare_to} (report.md, 'Compared to')",
+            file=sys.stderr,
+        )
     if regressions:
         print(
             f"regression: {len(regressions)} metric(s) worse than {args.compare_to} by more than {args.tolerance:.0%}; see report.md",

@@ -147,12 +147,33 @@ def sampling_differs_from_baseline(runs: Sequence[RunResult], baseline: BenchRes
     return notes
 
 
+def not_compared(current: RunResult, baseline: RunResult) -> list[str]:
+    """The shared levels left out of the regression check because either side was measured on a busy machine
+    (host_conditions.py): a change against such a level measures the machine, not the server."""
+    notes = []
+    for level in current.levels:
+        reference = baseline.level_at(level.key)
+        if reference is None or not (level.noisy or reference.noisy):
+            continue
+        sides = [
+            f"{name} ({'; '.join(side.host.busy)})"
+            for name, side in (("this run", level), ("the baseline", reference))
+            if side.noisy
+        ]
+        notes.append(
+            f"`{current.label}` at {level.load_label} not compared with `{baseline.label}`: measured on a busy "
+            f"machine in {' and '.join(sides)}"
+        )
+    return notes
+
+
 def find_regressions(current: RunResult, baseline: RunResult, tolerance: float) -> list[dict]:
-    """Every metric at every shared level (concurrency or request rate) that got worse than ``tolerance``."""
+    """Every metric at every shared level (concurrency or request rate) that got worse than ``tolerance``.
+    Levels measured on a busy machine on either side are left out (``not_compared`` lists them)."""
     regressions = []
     for level in current.levels:
         reference = baseline.level_at(level.key)
-        if reference is None:
+        if reference is None or level.noisy or reference.noisy:
             continue
         where = {
             "run": current.label,

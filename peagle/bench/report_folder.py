@@ -10,6 +10,7 @@ from typing import Any
 from peagle.bench.compare import (
     find_regressions,
     matching_baseline_run,
+    not_compared,
     sampling_differs,
     sampling_differs_from_baseline,
 )
@@ -29,6 +30,7 @@ def write_report_folder(
     tolerance: float = 0.10,
 ) -> tuple[BenchResults, list[dict]]:
     regressions: list[dict] = []
+    left_out: list[str] = []
     side_by_side = sampling_differs(runs)
     sampling_notes = [side_by_side] if side_by_side else []
     if baseline is not None:
@@ -37,6 +39,7 @@ def write_report_folder(
             baseline_run = matching_baseline_run(run, baseline)
             if baseline_run is not None:
                 regressions += find_regressions(run, baseline_run, tolerance)
+                left_out += not_compared(run, baseline_run)
     results = BenchResults(
         created_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         environment=environment,
@@ -45,6 +48,7 @@ def write_report_folder(
         regressions=regressions,
         compared_to=str(baseline_path) if baseline_path else None,
         sampling_notes=sampling_notes,
+        not_compared=left_out,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(results_to_json(results), encoding="utf-8")

@@ -271,8 +271,15 @@ def _side_by_side(runs: Sequence[RunResult]) -> list[str]:
 
 def _regressions(results: BenchResults) -> list[str]:
     lines = [f"## Compared to `{results.compared_to}`", ""]
+    if results.not_compared:
+        lines += [
+            "Not compared (a level measured on a busy machine measures the machine; measure it again quietly):",
+            "",
+            *[f"- {note}" for note in results.not_compared],
+            "",
+        ]
     if not results.regressions:
-        return lines + ["No regression beyond the tolerance.", ""]
+        return lines + ["No regression beyond the tolerance among the levels compared.", ""]
     lines += [
         "| run | baseline run | load | metric | baseline | now | change |",
         "|---|---|---:|---|---:|---:|---:|",

@@ -272,6 +272,8 @@ class BenchResults:
     compared_to: str | None = None
     # Runs (or a run and its --compare-to baseline) sampled differently: compared, but not like for like.
     sampling_notes: list[str] = field(default_factory=list)
+    # Levels of a --compare-to check left out: measured on a busy machine in this run or the baseline.
+    not_compared: list[str] = field(default_factory=list)
     schema: str = SCHEMA
 
 
@@ -306,6 +308,7 @@ def load_results(path: Path) -> BenchResults:
         regressions=payload.get("regressions", []),
         compared_to=payload.get("compared_to"),
         sampling_notes=payload.get("sampling_notes", []),
+        not_compared=payload.get("not_compared", []),
     )
 
 

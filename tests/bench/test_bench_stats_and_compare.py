@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from spec_counters import spec_metrics
 
 from peagle.bench.compare import find_regressions, matching_baseline_run, reference_run
+from peagle.bench.host_conditions import HostConditions
 from peagle.bench.prompts import DEFAULT_BUCKETS, load_prompt_file, synthetic_prompts
 from peagle.bench.results import BenchResults, RunResult, load_results, results_to_json
 from peagle.bench.stats import RequestRecord, cost_per_million_output_tokens, percentile, summarise_level
 from peagle.bench.vllm_counters import speculation_between
+from peagle.cli import main
 from peagle_serve.metrics import MetricsSnapshot
 
 
@@ -79,6 +82,50 @@ def test_regressions_beyond_tolerance_are_flagged_and_within_are_not():
     assert {item["metric"] for item in slower} == {"output_tokens_per_s", "tpot_p50"}
     throughput = next(item for item in slower if item["metric"] == "output_tokens_per_s")
     assert throughput["change"] == pytest.approx(-0.2)
+
+
+def _measured(run: RunResult, *, busy: bool) -> RunResult:
+    other = 1.4 if busy else 0.02
+    host = HostConditions(
+        cpu_count=2,
+        seconds=10.0,
+        load_1m_max=3.5 if busy else 1.8,
+        load_1m_start=1.0,
+        other_work_cores=other,
+        server_cores=1.5,
+        own_cores=0.1,
+        steal_share=0.0,
+        iowait_share=0.0,
+        server_processes=3,
+        busy=[f"other work used {other:.2f} of 2 cores, above the limit 25% (0.50)"] if busy else [],
+    )
+    return replace(run, levels=[replace(level, host=host) for level in run.levels])
+
+
+def _stored(tmp_path, name: str, run: RunResult) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(results_to_json(BenchResults("t", {}, {}, [run])), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("busy_side", ["baseline", "now"])
+def test_a_level_measured_on_a_busy_machine_is_not_compared_and_says_so(tmp_path, capsys, busy_side):
+    """A 20% drop against a level measured beside other work (on either side) is the machine's, not a
+    regression: left out of --compare-to, listed as not compared. Quiet on both sides, it is a regression."""
+    baseline = _measured(_run("k4", tokens_per_s=100.0), busy=busy_side == "baseline")
+    now = _measured(_run("k4", tokens_per_s=80.0), busy=busy_side == "now")
+    argv = ["bench", "--from-results", _stored(tmp_path, "now", now)]
+    argv += ["--compare-to", _stored(tmp_path, "baseline", baseline), "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    (note,) = json.loads((tmp_path / "out" / "results.json").read_text())["not_compared"]
+    side = "this run" if busy_side == "now" else "the baseline"
+    assert note.startswith("`k4` at c=1 not compared with `k4`: measured on a busy machine in " + side)
+    assert f"- {note}" in (tmp_path / "out" / "report.md").read_text()
+    assert "not compared: 1 level(s) measured on a busy machine" in capsys.readouterr().err
+
+    quiet = _stored(tmp_path, "quiet", _measured(_run("k4", tokens_per_s=100.0), busy=False))
+    argv = ["bench", "--from-results", _stored(tmp_path, "now2", _measured(_run("k4", tokens_per_s=80.0), busy=False))]
+    assert main([*argv, "--compare-to", quiet, "--out", str(tmp_path / "out2")]) == 3
 
 
 def test_new_errors_are_a_regression():
