@@ -12,14 +12,14 @@ apply that rule K steps ahead, at every parallel-drafting position. Three pairs
 - ``demo``: the same drafter on a heavy target (12 layers, hidden 1024, ~0.6 GB)
   whose cost dwarfs the drafter's, so speculation visibly pays on a CPU (vLLM 0.32.0
   CPU, 2 cores, K=4, 128 tokens at the chatbot profile's sampling: mean acceptance length
-  5.00, 3.79x output tokens/s at concurrency 1 over HTTP, median of three rounds:
+  5.00, 2.95x output tokens/s at concurrency 1 over HTTP, median of three rounds:
   docs/baselines/local-cpu-demo-pair-sampled).
 - ``partial``: the demo target, except that it leaves its rule at 15 % of the tokens
   it meets, so drafts are accepted at a realistic rate that falls with the draft
   position, as a trained drafter's does: at K=4, 0.67 on average (0.59-0.76 for one
   128-token request, by where it starts on the target's loop), per position about
   0.90 / 0.70 / 0.58 / 0.49; 0.89 at K=1, 0.52 at K=8, all greedy. Its target also samples
-  off its rule (below), so at the chatbot profile's sampling K=4 accepts 0.44-0.50
+  off its rule (below), so at the chatbot profile's sampling K=4 accepts 0.43-0.48
   (docs/baselines/local-cpu-partial-pair-sampled).
 
 The target (a ``LlamaForCausalLM``). Vocabulary 256 = 8 specials + 248 characters.

@@ -17,7 +17,9 @@ from peagle.cli import main
 from peagle.client.cli import MEASURED_PROFILE_DEFAULT
 
 ENDPOINT = "peagle-endpoint"
-BASELINES = Path(__file__).resolve().parents[2] / "docs" / "baselines"
+# A results.json written before runs recorded their sampling (from the retired greedy baseline
+# docs/baselines/local-cpu-partial-pair/K4-round1, in git history): its settings line says greedy.
+BEFORE_PER_RUN_SAMPLING = Path(__file__).resolve().parent / "data" / "results-before-per-run-sampling.json"
 GREEDY = "greedy (temperature 0), a comparison: deployed profiles sample"
 
 
@@ -104,7 +106,7 @@ def _stored(tmp_path, name: str, run: RunResult) -> str:
 
 
 def _run(label: str, sampling: Sampling | None) -> RunResult:
-    stored = load_results(BASELINES / "local-cpu-partial-pair" / "K4-round1" / "results.json").runs[0]
+    stored = load_results(BEFORE_PER_RUN_SAMPLING).runs[0]
     return replace(stored, label=label, sampling=sampling)
 
 
@@ -138,8 +140,8 @@ def test_runs_sampled_differently_are_flagged_side_by_side(tmp_path, capsys):
 
 
 def test_a_baseline_sampled_otherwise_is_flagged_and_old_greedy_baselines_are_read_as_greedy(tmp_path, capsys):
-    # docs/baselines/ predates per-run sampling: its settings line says greedy, and that is what is read.
-    baseline_path = BASELINES / "local-cpu-partial-pair" / "K4-round1" / "results.json"
+    # A baseline from before per-run sampling: its settings line says greedy, and that is what is read.
+    baseline_path = BEFORE_PER_RUN_SAMPLING
     baseline = load_results(baseline_path).runs[0]
     assert baseline.sampling == Sampling(temperature=0.0, top_p=None)
     now = _stored(tmp_path, "now", _run(baseline.label, CHATBOT))

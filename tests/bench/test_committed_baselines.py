@@ -1,9 +1,7 @@
 """Every committed baseline (docs/baselines/) says what the machine did while each level was measured,
 and was measured quietly: a figure from a busy machine measures the machine (beside a second engine
-serving load, the server under test got 0.04 of 2 cores and met the SLO on no request).
-
-The folders below were measured before levels recorded their host conditions. They stay listed, and
-documented in docs/baselines/README.md, until each is measured again; the list may only shrink."""
+serving load, the server under test got 0.04 of 2 cores and met the SLO on no request). The folders
+measured before levels recorded their host were measured again or retired (docs/baselines/README.md)."""
 
 from __future__ import annotations
 
@@ -13,22 +11,10 @@ from pathlib import Path
 import pytest
 
 BASELINES = Path(__file__).resolve().parents[2] / "docs" / "baselines"
-BEFORE_HOST_CONDITIONS = (
-    "capacity-partial/bench-1.189-no-ramp",  # the evidence for the capacity ramp (docs/capacity.md)
-    "local-cpu-demo-pair",
-    "local-cpu-demo-pair-sampled",
-    "local-cpu-partial-pair",
-    "local-cpu-partial-pair-sampled",
-)
 
 
 def _measured_files() -> list[Path]:
     return sorted([*BASELINES.rglob("results.json"), *BASELINES.rglob("capacity.json")])
-
-
-def _before_conditions(path: Path) -> bool:
-    folder = path.parent.relative_to(BASELINES).as_posix()
-    return any(folder == listed or folder.startswith(listed + "/") for listed in BEFORE_HOST_CONDITIONS)
 
 
 def _levels(path: Path) -> list[dict]:
@@ -40,7 +26,7 @@ def _levels(path: Path) -> list[dict]:
 
 @pytest.mark.parametrize(
     "path",
-    [path for path in _measured_files() if not _before_conditions(path)],
+    _measured_files(),
     ids=lambda path: path.parent.relative_to(BASELINES).as_posix(),
 )
 def test_a_baseline_records_its_machine_and_was_measured_quietly(path):
@@ -51,10 +37,3 @@ def test_a_baseline_records_its_machine_and_was_measured_quietly(path):
         assert host, f"{path}: a level without its host conditions (measure it again with this version)"
         assert {"other_work_cores", "load_1m_max", "steal_share", "other_engines"} <= host.keys()
         assert not host["busy"], f"{path}: measured on a busy machine: {host['busy']}"
-
-
-def test_the_baselines_from_before_host_conditions_are_still_there_to_re_measure():
-    """An entry whose folder was re-measured (or removed) leaves the list."""
-    for listed in BEFORE_HOST_CONDITIONS:
-        assert (BASELINES / listed).is_dir(), f"{listed}: gone; remove it from BEFORE_HOST_CONDITIONS"
-        assert any(_before_conditions(path) for path in _measured_files() if listed in str(path))
