@@ -79,9 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         package = (error.name or "").split(".")[0]
         if package not in _INSTALLED_BY:
             raise
+        where = _INSTALLED_BY[package]
+        if where == "make client-deps":  # also an extra of the wheel (pyproject.toml: cli)
+            where = 'pip install "<the peagle_sagemaker wheel>[cli]"` (its cli extra), or `make client-deps` from the repository root'
+        else:
+            where += "` from the repository root"
         print(
             f"error: `peagle {args.command}` needs the Python package {package!r}, which is not installed in "
-            f"this environment; install it with `{_INSTALLED_BY[package]}` from the repository root",
+            f"this environment; install it with `{where}",
             file=sys.stderr,
         )
         return 2

@@ -60,14 +60,15 @@ def _constraints() -> str:
 
 
 def _packaged_sources(destination: Path) -> Path:
-    """A copy of what pyproject.toml packages (its packages' top directories), to build the wheel from.
+    """A copy of what pyproject.toml packages (the top directories its package finder searches), to build the
+    wheel from.
 
     Built in the repository, setuptools would reuse its build/ directory, where modules renamed or
     deleted since the last build survive and end up in the wheel.
     """
-    setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    package_dirs = setuptools.get("package-dir", {})
-    tops = {Path(package_dirs.get(package, package.replace(".", "/"))).parts[0] for package in setuptools["packages"]}
+    find = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    tops = {pattern.split(".")[0] for pattern in find["include"]} | set(find["where"])
+    tops = {top for top in tops if top != "." and (REPO_ROOT / top).is_dir()}
     destination.mkdir()
     shutil.copy2(REPO_ROOT / "pyproject.toml", destination)
     for top in sorted(tops):
@@ -85,6 +86,8 @@ def _run(command: list[str], **options) -> subprocess.CompletedProcess:
 @dataclass(frozen=True)
 class InstalledExample:
     wheel: Path
+    build_warnings: list[str]  # what building the wheel warned about
+    python: Path  # the fresh venv's interpreter (its bin/ has the wheel's `peagle`)
     imported_from: dict[str, str]  # module -> file, as the example's interpreter imports it
     site_packages: Path
     sys_path: list[str]
@@ -97,11 +100,17 @@ class InstalledExample:
 def installed_example(tmp_path_factory) -> InstalledExample:
     root = tmp_path_factory.mktemp("library-wheel")
     sources = _packaged_sources(root / "project")
-    _run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v"]
         + ["--wheel-dir", str(root / "dist"), str(sources)]
     )
     (wheel,) = (root / "dist").glob("*.whl")
+    # "byte-compiling is disabled" is distutils noting PYTHONDONTWRITEBYTECODE, set on these machines.
+    build_warnings = [
+        line
+        for line in (built.stdout + built.stderr).splitlines()
+        if "warning" in line.lower() and "byte-compiling is disabled" not in line
+    ]
 
     # A venv of the base interpreter (not this one's site-packages); this environment's pinned pip installs into it.
     venv = root / "venv"
@@ -150,6 +159,8 @@ def installed_example(tmp_path_factory) -> InstalledExample:
     _run([str(python), "app.py"], cwd=app_dir, env=environment, timeout=300)
     return InstalledExample(
         wheel=wheel,
+        build_warnings=build_warnings,
+        python=python,
         imported_from=found["files"],
         site_packages=Path(found["purelib"]),
         sys_path=found["sys_path"],
@@ -189,9 +200,56 @@ def test_the_wheel_carries_the_three_packages_and_the_image_build_context(instal
     }
     assert len(launcher) > 5 and launcher <= names
     # Every package of the checkout is in the wheel: `peagle capacity` / `peagle simulate` from an installed
-    # wheel imported peagle.capacity / peagle.simulate, which pyproject.toml's list had left out.
-    packages = {path.parent.relative_to(REPO_ROOT).as_posix() for path in REPO_ROOT.glob("peagle/**/__init__.py")}
-    assert {f"{package}/__init__.py" for package in packages} <= names
+    # wheel imported peagle.capacity / peagle.simulate, which pyproject.toml's hand-written list had left out.
+    packages = {
+        path.parent.relative_to(root).as_posix()
+        for root, pattern in ((REPO_ROOT, "peagle/**/__init__.py"), (REPO_ROOT, "peagle_cdk/**/__init__.py"))
+        for path in root.glob(pattern)
+    } | {
+        path.parent.relative_to(IMAGE_CONTEXT).as_posix() for path in IMAGE_CONTEXT.glob("peagle_serve/**/__init__.py")
+    }
+    assert len(packages) > 10 and {f"{package}/__init__.py" for package in packages} <= names
+    assert not installed_example.build_warnings, installed_example.build_warnings
+
+
+def _subcommands() -> list[str]:
+    from peagle.cli import build_parser
+
+    parser = build_parser()
+    (subparsers,) = [action for action in parser._actions if action.dest == "command"]
+    return sorted(subparsers.choices)
+
+
+def _peagle(installed_example, *argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    command = [str(installed_example.python.parent / "peagle"), *argv]
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=cwd, env=installed_example.environment, timeout=120
+    )
+
+
+def test_every_peagle_subcommand_runs_from_the_installed_wheel(installed_example, tmp_path):
+    """Before: `peagle catalog`, `plan` and `--version` failed with ModuleNotFoundError: No module named
+    'peagle.simulate' from an installed wheel. Run outside the repository, with only the wheel and its
+    dependencies (no boto3, httpx or torch: every --help imports none of them)."""
+    version = _peagle(installed_example, "--version", cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.strip() == "peagle 0.1.0", version.stderr
+    commands = _subcommands()
+    assert {"catalog", "plan", "stage", "simulate", "capacity", "tune", "smoke"} <= set(commands)
+    for command in commands:
+        shown = _peagle(installed_example, command, "--help", cwd=tmp_path)
+        assert shown.returncode == 0 and f"usage: peagle {command}" in shown.stdout, (command, shown.stderr)
+    catalog = _peagle(installed_example, "catalog", cwd=tmp_path)
+    assert catalog.returncode == 0 and "gpt-oss-20b" in catalog.stdout and "ml.g6e.xlarge" in catalog.stdout
+    plan = _peagle(installed_example, "plan", "--model", "qwen3-8b", "--instance", "ml.g6e.xlarge", cwd=tmp_path)
+    assert plan.returncode == 0 and "qwen3-8b" in plan.stdout, plan.stderr
+    bad = _peagle(installed_example, "plan", "--model", "gpt-oss-120b", "--instance", "ml.g5.xlarge", cwd=tmp_path)
+    assert bad.returncode == 2 and "Smallest that fits" in bad.stderr
+
+
+def test_a_command_that_needs_the_cli_extra_says_how_to_install_it(installed_example, tmp_path):
+    needs = _peagle(installed_example, "invoke", "--url", "http://127.0.0.1:9", "--prompt", "hi", cwd=tmp_path)
+    assert needs.returncode == 2, needs.stderr
+    assert 'pip install "<the peagle_sagemaker wheel>[cli]"' in needs.stderr
 
 
 def test_the_example_imports_the_library_from_the_fresh_venv_only(installed_example):
