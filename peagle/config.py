@@ -247,7 +247,12 @@ class AutoscalingSettings(StrictModel):
     Amazon SageMaker AI models", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
     enabled: bool = Field(True, description="false: instance.count instances, not scaled")
-    min_instances: PositiveInt = Field(1, description="variants mode only (components: endpoint.inference_components)")
+    min_instances: int = Field(
+        1,
+        ge=0,
+        description="variants mode only, at least 1 (components: endpoint.inference_components, which may scale to "
+        "zero)",
+    )
     max_instances: PositiveInt = Field(
         2, le=100, description="variants mode only (components: endpoint.inference_components)"
     )
@@ -273,7 +278,9 @@ class AutoscalingSettings(StrictModel):
         0.5, gt=0, le=1, description="share of max_rps_per_instance the invocations target aims at (the headroom)"
     )
     measured_capacity: MeasuredCapacity | None = Field(
-        None, description="written by `peagle capacity`: where the targets above came from"
+        None,
+        description="written by `peagle capacity`: where the targets above came from; with no concurrency target "
+        "set, the target is its concurrency x headroom",
     )
     gpu_utilization_target_percent: float | None = Field(
         80,
@@ -682,11 +689,17 @@ class DeploymentConfig(StrictModel):
         if not scaling.enabled or self.uses_inference_components:
             return []
         problems = []
-        if not scaling.min_instances <= count <= scaling.max_instances:
+        if scaling.min_instances == 0:
             problems.append(
-                f"autoscaling needs min_instances <= instance.count <= max_instances; given "
-                f"{scaling.min_instances} <= {count} <= {scaling.max_instances}; adjust autoscaling.min_instances/"
-                "max_instances in the deployment file (or set autoscaling.enabled: false)"
+                "autoscaling.min_instances 0: a production variant keeps at least one instance; to scale to zero, "
+                "use endpoint.mode: inference_components with endpoint.inference_components.min_copies: 0"
+            )
+        elif not scaling.min_instances <= count <= scaling.max_instances:
+            problems.append(
+                f"autoscaling.min_instances ({scaling.min_instances}) <= instance.count ({count}) <= "
+                f"autoscaling.max_instances ({scaling.max_instances}) does not hold: the deploy starts instance.count "
+                "instances within the scaling bounds; adjust autoscaling.min_instances or autoscaling.max_instances "
+                "in the deployment file (or set autoscaling.enabled: false)"
             )
         if scaling.target == "invocations" and scaling.max_rps_per_instance is None:
             problems.append(

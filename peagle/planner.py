@@ -130,6 +130,9 @@ def scaling_target(config: DeploymentConfig, max_num_seqs: int) -> ScalingTarget
         else config.autoscaling.target_concurrency_per_instance
     )
     measured = config.autoscaling.measured_capacity
+    if given is None and measured is not None:
+        # What `peagle capacity` measured at the SLO, with its headroom: the target its snippet would write.
+        given = round(measured.concurrency * measured.headroom, 2)
     if given is None:
         guess = max(1.0, max_num_seqs * GUESSED_CONCURRENCY_SHARE)
         return ScalingTarget(

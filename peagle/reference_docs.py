@@ -3,6 +3,7 @@
 - docs/deployment-file.md: every field of ``DeploymentConfig`` (peagle/config.py), nested models
   walked, with its type, default, allowed values or bounds and its ``Field(description=...)``.
 - docs/catalog.md: the model pairs, instance types and profiles of peagle/catalog/*.yaml.
+- peagle_cdk/catalog_ids.py (a whole file): the same ids as constants for construct users' IDEs.
 
 Each page keeps its hand-written prose; only the text between a block's markers is generated::
 
@@ -415,6 +416,52 @@ BLOCKS: dict[Path, dict[str, Callable[[], str]]] = {
 }
 
 
+def catalog_ids_module() -> str:
+    """peagle_cdk/catalog_ids.py: the catalog's pair ids, instance types and profiles as constants, so an IDE
+    completes them (the props still take plain strings, custom pairs and instance types among them)."""
+    catalog = load_catalog()
+
+    def constant(value: str) -> str:
+        return re.sub(r"[^A-Z0-9]+", "_", value.upper().removeprefix("ML.")).strip("_")
+
+    def members(values) -> list[str]:
+        names = [getattr(value, "value", value) for value in values]  # ProfileName members are (str, Enum)
+        return [f'    {constant(name)} = "{name}"' for name in names]
+
+    lines = [
+        f'"""The catalog\'s ids as constants (generated from peagle/catalog/*.yaml by `{COMMAND}`; do not edit).',
+        "",
+        '    PeagleEndpoint(stack, "Chat", model=ModelPairs.GPT_OSS_20B, instance_type=InstanceTypes.G6E_XLARGE,',
+        "                   profile=Profiles.CHATBOT, ...)",
+        "",
+        "Plain strings are the same values; `peagle catalog` prints what each one is.",
+        '"""',
+        "",
+        "",
+        "class ModelPairs:",
+        '    """Target + P-EAGLE drafter pairs (peagle/catalog/pairs.yaml)."""',
+        "",
+        *members(catalog.pairs),
+        "",
+        "",
+        "class InstanceTypes:",
+        '    """SageMaker instance types with their GPU facts and price (peagle/catalog/instances.yaml)."""',
+        "",
+        *members(catalog.instances),
+        "",
+        "",
+        "class Profiles:",
+        '    """Workload profiles: sampling, lengths, SLO (peagle/catalog/profiles.yaml)."""',
+        "",
+        *members(catalog.profiles),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# Whole files generated from their source.
+FILES: dict[Path, Callable[[], str]] = {ROOT / "peagle_cdk" / "catalog_ids.py": catalog_ids_module}
+
+
 class MarkerError(ValueError):
     pass
 
@@ -440,19 +487,28 @@ def stale_pages(pages: dict[Path, dict[str, Callable[[], str]]] | None = None) -
     ]
 
 
+def stale_files() -> list[Path]:
+    return [
+        path for path, generate in FILES.items() if not path.is_file() or path.read_text(encoding="utf-8") != generate()
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=COMMAND, description="Regenerate (or --check) the generated reference blocks in docs/."
     )
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 naming the stale pages")
     args = parser.parse_args(argv)
-    stale = stale_pages()
+    stale, files = stale_pages(), stale_files()
     if args.check:
-        for path in stale:
+        for path in stale + files:
             print(f"stale: {path.relative_to(ROOT)} (regenerate: {COMMAND})", file=sys.stderr)
-        return 1 if stale else 0
+        return 1 if stale or files else 0
     for path in stale:
         path.write_text(render(path.read_text(encoding="utf-8"), BLOCKS[path]), encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    for path in files:
+        path.write_text(FILES[path](), encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
 

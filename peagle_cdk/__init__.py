@@ -13,6 +13,7 @@ another package in your environment.
 
 from peagle.catalog import InstanceType, ModelPair
 from peagle.config import MeasuredCapacity, ProfileOverrides, SloSettings
+from peagle_cdk.catalog_ids import InstanceTypes, ModelPairs, Profiles
 from peagle_cdk.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
 from peagle_cdk.endpoint_props import (
     AbBaseline,
@@ -26,6 +27,7 @@ from peagle_cdk.endpoint_props import (
 )
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 from peagle_cdk.peagle_endpoint import PeagleEndpoint
+from peagle_cdk.private_network import INTERFACE_ENDPOINTS, PrivateNetwork
 
 __all__ = [
     "AbBaseline",
@@ -33,13 +35,18 @@ __all__ = [
     "Autoscaling",
     "EndpointMode",
     "EndpointMonitoring",
+    "INTERFACE_ENDPOINTS",
+    "InstanceTypes",
     "InstanceType",
     "MeasuredCapacity",
     "ModelArtifactsLocation",
     "ModelPair",
+    "ModelPairs",
     "ModelWeights",
     "PeagleEndpoint",
+    "PrivateNetwork",
     "ProfileOverrides",
+    "Profiles",
     "Rollout",
     "ScheduledCapacity",
     "ServingImage",

@@ -1,6 +1,6 @@
 """PeagleEndpoint's props as the deployment file they amount to (keys as in deployments/*.yaml):
 the construct validates and plans them as peagle.config.DeploymentConfig, so a construct and a file
-share every rule and message. PROPS_AS_FIELDS tells a construct user which prop a message's field is.
+share every rule and message (peagle_cdk/prop_errors.py words a message in props for the construct).
 """
 
 from __future__ import annotations
@@ -11,21 +11,9 @@ from aws_cdk import Duration
 
 from peagle_cdk.endpoint_props import Autoscaling, EndpointMode, seconds
 
-# The messages name deployment-file fields (one set of messages for files and constructs); this line
-# says which prop each one is.
-PROPS_AS_FIELDS = (
-    "(PeagleEndpoint props as deployment-file fields: instance_type = instance.type, instance_facts = "
-    "custom_instances, custom_pair = custom_pairs, inference_ami_version = instance.ami_version, price_per_hour_usd = "
-    "instance.price_per_hour_usd, mode = "
-    "endpoint.mode and endpoint.inference_components, autoscaling = autoscaling (min_capacity/max_capacity: "
-    "min_/max_instances, or min_/max_copies), ab_baseline = ab_test, latency_sla = alarms.latency_p90_seconds; "
-    "see docs/library.md)"
-)
-
 
 def deployment_data(*, mode: EndpointMode, autoscaling: Autoscaling | None, **props: Any) -> dict[str, Any]:
-    """The deployment file PeagleEndpoint's props amount to."""
-    """The deployment file these props amount to (keys as in deployments/*.yaml)."""
+    """The deployment file PeagleEndpoint's props amount to (keys as in deployments/*.yaml)."""
     data: dict[str, Any] = {
         "name": props["name"],
         "model": props["model"],

@@ -7,6 +7,7 @@ What each signal means and how to tune it is in docs/observability.md ("Reading 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -509,10 +510,16 @@ def _check_thresholds(thresholds: AlarmThresholds, endpoint: PeagleEndpoint, pat
             source=f"EndpointMonitoring {path}",
         )
     except ConfigError as error:
-        raise ConfigError(
-            f"{error}\n(AlarmThresholds as deployment-file fields: alarms.<the same name>, but "
-            "gpu_memory_percent_per_gpu = alarms.gpu_memory_percent; see docs/library.md)"
-        ) from None
+        raise ConfigError(_in_thresholds(str(error))) from None
+
+
+def _in_thresholds(message: str) -> str:
+    """A message about the file's alarms section in AlarmThresholds' words (its fields keep the file's names
+    but one)."""
+    message = re.sub(r"alarms\.gpu_memory_percent\b", "AlarmThresholds(gpu_memory_percent_per_gpu=...)", message)
+    message = re.sub(r"alarms\.(\w+)", r"AlarmThresholds(\1=...)", message)
+    message = message.replace("observability.kpi_interval_seconds", "the endpoint's kpi_interval")
+    return message.replace("invalid deployment config", "invalid thresholds")
 
 
 def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:

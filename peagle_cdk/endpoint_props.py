@@ -23,6 +23,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from peagle.config import MeasuredCapacity
+from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 
 # The serving image's build context: inference_image/, linked into this package as serving_image/ and
@@ -33,6 +34,11 @@ INFERENCE_IMAGE_DIR = (Path(__file__).resolve().parent / "serving_image").resolv
 def seconds(duration: Duration | None) -> int | None:
     """A Duration as the whole seconds the deployment file holds (None stays None)."""
     return None if duration is None else int(duration.to_seconds())
+
+
+def _check_durations(owner: str, **durations: Any) -> None:
+    for name, value in durations.items():
+        prop_types.check_duration(owner, name, value, "Duration.minutes(10)")
 
 
 # --- weights -----------------------------------------------------------------------------------
@@ -51,6 +57,9 @@ class ModelWeights:
         """``prefix`` (ending in '/') holds target/ and drafter/ side by side, as `peagle stage` writes
         them. The endpoint's role may read that prefix only (and decrypt with ``key``, the bucket's
         KMS key, when it has one)."""
+        prop_types.check_interface("ModelWeights.from_bucket", "bucket", bucket, "IBucket")
+        prop_types.check_instance("ModelWeights.from_bucket", "prefix", prefix, str, "a string ending in '/'")
+        prop_types.check_interface("ModelWeights.from_bucket", "key", key, "IKey")
         return ModelWeights(ModelArtifactsLocation(bucket_name=bucket.bucket_name, prefix=prefix, key=key))
 
     @staticmethod
@@ -173,6 +182,9 @@ class Rollout:
     ) -> Rollout:
         """A second fleet takes traffic in steps (``traffic`` auto: canary with two or more instances,
         all at once with baking with one), rolled back on the monitoring's alarms."""
+        _check_durations(
+            "Rollout.blue_green", wait=wait, termination_wait=termination_wait, max_execution=max_execution
+        )
         return Rollout(
             "blue_green",
             {
@@ -196,6 +208,7 @@ class Rollout:
         auto_rollback: bool = True,
     ) -> Rollout:
         """Instances (or component copies) replaced ``batch_percent`` at a time."""
+        _check_durations("Rollout.rolling", wait=wait, max_execution=max_execution)
         return Rollout(
             "rolling",
             {
@@ -249,6 +262,7 @@ class EndpointMode:
         per-copy target are Autoscaling's (min_capacity 0: the last copy goes after ``scale_to_zero_after``
         without a request; None: the copy's start budget + 2 min, the shortest window that never removes a
         copy before it serves; a shorter one fails validation)."""
+        _check_durations("EndpointMode.inference_components", scale_to_zero_after=scale_to_zero_after)
         return EndpointMode(
             "inference_components",
             {
@@ -299,6 +313,19 @@ class Autoscaling:
     scale_in_cooldown: Duration = Duration.minutes(15)
     scale_out_cooldown: Duration = Duration.minutes(2)
     schedules: tuple[ScheduledCapacity, ...] = ()
+
+    def __post_init__(self) -> None:
+        owner = "Autoscaling"
+        for name in ("min_capacity", "max_capacity"):
+            prop_types.check_number(owner, name, getattr(self, name), whole=True)
+        for name in ("target_concurrency", "max_requests_per_second", "safety_factor", "gpu_utilization_percent"):
+            prop_types.check_number(owner, name, getattr(self, name))
+        prop_types.check_instance(
+            owner, "measured_capacity", self.measured_capacity, MeasuredCapacity, "a peagle_cdk.MeasuredCapacity"
+        )
+        _check_durations(owner, scale_in_cooldown=self.scale_in_cooldown, scale_out_cooldown=self.scale_out_cooldown)
+        for index, schedule in enumerate(self.schedules):
+            prop_types.check_instance(owner, f"schedules[{index}]", schedule, ScheduledCapacity, "a ScheduledCapacity")
 
     def settings(self, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(autoscaling section, inference_components additions) of the deployment file."""

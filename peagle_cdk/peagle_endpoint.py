@@ -10,11 +10,12 @@ SageMaker rules run as the construct's validation (``node.add_validation``), whe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, Names
+from aws_cdk import Duration, Names, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -28,9 +29,10 @@ from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, co
 from peagle.deployment_rules import DeploymentPlans, check_deployment, volume_key_allowed
 from peagle.errors import PeagleError
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
+from peagle_cdk import prop_types
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec, id_suffix
-from peagle_cdk.endpoint_config import PROPS_AS_FIELDS, deployment_data
+from peagle_cdk.endpoint_config import deployment_data
 from peagle_cdk.endpoint_logs import component_log_group_name, endpoint_log_group_name
 from peagle_cdk.endpoint_props import (
     AbBaseline,
@@ -47,8 +49,12 @@ from peagle_cdk.kpi_metrics import KpiMetrics
 from peagle_cdk.nag import acknowledge
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.planned_scaling import scale_copies, scale_instances
+from peagle_cdk.prop_errors import in_props
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
+
+# CloudFormation VpcConfig (see PeagleEndpoint._placement): SecurityGroupIds "Maximum: 5", Subnets "Maximum: 16".
+MAX_VPC_SECURITY_GROUPS, MAX_VPC_SUBNETS = 5, 16
 
 
 @jsii.implements(IValidation)
@@ -60,7 +66,11 @@ class _SageMakerRules:
 
     def validate(self) -> list[str]:
         endpoint = self._endpoint
-        messages = [f"[{violation.rule}] {violation.message}" for violation in check_deployment(endpoint.plans)]
+        owner = f"PeagleEndpoint {endpoint.node.path}"
+        messages = [
+            f"[{violation.rule}] {in_props(violation.message, owner=owner)}"
+            for violation in check_deployment(endpoint.plans)
+        ]
         return messages + endpoint._prop_problems()
 
 
@@ -131,13 +141,17 @@ class PeagleEndpoint(Construct):
         :param rollout: how updates roll out; default blue/green for variants, rolling for components.
         :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
         :param image: the serving image (default ``ServingImage.from_asset()``: built by `cdk deploy`).
-        :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default:
-            generated from the construct path.
+        :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default: the
+            stack's and this construct's ids with a hash of its path ("chatservice-coder-3f2a91bc"). Pass it
+            to pin the names: changing it replaces the endpoint.
         :param endpoint_name: the endpoint's name (default <name>-endpoint). A physical name, so its log
             group and metric filters exist before it logs; changing it replaces the endpoint.
         :param role: your own execution role (trusting sagemaker.amazonaws.com); default: a new one.
-        :param vpc: with ``vpc_subnets`` (default: the VPC's private subnets) and ``security_groups``: run the
-            model in your subnets; default SageMaker's managed network.
+        :param vpc: run the model in your VPC (default: SageMaker's managed network); ``vpc_subnets`` default:
+            its private subnets with egress, else its isolated ones (an isolated model needs the VPC endpoints
+            in ``peagle_cdk.INTERFACE_ENDPOINTS`` and an S3 gateway endpoint; ``PrivateNetwork`` makes such a
+            VPC); ``security_groups`` default: a new one without ingress, HTTPS out only
+            (``security_group``).
         :param network_isolation: no network or AWS credentials in the container (default: on).
         :param latency_sla: the p90 ModelLatency the latency alarm and step scaling act on (default: the
             profile's SLA).
@@ -145,6 +159,7 @@ class PeagleEndpoint(Construct):
             with local NVMe storage, where a key does not encrypt it.
         """
         super().__init__(scope, id)
+        _check_prop_types(f"PeagleEndpoint {self.node.path}", dict(locals()))
         self._mode = mode or EndpointMode.variants()
         self._autoscaling = autoscaling
         self._vpc_given = vpc is not None or vpc_subnets is not None
@@ -152,7 +167,7 @@ class PeagleEndpoint(Construct):
         data = deployment_data(
             mode=self._mode,
             autoscaling=autoscaling,
-            name=name or Names.unique_resource_name(self, max_length=24, separator="-").lower(),
+            name=name or _generated_name(self),
             model=model,
             custom_pair=custom_pair,
             instance_type=instance_type,
@@ -183,7 +198,7 @@ class PeagleEndpoint(Construct):
                 config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
             )
         except PeagleError as error:
-            raise type(error)(f"{error}\n{PROPS_AS_FIELDS}") from None
+            raise type(error)(in_props(str(error), owner=f"PeagleEndpoint {self.node.path}")) from None
         self.node.add_validation(_SageMakerRules(self))
         self._config = config
         self.endpoint_name = endpoint_name or config.endpoint_name
@@ -192,6 +207,7 @@ class PeagleEndpoint(Construct):
         # The serving units' names: production variants, or inference components (<name>-primary).
         self.unit_names = [config.inference_component_name(v) if components else v for v in variants]
 
+        self.security_group: ec2.SecurityGroup | None = None  # the one made when vpc came without security_groups
         self._subnet_ids, self._security_group_ids = self._placement(vpc, vpc_subnets, security_groups)
         self._image = (image or ServingImage.from_asset()).bind(self)
         self.execution_role = SageMakerExecutionRole(
@@ -456,18 +472,56 @@ class PeagleEndpoint(Construct):
         vpc_subnets: ec2.SubnetSelection | None,
         security_groups: Sequence[ec2.ISecurityGroup] | None,
     ) -> tuple[list[str] | None, list[str] | None]:
+        """The model's subnets and security groups (None, None: SageMaker's managed network).
+
+        CloudFormation's VpcConfig (AWS::SageMaker::Model and ::EndpointConfig, "VpcConfig",
+        https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-sagemaker-model-vpcconfig.html)
+        requires both lists: SecurityGroupIds "Required: Yes ... Minimum: 1 Maximum: 5", Subnets "Required: Yes
+        ... Minimum: 1 Maximum: 16". Subnets default as CDK's own ``select_subnets()`` picks them (private with
+        egress, else isolated; aws-cdk-lib aws-ec2 vpc.ts, ``reifySelectionDefaults``), but never public ones:
+        a model's instances get no public address there. Without ``security_groups`` one is created, as
+        @aws-cdk/aws-sagemaker-alpha's ``Model`` does (lib/model.ts, ``configureNetworking``: "new
+        ec2.SecurityGroup(this, 'SecurityGroup', ...)"), here least-privilege: no ingress, HTTPS out only (to
+        the VPC endpoints or a NAT: S3, ECR, CloudWatch, the Hub)."""
+        path = self.node.path
         if vpc is None and vpc_subnets is None:
+            if security_groups:
+                raise ValueError(f"PeagleEndpoint {path}: security_groups needs vpc=... (or vpc_subnets=...)")
             return None, None
         if vpc is not None:
-            selection = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
-            subnet_ids = vpc.select_subnets(**_selection_kwargs(selection)).subnet_ids
+            selection = vpc_subnets or _default_subnets(vpc, path)
+            subnet_ids = list(vpc.select_subnets(**_selection_kwargs(selection)).subnet_ids)
         elif vpc_subnets.subnets:
             subnet_ids = [subnet.subnet_id for subnet in vpc_subnets.subnets]
         else:
             raise ValueError(
-                "PeagleEndpoint: vpc_subnets without a vpc must list its subnets (SubnetSelection(subnets=...))"
+                f"PeagleEndpoint {path}: vpc_subnets without a vpc must list its subnets "
+                "(ec2.SubnetSelection(subnets=[...])), or pass vpc=... with it"
             )
-        return list(subnet_ids), [group.security_group_id for group in security_groups or ()]
+        if not security_groups:
+            if vpc is None:
+                raise ValueError(
+                    f"PeagleEndpoint {path}: vpc_subnets without vpc needs security_groups=[...] (a VPC config "
+                    "needs at least one); or pass vpc=... and a security group without ingress is created"
+                )
+            self.security_group = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=vpc,
+                description="P-EAGLE model instances: no ingress; HTTPS out (VPC endpoints or NAT)",
+                allow_all_outbound=False,
+            )
+            self.security_group.add_egress_rule(
+                ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3, ECR, CloudWatch and STS"
+            )
+            security_groups = [self.security_group]
+        if len(security_groups) > MAX_VPC_SECURITY_GROUPS or len(subnet_ids) > MAX_VPC_SUBNETS:
+            raise ValueError(
+                f"PeagleEndpoint {path}: {len(security_groups)} security group(s) and {len(subnet_ids)} subnet(s); "
+                f"a SageMaker VPC config takes at most {MAX_VPC_SECURITY_GROUPS} and {MAX_VPC_SUBNETS} (narrow "
+                "vpc_subnets, e.g. one_per_az=True)"
+            )
+        return subnet_ids, [group.security_group_id for group in security_groups]
 
     def _unit_variant(self, unit: str) -> str:
         return dict(zip(self.unit_names, [DEFAULT_VARIANT_NAME, BASELINE_VARIANT_NAME], strict=False))[unit]
@@ -618,6 +672,82 @@ class PeagleEndpoint(Construct):
     def config(self) -> DeploymentConfig:
         """The validated deployment model these props amount to (what `peagle plan` would print)."""
         return self._config
+
+
+# The deployment file's name pattern (peagle.config: ^[a-z][a-z0-9-]{0,23}$), which the physical names extend
+# (<name>-endpoint, <name>-primary, <name>-async, all within SageMaker's 63 characters).
+NAME_LENGTH = 24
+
+
+def _generated_name(construct: Construct) -> str:
+    """A readable default ``name``: the stack's and the construct's ids, lower-case, cut to fit, and 8 hex
+    digits of the construct path's hash so two endpoints never share one ("consumer-chat-3f2a91bc").
+    (Names.unique_resource_name, used before, removed letters from the middle of long ids to fit:
+    "llmservig-coder-0ec20bdf".)"""
+    path_hash = Names.unique_id(construct)[-8:].lower()
+    words = "-".join([Stack.of(construct).stack_name, construct.node.id]).lower()
+    words = re.sub(r"[^a-z0-9]+", "-", words).strip("-")
+    head = words[: NAME_LENGTH - len(path_hash) - 1].rstrip("-") or "peagle"
+    if not head[0].isalpha():
+        head = "p" + head[: NAME_LENGTH - len(path_hash) - 2]
+    return f"{head}-{path_hash}"
+
+
+def _check_prop_types(owner: str, props: dict[str, Any]) -> None:
+    """Each prop's type, named in the TypeError (peagle_cdk/prop_types.py)."""
+    if not isinstance(props["weights"], ModelWeights):
+        raise TypeError(
+            f"{owner}: weights must be ModelWeights.from_bucket(bucket, prefix) or ModelWeights.from_hub(), "
+            f"not {type(props['weights']).__name__}"
+        )
+    for name in ("model", "instance_type", "profile", "inference_ami_version", "name", "endpoint_name"):
+        prop_types.check_instance(owner, name, props[name], str, "a string")
+    for name in ("network_isolation", "detailed_observability"):
+        prop_types.check_instance(owner, name, props[name], bool, "True or False")
+    for name in ("instance_count", "log_retention_days"):
+        prop_types.check_number(owner, name, props[name], whole=True)
+    prop_types.check_number(owner, "price_per_hour_usd", props["price_per_hour_usd"])
+    typed = {
+        "custom_pair": (ModelPair, "a peagle_cdk.ModelPair"),
+        "instance_facts": (InstanceType, "a peagle_cdk.InstanceType"),
+        "profile_overrides": (ProfileOverrides, "a peagle_cdk.ProfileOverrides"),
+        "slo": (SloSettings, "a peagle_cdk.SloSettings"),
+        "speculation": (Speculation, "Speculation.fixed(k), Speculation.off() or Speculation.recommended()"),
+        "mode": (EndpointMode, "EndpointMode.variants() or EndpointMode.inference_components(...)"),
+        "autoscaling": (Autoscaling, "Autoscaling(...) or None (fixed capacity)"),
+        "rollout": (Rollout, "Rollout.blue_green(...), Rollout.rolling(...) or Rollout.none()"),
+        "ab_baseline": (AbBaseline, "AbBaseline(...)"),
+        "image": (ServingImage, "ServingImage.from_asset() or ServingImage.from_ecr_repository(repository, tag)"),
+        "vpc_subnets": (ec2.SubnetSelection, "an ec2.SubnetSelection"),
+        "vllm_args": (Mapping, "a mapping of vLLM option names to values"),
+    }
+    for name, (expected, described) in typed.items():
+        prop_types.check_instance(owner, name, props[name], expected, described)
+    for name, example in (
+        ("container_startup_timeout", "Duration.minutes(20)"),
+        ("model_download_timeout", "Duration.minutes(20)"),
+        ("latency_sla", "Duration.seconds(10)"),
+        ("kpi_interval", "Duration.minutes(1)"),
+        ("metric_publish_frequency", "Duration.minutes(1)"),
+    ):
+        prop_types.check_duration(owner, name, props[name], example)
+    prop_types.check_interface(owner, "role", props["role"], "IRole")
+    prop_types.check_interface(owner, "vpc", props["vpc"], "IVpc")
+    prop_types.check_interface(owner, "volume_key", props["volume_key"], "IKey")
+    prop_types.check_interfaces(owner, "security_groups", props["security_groups"], "ISecurityGroup")
+
+
+def _default_subnets(vpc: ec2.IVpc, path: str) -> ec2.SubnetSelection:
+    """Private subnets with egress, else isolated ones (CDK's default order, public ones left out)."""
+    if vpc.private_subnets:
+        return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+    if vpc.isolated_subnets:
+        return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+    raise ValueError(
+        f"PeagleEndpoint {path}: the VPC has no private subnets (with egress or isolated), only public ones, "
+        "where the model's instances get no public address to reach anything; add private subnets, or pass "
+        "vpc_subnets=ec2.SubnetSelection(...) to choose"
+    )
 
 
 def _selection_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:

@@ -30,6 +30,11 @@ INTERFACE_ENDPOINTS = {
 
 
 class PrivateNetwork(Construct):
+    """A VPC a model runs in without internet: ``vpc`` (isolated subnets in ``max_azs`` zones, flow logs to a
+    KMS-encrypted log group), ``security_group`` for the model (no ingress, HTTPS out), the S3 gateway
+    endpoint and the INTERFACE_ENDPOINTS, reachable from that group only. Pass
+    ``vpc=network.vpc, security_groups=[network.security_group]`` to PeagleEndpoint."""
+
     def __init__(self, scope: Construct, id: str, *, max_azs: int = 2) -> None:
         super().__init__(scope, id)
         flow_log_key = kms.Key(self, "FlowLogKey", enable_key_rotation=True, description="P-EAGLE VPC flow logs")

@@ -24,8 +24,17 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from peagle_cdk import Autoscaling, EndpointMonitoring, ModelWeights, PeagleEndpoint, Speculation
-from peagle_cdk.private_network import INTERFACE_ENDPOINTS  # what the containers reach (S3: a gateway endpoint)
+from peagle_cdk import (
+    INTERFACE_ENDPOINTS,  # what the containers reach from isolated subnets (S3: a gateway endpoint)
+    Autoscaling,
+    EndpointMonitoring,
+    InstanceTypes,
+    ModelPairs,
+    ModelWeights,
+    PeagleEndpoint,
+    Profiles,
+    Speculation,
+)
 
 HERE = Path(__file__).resolve().parent
 # Where the pair is staged: `peagle stage --model gpt-oss-20b --s3-uri s3://<WeightsBucket>/models/gpt-oss-20b/`.
@@ -95,9 +104,9 @@ class ChatServiceStack(Stack):
         endpoint = PeagleEndpoint(
             self,
             "Chat",
-            model="gpt-oss-20b",
-            instance_type="ml.g6e.xlarge",
-            profile="chatbot",
+            model=ModelPairs.GPT_OSS_20B,
+            instance_type=InstanceTypes.G6E_XLARGE,
+            profile=Profiles.CHATBOT,
             speculation=Speculation.recommended(),
             weights=ModelWeights.from_bucket(weights, WEIGHTS_PREFIX, key=weights_key),
             name="chat",

@@ -241,7 +241,7 @@ def test_fleet_totals_count_each_unit_once_whatever_the_kpi_interval(interval_se
         _dashboard_has(template, f'"expression":"{metric_id} * {interval_seconds} / PERIOD({metric_id})"{period}}}')
 
 
-def test_thresholds_are_checked_with_the_deployment_files_rules_and_messages():
+def test_thresholds_are_checked_with_the_deployment_files_rules_in_the_thresholds_words():
     stack = Stack(App(), "Consumer")
     endpoint = _endpoint(stack)
     with pytest.raises(ConfigError) as error:
@@ -252,5 +252,9 @@ def test_thresholds_are_checked_with_the_deployment_files_rules_and_messages():
             thresholds=AlarmThresholds(max_cost_per_million_output_tokens_usd=-1),
         )
     message = str(error.value)
-    assert "alarms.max_cost_per_million_output_tokens_usd: Input should be greater than 0 (given: -1)" in message
-    assert "AlarmThresholds as deployment-file fields" in message
+    assert "EndpointMonitoring Consumer/ChatMonitoring: invalid thresholds" in message
+    assert (
+        "AlarmThresholds(max_cost_per_million_output_tokens_usd=...): Input should be greater than 0 (given: -1)"
+        in message
+    )
+    assert "alarms." not in message and "deployment" not in message

@@ -30,6 +30,7 @@ from peagle_cdk import (
     ServingImage,
     Speculation,
 )
+from peagle_cdk.prop_errors import in_props
 
 
 def _stack() -> Stack:
@@ -340,19 +341,20 @@ def test_grant_invoke_metric_options_and_escape_hatches():
     assert endpoint.cfn_model.enable_network_isolation is True
 
 
-# --- bad input: the deployment file's message -----------------------------------------------------
+# --- bad input: the deployment file's rule, in the props' words ---------------------------------------
 
 
 def _file_problem(data: dict) -> str:
-    """What `cdk synth` of the YAML app says for the same input (its first problem line)."""
+    """What `cdk synth` of the YAML app says for the same input (its first problem line), as the construct
+    words it (peagle_cdk/prop_errors.py): the same rule, the props' names."""
     try:
         plan_checked_deployment(parse_deployment_config({"name": "chat", **data}, source="deployment.yaml"))
     except (ConfigError, DeploymentRuleError) as error:
-        return str(error).splitlines()[1].removeprefix("  - ")
+        return in_props(str(error).splitlines()[1].removeprefix("  - "), owner="PeagleEndpoint Consumer/Chat")
     raise AssertionError(f"{data} planned without error")
 
 
-def test_a_driver_too_old_for_the_image_fails_synth_with_the_files_message():
+def test_a_driver_too_old_for_the_image_fails_synth_with_the_files_rule():
     stack = _stack()
     _endpoint(stack, inference_ami_version="al2-ami-sagemaker-inference-gpu-2")
     expected = _file_problem({"instance": {"ami_version": "al2-ami-sagemaker-inference-gpu-2"}})
@@ -363,7 +365,7 @@ def test_a_driver_too_old_for_the_image_fails_synth_with_the_files_message():
     assert "[Consumer/Chat]" in str(error.value)
 
 
-def test_a_schedule_that_misses_batch_sizes_fails_synth_with_the_files_message():
+def test_a_schedule_that_misses_batch_sizes_fails_synth_with_the_files_rule():
     stack = _stack()
     _endpoint(stack, speculation=Speculation.by_batch_size([(1, 4, 3)]))
     expected = _file_problem({"speculation": {"schedule": [{"min_batch": 1, "max_batch": 4, "speculative_tokens": 3}]}})
@@ -385,7 +387,7 @@ def test_an_unknown_instance_type_needs_its_gpu_facts():
     assert endpoint.plan.instance == facts
 
 
-def test_a_price_prop_overrides_the_catalog_and_a_bad_one_fails_with_the_files_message():
+def test_a_price_prop_overrides_the_catalog_and_a_bad_one_fails_with_the_files_rule():
     endpoint = _endpoint(_stack(), price_per_hour_usd=1.75, instance_count=2)
     assert (endpoint.plan.price_per_hour_usd, endpoint.plan.price_source) == (1.75, "instance.price_per_hour_usd")
     assert endpoint.plan.cost_per_hour_usd == 3.5
@@ -393,7 +395,7 @@ def test_a_price_prop_overrides_the_catalog_and_a_bad_one_fails_with_the_files_m
     with pytest.raises(ConfigError) as error:
         _endpoint(_stack(), price_per_hour_usd=-2)
     assert expected in str(error.value)
-    assert "price_per_hour_usd = instance.price_per_hour_usd" in str(error.value)  # the prop that is that field
+    assert "instance.price_per_hour_usd" not in str(error.value)  # the prop's name, not the file's field
 
 
 def test_a_volume_key_on_local_nvme_storage_is_refused():

@@ -235,7 +235,9 @@ def test_scaling_validation_reports_every_problem_at_once():
             },
         )
     message = str(error.value)
-    assert "min_instances <= instance.count <= max_instances; given 1 <= 5 <= 3" in message
+    assert (
+        "autoscaling.min_instances (1) <= instance.count (5) <= autoscaling.max_instances (3) does not hold" in message
+    )
     assert "needs autoscaling.max_rps_per_instance" in message
     assert "autoscaling.schedules[Night]: min_instances 3 > max_instances 1" in message
 

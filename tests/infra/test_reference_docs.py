@@ -1,5 +1,6 @@
 """The generated reference pages equal what their generator writes today (peagle/reference_docs.py):
-docs/deployment-file.md from peagle/config.py, docs/catalog.md from peagle/catalog/*.yaml."""
+docs/deployment-file.md from peagle/config.py, docs/catalog.md and peagle_cdk/catalog_ids.py from
+peagle/catalog/*.yaml."""
 
 import pytest
 
@@ -25,7 +26,29 @@ def test_committed_reference_block_is_the_generated_text(path, block):
 
 def test_check_mode_passes_on_the_committed_pages():
     assert reference_docs.stale_pages() == []
+    assert reference_docs.stale_files() == []
     assert reference_docs.main(["--check"]) == 0
+
+
+def test_the_catalog_constants_are_every_catalog_id_and_a_new_pair_makes_them_stale(monkeypatch, capsys):
+    from peagle.catalog import load_catalog
+    from peagle_cdk import InstanceTypes, ModelPairs, Profiles
+
+    catalog = load_catalog()
+    values = lambda cls: sorted(v for k, v in vars(cls).items() if k.isupper())  # noqa: E731
+    assert values(ModelPairs) == sorted(catalog.pairs) and ModelPairs.GPT_OSS_20B == "gpt-oss-20b"
+    assert values(InstanceTypes) == sorted(catalog.instances) and InstanceTypes.G6E_XLARGE == "ml.g6e.xlarge"
+    assert values(Profiles) == sorted(catalog.profiles) and Profiles.CHATBOT == "chatbot"
+
+    real = reference_docs.load_catalog
+    monkeypatch.setattr(
+        reference_docs,
+        "load_catalog",
+        lambda: real().model_copy(update={"pairs": {**real().pairs, "new-pair": real().pairs["qwen3-8b"]}}),
+    )
+    assert reference_docs.stale_files() == [reference_docs.ROOT / "peagle_cdk" / "catalog_ids.py"]
+    assert reference_docs.main(["--check"]) == 1
+    assert "stale: peagle_cdk/catalog_ids.py" in capsys.readouterr().err
 
 
 def test_check_mode_names_a_page_whose_description_changed(monkeypatch, capsys):

@@ -1,0 +1,287 @@
+"""What a CDK user hits first with PeagleEndpoint, each found by a user of the installed library: a VPC
+without security groups, a standard VPC's subnets, errors that spoke the deployment file, wrong types
+failing deep inside, a measured capacity that was ignored. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Match, Template
+
+from peagle.config import DeploymentConfig, MeasuredCapacity
+from peagle.errors import PeagleError
+from peagle_cdk import Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint, Rollout
+from peagle_cdk.endpoint_config import deployment_data
+from peagle_cdk.endpoint_props import AbBaseline, Speculation
+from peagle_cdk.prop_errors import FIELD_PROPS
+
+
+def _stack() -> Stack:
+    return Stack(App(), "Consumer")
+
+
+def _endpoint(stack: Stack, **props) -> PeagleEndpoint:
+    props.setdefault("weights", ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/gpt-oss-20b/"))
+    return PeagleEndpoint(stack, "Chat", name="chat", **props)
+
+
+def _vpc_config(template: Template) -> dict:
+    (model,) = template.find_resources("AWS::SageMaker::Model").values()
+    return model["Properties"]["VpcConfig"]
+
+
+# --- a VPC that works ----------------------------------------------------------------------------
+
+
+def test_a_vpc_without_security_groups_gets_one_without_ingress_that_only_speaks_https():
+    """Before: SecurityGroupIds [] on the Model and the endpoint config (CloudFormation requires at least one)."""
+    stack = _stack()
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    endpoint = _endpoint(stack, vpc=vpc)
+    template = Template.from_stack(stack)
+    group_id = {"Fn::GetAtt": [stack.get_logical_id(endpoint.security_group.node.default_child), "GroupId"]}
+    placed = [
+        resource["Properties"]["VpcConfig"]
+        for resource in template.to_json()["Resources"].values()
+        if "VpcConfig" in resource.get("Properties", {})
+    ]
+    assert placed and all(config["SecurityGroupIds"] == [group_id] for config in placed)
+    group_props = template.find_resources("AWS::EC2::SecurityGroup")[group_id["Fn::GetAtt"][0]]["Properties"]
+    assert "SecurityGroupIngress" not in group_props
+    assert [
+        {key: rule[key] for key in ("IpProtocol", "FromPort", "ToPort", "CidrIp")}
+        for rule in group_props["SecurityGroupEgress"]
+    ] == [{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0"}]
+
+
+def test_a_standard_vpc_places_the_model_in_its_private_subnets_with_egress():
+    """Before: isolated subnets only, so ec2.Vpc's defaults failed with jsii's "There are no 'Isolated' subnet
+    groups in this VPC"."""
+    stack = _stack()
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    group = ec2.SecurityGroup(stack, "Mine", vpc=vpc)
+    _endpoint(stack, vpc=vpc, security_groups=[group])
+    subnets = _vpc_config(Template.from_stack(stack))["Subnets"]
+    private = [stack.get_logical_id(subnet.node.default_child) for subnet in vpc.private_subnets]
+    assert [subnet["Ref"] for subnet in subnets] == private
+
+
+def test_a_vpc_with_isolated_subnets_only_places_the_model_there():
+    stack = _stack()
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=2,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="model", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+    _endpoint(stack, vpc=vpc)
+    isolated = [stack.get_logical_id(subnet.node.default_child) for subnet in vpc.isolated_subnets]
+    assert [subnet["Ref"] for subnet in _vpc_config(Template.from_stack(stack))["Subnets"]] == isolated
+
+
+def test_a_vpc_with_public_subnets_only_is_refused_with_what_to_do():
+    stack = _stack()
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=2,
+        subnet_configuration=[ec2.SubnetConfiguration(name="web", subnet_type=ec2.SubnetType.PUBLIC)],
+    )
+    with pytest.raises(ValueError, match=r"PeagleEndpoint Consumer/Chat: the VPC has no private subnets.*vpc_subnets="):
+        _endpoint(stack, vpc=vpc)
+
+
+def test_subnets_without_a_vpc_need_security_groups_and_too_many_groups_are_refused():
+    stack = _stack()
+    subnets = ec2.SubnetSelection(subnets=[ec2.Subnet.from_subnet_id(stack, "S", "subnet-0123456789abcdef0")])
+    with pytest.raises(ValueError, match="vpc_subnets without vpc needs security_groups"):
+        _endpoint(stack, vpc_subnets=subnets)
+    stack = _stack()
+    subnets = ec2.SubnetSelection(subnets=[ec2.Subnet.from_subnet_id(stack, "S", "subnet-0123456789abcdef0")])
+    groups = [ec2.SecurityGroup.from_security_group_id(stack, f"G{i}", f"sg-0{i}") for i in range(6)]
+    with pytest.raises(ValueError, match="6 security group.*at most 5"):
+        _endpoint(stack, vpc_subnets=subnets, security_groups=groups)
+
+
+# --- errors in the props' words ------------------------------------------------------------------
+
+
+def _message(**props) -> str:
+    with pytest.raises(PeagleError) as error:
+        _endpoint(_stack(), **props)
+    return str(error.value)
+
+
+def test_autoscaling_bounds_are_named_as_the_props_that_set_them():
+    """Before: "adjust autoscaling.min_instances/max_instances in the deployment file (or set autoscaling.enabled:
+    false)", and a 400-character legend under every message."""
+    message = _message(autoscaling=Autoscaling(min_capacity=3, max_capacity=2))
+    assert "Autoscaling(min_capacity=...) (3)" in message and "Autoscaling(max_capacity=...) (2)" in message
+    assert "or pass autoscaling=None" in message
+    for file_word in ("deployment file", "autoscaling.min_instances", "enabled: false", "as deployment-file fields"):
+        assert file_word not in message, message
+
+
+def test_a_model_too_big_names_the_instance_type_prop_and_no_context_key():
+    message = _message(model="gpt-oss-120b", instance_type="ml.g5.xlarge")
+    assert "Smallest that fits: ml." in message and "set instance_type" in message
+    assert "-c instanceType" not in message and "instance.type" not in message, message
+
+
+def test_zero_instances_in_variants_mode_says_components_can_scale_to_zero():
+    """Before: "autoscaling.min_instances: Input should be greater than 0", naming neither the prop nor the mode
+    that can."""
+    message = _message(autoscaling=Autoscaling(min_capacity=0))
+    assert "Autoscaling(min_capacity=...) 0: a production variant keeps at least one instance" in message
+    assert "mode=EndpointMode.inference_components(...) with Autoscaling(min_capacity=0)" in message
+
+
+def test_every_field_the_props_write_has_its_prop_name():
+    """in_props can only word what FIELD_PROPS names: every field a construct's props become is there (or its
+    section is), and every entry is a real deployment-file field."""
+    data = deployment_data(
+        mode=EndpointMode.inference_components(scale_to_zero_after=Duration.minutes(45)),
+        autoscaling=Autoscaling(measured_capacity=None, target_concurrency=3),
+        name="n",
+        model="qwen3-8b",
+        custom_pair=None,
+        instance_type="ml.g6e.48xlarge",
+        instance_facts=None,
+        instance_count=1,
+        price_per_hour_usd=2.0,
+        inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
+        profile="chatbot",
+        profile_overrides=None,
+        slo=None,
+        speculation=Speculation.fixed(3),
+        rollout=Rollout.rolling(),
+        ab_baseline=AbBaseline(),
+        weights=ModelWeights.from_hub(),
+        network_isolation=False,
+        container_startup_timeout=Duration.minutes(20),
+        model_download_timeout=Duration.minutes(20),
+        latency_sla=Duration.seconds(10),
+        log_retention_days=30,
+        kpi_interval=Duration.minutes(1),
+        metric_publish_frequency=Duration.minutes(1),
+        detailed_observability=True,
+        vllm_args={"enforce-eager": True},
+    )
+
+    def leaves(node: dict, prefix: str = ""):
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, dict) and value and key != "vllm_args":
+                yield from leaves(value, path + ".")
+            else:
+                yield path
+
+    named = [path for path in leaves(data) if not any(path == f or path.startswith(f + ".") for f in FIELD_PROPS)]
+    assert not named, f"fields without a prop name in peagle_cdk/prop_errors.py FIELD_PROPS: {named}"
+
+    def exists(path: str) -> bool:
+        model = DeploymentConfig
+        for part in path.split("."):
+            field = model.model_fields.get(part)
+            if field is None:
+                return False
+            model = field.annotation if isinstance(field.annotation, type) else None
+            if model is None or not hasattr(model, "model_fields"):
+                return True
+        return True
+
+    assert [path for path in FIELD_PROPS if not exists(path)] == []
+
+
+# --- types checked where props enter ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        (
+            {"latency_sla": "10s"},
+            r"PeagleEndpoint Consumer/Chat: latency_sla must be a Duration, e.g. Duration\.seconds\(10\), not str '10s'",
+        ),
+        (
+            {"container_startup_timeout": 600},
+            r"container_startup_timeout must be a Duration, e\.g\. Duration\.minutes\(20\), not int 600",
+        ),
+        ({"instance_count": "2"}, r"instance_count must be a whole number, not str '2'"),
+        (
+            {"mode": "inference_components"},
+            r"mode must be EndpointMode\.variants\(\) or EndpointMode\.inference_components",
+        ),
+        ({"security_groups": "sg-123"}, r"security_groups must be a list of an ec2\.ISecurityGroup, not str"),
+        ({"vpc": "vpc-123"}, r"vpc must be an ec2\.IVpc, not str 'vpc-123'"),
+        (
+            {"weights": "s3://bucket/models/"},
+            r"weights must be ModelWeights\.from_bucket\(bucket, prefix\) or ModelWeights\.from_hub\(\)",
+        ),
+    ],
+)
+def test_a_prop_of_the_wrong_type_is_a_type_error_naming_it(props, expected):
+    """Before: AttributeError: 'str' object has no attribute 'to_seconds', from endpoint_config.py."""
+    stack = _stack()
+    if "weights" not in props:
+        props["weights"] = ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/gpt-oss-20b/")
+    with pytest.raises(TypeError, match=expected):
+        PeagleEndpoint(stack, "Chat", **props)
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: Rollout.blue_green(wait=600), r"Rollout\.blue_green: wait must be a Duration"),
+        (lambda: Rollout.rolling(max_execution="2h"), r"Rollout\.rolling: max_execution must be a Duration"),
+        (lambda: Autoscaling(scale_in_cooldown=900), r"Autoscaling: scale_in_cooldown must be a Duration"),
+        (lambda: Autoscaling(max_capacity=2.5), r"Autoscaling: max_capacity must be a whole number, not float 2\.5"),
+        (
+            lambda: EndpointMode.inference_components(scale_to_zero_after=40),
+            r"EndpointMode\.inference_components: scale_to_zero_after must be a Duration",
+        ),
+        (
+            lambda: ModelWeights.from_bucket("my-bucket", "models/"),
+            r"ModelWeights\.from_bucket: bucket must be an s3\.IBucket",
+        ),
+    ],
+)
+def test_a_value_type_built_with_the_wrong_type_says_which_argument(make, expected):
+    with pytest.raises(TypeError, match=expected):
+        make()
+
+
+# --- a measured capacity is the target --------------------------------------------------------------
+
+
+def test_a_measured_capacity_without_a_target_scales_on_what_was_measured_times_its_headroom():
+    """Before: the 75% guess ("24 requests in flight (a guess...)") although the props promised measured x
+    headroom."""
+    measured = MeasuredCapacity(
+        requests_per_second=1.2, concurrency=10.5, headroom=0.8, slo="95% of requests: TTFT <= 1 s", source="test"
+    )
+    stack = _stack()
+    endpoint = _endpoint(stack, autoscaling=Autoscaling(measured_capacity=measured))
+    assert endpoint.plan.scaling.concurrency == 8.4
+    assert endpoint.plan.scaling.source.startswith("measured: 1.2 req/s with 10.5 in flight")
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {"TargetTrackingScalingPolicyConfiguration": Match.object_like({"TargetValue": 8.4})},
+    )
+
+
+def test_a_generated_name_keeps_the_ids_readable_within_the_files_24_characters():
+    """Before: Names.unique_resource_name cut letters out of the middle: "llmservig-coder-0ec20bdf"."""
+    app = App()
+    long = PeagleEndpoint(
+        Stack(app, "LlmServingPlatform"), "Coder", weights=ModelWeights.from_hub(), network_isolation=False
+    )
+    short = PeagleEndpoint(Stack(app, "Chat"), "Bot", weights=ModelWeights.from_hub(), network_isolation=False)
+    other = PeagleEndpoint(Stack(app, "Chat2"), "Bot", weights=ModelWeights.from_hub(), network_isolation=False)
+    name = long.endpoint_name.removesuffix("-endpoint")
+    assert name.startswith("llmservingplatf") and len(name) <= 24
+    assert short.endpoint_name.removesuffix("-endpoint").startswith("chat-bot-")
+    assert short.endpoint_name != other.endpoint_name  # the path's hash tells them apart
