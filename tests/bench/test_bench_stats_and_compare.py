@@ -6,10 +6,10 @@ import json
 from dataclasses import replace
 
 import pytest
+from host_records import recorded_host
 from spec_counters import spec_metrics
 
 from peagle.bench.compare import find_regressions, matching_baseline_run, reference_run
-from peagle.bench.host_conditions import HostConditions
 from peagle.bench.prompts import DEFAULT_BUCKETS, load_prompt_file, synthetic_prompts
 from peagle.bench.results import BenchResults, RunResult, load_results, results_to_json
 from peagle.bench.stats import RequestRecord, cost_per_million_output_tokens, percentile, summarise_level
@@ -85,20 +85,7 @@ def test_regressions_beyond_tolerance_are_flagged_and_within_are_not():
 
 
 def _measured(run: RunResult, *, busy: bool) -> RunResult:
-    other = 1.4 if busy else 0.02
-    host = HostConditions(
-        cpu_count=2,
-        seconds=10.0,
-        load_1m_max=3.5 if busy else 1.8,
-        load_1m_start=1.0,
-        other_work_cores=other,
-        server_cores=1.5,
-        own_cores=0.1,
-        steal_share=0.0,
-        iowait_share=0.0,
-        server_processes=3,
-        busy=[f"other work used {other:.2f} of 2 cores, above the limit 25% (0.50)"] if busy else [],
-    )
+    host = recorded_host(busy=busy)
     return replace(run, levels=[replace(level, host=host) for level in run.levels])
 
 

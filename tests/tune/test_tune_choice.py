@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from host_records import recorded_host
 
-from peagle.bench.host_conditions import HostConditions
 from peagle.bench.results import BenchResults, LevelResult, RunResult, load_results, results_to_json
 from peagle.cli import main
 from peagle.tune.choose import Candidate, recommend
@@ -82,28 +82,11 @@ def _run(label: str, tokens: dict[int, float], noisy: tuple[int, ...] = ()) -> R
             e2e_s=None,
             speculation=None,
             cost_per_million_output_tokens_usd=None,
-            host=_host(busy=c in noisy),
+            host=recorded_host(busy=c in noisy),
         )
         for c, t in tokens.items()
     ]
     return RunResult(label, "http://127.0.0.1:8080", "tiny-pair", "0.32.0", 1024, "on", None, None, None, [], levels)
-
-
-def _host(*, busy: bool) -> HostConditions:
-    other = 1.6 if busy else 0.02
-    return HostConditions(
-        cpu_count=2,
-        seconds=10.0,
-        load_1m_max=3.9 if busy else 1.8,
-        load_1m_start=1.0,
-        other_work_cores=other,
-        server_cores=1.5,
-        own_cores=0.1,
-        steal_share=0.0,
-        iowait_share=0.0,
-        server_processes=3,
-        busy=[f"other work used {other:.2f} of 2 cores, above the limit 25% (0.50)"] if busy else [],
-    )
 
 
 def _stored(tmp_path, runs: dict[str, RunResult]) -> list[str]:
