@@ -22,9 +22,22 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from peagle.config import MeasuredCapacity
+from peagle.config import (
+    AbTestSettings,
+    AutoscalingSettings,
+    BlueGreenSettings,
+    InferenceComponentSettings,
+    MeasuredCapacity,
+    RollingSettings,
+)
 from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
+
+# The deployment file's defaults are the value types' (one set of numbers, written in peagle/config.py): the
+# library imports the settings model for them and for its validation, by design (it is the one model both
+# front doors, the file and the props, become).
+_AUTOSCALING, _BLUE_GREEN, _ROLLING = AutoscalingSettings(), BlueGreenSettings(), RollingSettings()
+_COMPONENTS, _AB_TEST = InferenceComponentSettings(), AbTestSettings()
 
 # The serving image's build context: inference_image/, linked into this package as serving_image/ and
 # shipped in the wheel as package data, so an installed library builds the same image.
@@ -172,12 +185,12 @@ class Rollout:
     @staticmethod
     def blue_green(
         *,
-        traffic: Literal["auto", "canary", "linear", "all_at_once"] = "auto",
-        canary_percent: int = 10,
-        linear_step_percent: int = 25,
-        wait: Duration = Duration.minutes(10),
-        termination_wait: Duration = Duration.minutes(10),
-        max_execution: Duration = Duration.hours(2),
+        traffic: Literal["auto", "canary", "linear", "all_at_once"] = _BLUE_GREEN.traffic,
+        canary_percent: int = _BLUE_GREEN.canary_percent,
+        linear_step_percent: int = _BLUE_GREEN.linear_step_percent,
+        wait: Duration = Duration.seconds(_BLUE_GREEN.wait_seconds),
+        termination_wait: Duration = Duration.seconds(_BLUE_GREEN.termination_wait_seconds),
+        max_execution: Duration = Duration.seconds(_BLUE_GREEN.max_execution_seconds),
         auto_rollback: bool = True,
     ) -> Rollout:
         """A second fleet takes traffic in steps (``traffic`` auto: canary with two or more instances,
@@ -201,10 +214,10 @@ class Rollout:
     @staticmethod
     def rolling(
         *,
-        batch_percent: int = 25,
-        wait: Duration = Duration.minutes(10),
-        rollback_batch_percent: int = 100,
-        max_execution: Duration = Duration.hours(2),
+        batch_percent: int = _ROLLING.batch_percent,
+        wait: Duration = Duration.seconds(_ROLLING.wait_seconds),
+        rollback_batch_percent: int = _ROLLING.rollback_batch_percent,
+        max_execution: Duration = Duration.seconds(_ROLLING.max_execution_seconds),
         auto_rollback: bool = True,
     ) -> Rollout:
         """Instances (or component copies) replaced ``batch_percent`` at a time."""
@@ -252,9 +265,9 @@ class EndpointMode:
     @staticmethod
     def inference_components(
         *,
-        min_instances: int = 0,
-        max_instances: int = 2,
-        initial_copies: int = 1,
+        min_instances: int = _COMPONENTS.min_instances,
+        max_instances: int = _COMPONENTS.max_instances,
+        initial_copies: int = _COMPONENTS.initial_copies,
         accelerators_per_copy: int | None = None,
         scale_to_zero_after: Duration | None = None,
     ) -> EndpointMode:
@@ -307,11 +320,11 @@ class Autoscaling:
     target_concurrency: float | None = None
     measured_capacity: MeasuredCapacity | None = None
     max_requests_per_second: float | None = None
-    safety_factor: float = 0.5
-    gpu_utilization_percent: float | None = 80
-    latency_step_scaling: bool = True
-    scale_in_cooldown: Duration = Duration.minutes(15)
-    scale_out_cooldown: Duration = Duration.minutes(2)
+    safety_factor: float = _AUTOSCALING.safety_factor
+    gpu_utilization_percent: float | None = _AUTOSCALING.gpu_utilization_target_percent
+    latency_step_scaling: bool = _AUTOSCALING.latency_step_scaling
+    scale_in_cooldown: Duration = Duration.seconds(_AUTOSCALING.scale_in_cooldown_seconds)
+    scale_out_cooldown: Duration = Duration.seconds(_AUTOSCALING.scale_out_cooldown_seconds)
     schedules: tuple[ScheduledCapacity, ...] = ()
 
     def __post_init__(self) -> None:
@@ -380,11 +393,11 @@ class AbBaseline:
     """A second variant (or component) serving the same target with another K, 0 by default (no
     speculation): the dashboard then compares the two on live traffic."""
 
-    speculative_tokens: int = 0
+    speculative_tokens: int = _AB_TEST.baseline_speculative_tokens
     # Variants: the baseline's share of requests (None: half). Components have no split: each request
     # names its component.
     traffic_percent: float | None = None
-    instance_count: int = 1
+    instance_count: int = _AB_TEST.baseline_instance_count
 
     def settings(self) -> dict[str, Any]:
         section = {

@@ -53,6 +53,9 @@ from peagle_cdk.prop_errors import in_props
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
+# The deployment file's defaults are the props' (one set of numbers, in peagle/config.py).
+_FILE = DeploymentConfig()
+
 # CloudFormation VpcConfig (see PeagleEndpoint._placement): SecurityGroupIds "Maximum: 5", Subnets "Maximum: 16".
 MAX_VPC_SECURITY_GROUPS, MAX_VPC_SUBNETS = 5, 16
 
@@ -67,10 +70,8 @@ class _SageMakerRules:
     def validate(self) -> list[str]:
         endpoint = self._endpoint
         owner = f"PeagleEndpoint {endpoint.node.path}"
-        messages = [
-            f"[{violation.rule}] {in_props(violation.message, owner=owner)}"
-            for violation in check_deployment(endpoint.plans)
-        ]
+        word = (lambda message: in_props(message, owner=owner)) if endpoint._in_props_words else str
+        messages = [f"[{violation.rule}] {word(violation.message)}" for violation in check_deployment(endpoint.plans)]
         return messages + endpoint._prop_problems()
 
 
@@ -91,14 +92,14 @@ class PeagleEndpoint(Construct):
         id: str,
         *,
         weights: ModelWeights,
-        model: str = "gpt-oss-20b",
+        model: str = _FILE.model,
         custom_pair: ModelPair | None = None,
-        instance_type: str = "ml.g6e.xlarge",
+        instance_type: str = _FILE.instance.type,
         instance_facts: InstanceType | None = None,
-        instance_count: int = 1,
+        instance_count: int = _FILE.instance.count,
         price_per_hour_usd: float | None = None,
         inference_ami_version: str | None = None,
-        profile: str = "chatbot",
+        profile: str = _FILE.profile.value,
         profile_overrides: ProfileOverrides | None = None,
         slo: SloSettings | None = None,
         speculation: Speculation | None = None,
@@ -113,16 +114,17 @@ class PeagleEndpoint(Construct):
         vpc: ec2.IVpc | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        network_isolation: bool = True,
+        network_isolation: bool = _FILE.network.isolation,
         container_startup_timeout: Duration | None = None,
         model_download_timeout: Duration | None = None,
         latency_sla: Duration | None = None,
         volume_key: kms.IKey | None = None,
-        log_retention_days: int = 365,
-        kpi_interval: Duration = Duration.minutes(1),
-        metric_publish_frequency: Duration = Duration.minutes(1),
-        detailed_observability: bool = True,
+        log_retention_days: int = _FILE.observability.log_retention_days,
+        kpi_interval: Duration = Duration.seconds(_FILE.observability.kpi_interval_seconds),
+        metric_publish_frequency: Duration = Duration.seconds(_FILE.observability.metric_publish_frequency_seconds),
+        detailed_observability: bool = _FILE.observability.detailed_observability,
         vllm_args: Mapping[str, bool | int | float | str] | None = None,
+        _config: DeploymentConfig | None = None,
     ) -> None:
         """
         :param weights: where target/ and drafter/ come from (``ModelWeights.from_bucket(bucket, prefix)``,
@@ -157,15 +159,28 @@ class PeagleEndpoint(Construct):
             profile's SLA).
         :param volume_key: KMS key for the ML storage volume; default: a new key, or none on instance types
             with local NVMe storage, where a key does not encrypt it.
+        :param _config: internal; use ``PeagleEndpoint.from_config``.
         """
         super().__init__(scope, id)
-        _check_prop_types(f"PeagleEndpoint {self.node.path}", dict(locals()))
-        self._mode = mode or EndpointMode.variants()
-        self._autoscaling = autoscaling
+        owner = f"PeagleEndpoint {self.node.path}"
+        _check_prop_types(owner, dict(locals()))
         self._vpc_given = vpc is not None or vpc_subnets is not None
         self._volume_key_given = volume_key
+        if _config is not None:  # from_config: validated already, and its messages are the file's
+            self._plan_and_build(
+                _config,
+                weights=weights,
+                image=image,
+                endpoint_name=endpoint_name,
+                role=role,
+                vpc=vpc,
+                vpc_subnets=vpc_subnets,
+                security_groups=security_groups,
+                volume_key=volume_key,
+            )
+            return
         data = deployment_data(
-            mode=self._mode,
+            mode=mode or EndpointMode.variants(),
             autoscaling=autoscaling,
             name=name or _generated_name(self),
             model=model,
@@ -193,12 +208,82 @@ class PeagleEndpoint(Construct):
             vllm_args=vllm_args,
         )
         try:
-            config = parse_deployment_config(data, source=f"PeagleEndpoint {self.node.path}")
+            config = parse_deployment_config(data, source=owner)
+        except PeagleError as error:
+            raise type(error)(in_props(str(error), owner=owner)) from None
+        self._plan_and_build(
+            config,
+            weights=weights,
+            image=image,
+            endpoint_name=endpoint_name,
+            role=role,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            volume_key=volume_key,
+            in_props_words=True,
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        config: DeploymentConfig,
+        weights: ModelWeights,
+        image: ServingImage | None = None,
+        endpoint_name: str | None = None,
+        role: iam.IRole | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        volume_key: kms.IKey | None = None,
+    ) -> PeagleEndpoint:
+        """The endpoint a validated deployment config describes (what the YAML app does), planned once from it,
+        its messages in the file's words. The props that are CDK objects, which a file cannot hold, are given
+        as to the constructor; everything else is the config's."""
+        prop_types.check_instance(
+            f"PeagleEndpoint.from_config {id}", "config", config, DeploymentConfig, "a peagle.config.DeploymentConfig"
+        )
+        return cls(
+            scope,
+            id,
+            weights=weights,
+            image=image,
+            endpoint_name=endpoint_name,
+            role=role,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            volume_key=volume_key,
+            _config=config,
+        )
+
+    def _plan_and_build(
+        self,
+        config: DeploymentConfig,
+        *,
+        weights: ModelWeights,
+        image: ServingImage | None,
+        endpoint_name: str | None,
+        role: iam.IRole | None,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+        volume_key: kms.IKey | None,
+        in_props_words: bool = False,
+    ) -> None:
+        owner = f"PeagleEndpoint {self.node.path}"
+        try:
             self.plans = DeploymentPlans(
                 config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
             )
         except PeagleError as error:
-            raise type(error)(in_props(str(error), owner=f"PeagleEndpoint {self.node.path}")) from None
+            if not in_props_words:
+                raise
+            raise type(error)(in_props(str(error), owner=owner)) from None
+        self._in_props_words = in_props_words
         self.node.add_validation(_SageMakerRules(self))
         self._config = config
         self.endpoint_name = endpoint_name or config.endpoint_name
@@ -256,7 +341,7 @@ class PeagleEndpoint(Construct):
         self._rollouts = self._rollout_policies()
         self._rollback_alarm_units: set[str] = set()
         self._apply_rollouts()
-        self.scaling = self._scale() if autoscaling is not None else None
+        self.scaling = self._scale() if self._config.autoscaling.enabled else None
         self.async_endpoint: AsyncInferenceEndpoint | None = None
 
     # --- read-only results ----------------------------------------------------------------------
@@ -429,7 +514,7 @@ class PeagleEndpoint(Construct):
         name = endpoint_name or self._config.async_endpoint_name
         # Its own Model: its KPI lines must name the async endpoint (its log group's filters key on it).
         self.async_model = self._model("AsyncModel", self.plan, DEFAULT_VARIANT_NAME, endpoint_name=name)
-        scaling = self._autoscaling or Autoscaling()
+        scaling = self._config.autoscaling  # the autoscaling prop's, or the defaults with autoscaling=None
         self.async_endpoint = AsyncInferenceEndpoint(
             self,
             "AsyncInference",
@@ -442,8 +527,8 @@ class PeagleEndpoint(Construct):
             min_instances=min_instances,
             max_instances=max_instances,
             target_backlog_per_instance=target_backlog_per_instance,
-            scale_in_cooldown=scale_in_cooldown or scaling.scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown or scaling.scale_out_cooldown,
+            scale_in_cooldown=scale_in_cooldown or Duration.seconds(scaling.scale_in_cooldown_seconds),
+            scale_out_cooldown=scale_out_cooldown or Duration.seconds(scaling.scale_out_cooldown_seconds),
             wake_cooldown=Duration.seconds(self.plan.unit_start_budget_seconds),
             volume_key=self.volume_key,
             log_retention_days=self._config.observability.log_retention_days,

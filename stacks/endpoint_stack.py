@@ -1,29 +1,23 @@
-"""The YAML app's endpoint stack: the validated deployment file turned into the construct library's
-props (peagle_cdk.PeagleEndpoint, EndpointMonitoring), plus what only this app has: the project's
-artifacts bucket by name, a new private VPC on request, batch-transform access and the outputs the CLI
-reads. Planning happens in the construct (peagle.planner); nothing here decides a number."""
+"""The YAML app's endpoint stack: the validated deployment file handed to the construct library
+(PeagleEndpoint.from_config: planned once, from the config itself), plus what only this app has: the
+project's artifacts bucket by name, a new private VPC on request, batch-transform access, the alarm
+thresholds and the outputs the CLI reads. Planning happens in the construct (peagle.planner); nothing
+here decides a number."""
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, Stack, TimeZone
-from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from peagle.config import DeploymentConfig
 from peagle_cdk import (
-    AbBaseline,
     AlarmThresholds,
-    Autoscaling,
-    EndpointMode,
     EndpointMonitoring,
     ModelArtifactsLocation,
     ModelWeights,
     PeagleEndpoint,
-    Rollout,
-    ScheduledCapacity,
-    Speculation,
 )
 from peagle_cdk.model_artifacts import artifacts_bucket_name, pair_prefix
 from peagle_cdk.private_network import PrivateNetwork
@@ -51,25 +45,10 @@ class EndpointStack(Stack):
         vpc, subnets, security_groups = self._network(config)
         # "Default": the construct's children keep the logical ids they had as this stack's own children in
         # 0.1.0 (PeagleEndpoint's docstring says why), so deployed stacks update in place.
-        self.endpoint = PeagleEndpoint(
+        self.endpoint = PeagleEndpoint.from_config(
             self,
             "Default",
-            name=config.name,
-            model=config.model,
-            custom_pair=config.custom_pairs.get(config.model),
-            instance_type=config.instance.type,
-            instance_facts=config.custom_instances.get(config.instance.type),
-            instance_count=config.instance.count,
-            price_per_hour_usd=config.instance.price_per_hour_usd,
-            inference_ami_version=config.instance.ami_version,
-            profile=config.profile.value,
-            profile_overrides=config.profile_overrides,
-            slo=config.slo,
-            speculation=_speculation(config),
-            mode=_mode(config),
-            autoscaling=_autoscaling(config),
-            rollout=_rollout(config),
-            ab_baseline=_ab_baseline(config),
+            config=config,
             weights=(
                 ModelWeights.from_hub(token_secret_arn=config.artifacts.hf_token_secret_arn)
                 if config.artifacts.source == "hub"
@@ -78,15 +57,6 @@ class EndpointStack(Stack):
             vpc=vpc,
             vpc_subnets=subnets,
             security_groups=security_groups,
-            network_isolation=config.network.isolation,
-            container_startup_timeout=_duration(config.timeouts.container_startup_seconds),
-            model_download_timeout=_duration(config.timeouts.model_download_seconds),
-            latency_sla=_duration(config.alarms.latency_p90_seconds),
-            log_retention_days=config.observability.log_retention_days,
-            kpi_interval=Duration.seconds(config.observability.kpi_interval_seconds),
-            metric_publish_frequency=Duration.seconds(config.observability.metric_publish_frequency_seconds),
-            detailed_observability=config.observability.detailed_observability,
-            vllm_args=config.vllm_args,
         )
         self.plan = self.endpoint.plan
         self.monitoring = self._monitoring(config)
@@ -208,103 +178,3 @@ class EndpointStack(Stack):
                 description="upload InvokeEndpointAsync inputs here (the model's role may read only this prefix)",
             )
             CfnOutput(self, "AsyncOutputS3Uri", value=self.endpoint.async_endpoint.output_s3_uri)
-
-
-# --- the deployment file's sections as the library's props ---------------------------------------
-
-
-def _duration(seconds: float | None) -> Duration | None:
-    if seconds is None:
-        return None
-    return Duration.seconds(seconds) if float(seconds).is_integer() else Duration.millis(round(seconds * 1000))
-
-
-def _speculation(config: DeploymentConfig) -> Speculation:
-    settings = config.speculation
-    if settings.schedule:
-        return Speculation.by_batch_size([band.as_tuple() for band in settings.schedule])
-    return Speculation(speculative_tokens=settings.speculative_tokens)
-
-
-def _mode(config: DeploymentConfig) -> EndpointMode:
-    if not config.uses_inference_components:
-        return EndpointMode.variants()
-    components = config.endpoint.inference_components
-    return EndpointMode.inference_components(
-        min_instances=components.min_instances,
-        max_instances=components.max_instances,
-        initial_copies=components.initial_copies,
-        accelerators_per_copy=components.accelerators_per_copy,
-        scale_to_zero_after=(
-            None
-            if components.scale_to_zero_after_idle_minutes is None
-            else Duration.minutes(components.scale_to_zero_after_idle_minutes)
-        ),
-    )
-
-
-def _autoscaling(config: DeploymentConfig) -> Autoscaling | None:
-    settings = config.autoscaling
-    if not settings.enabled:
-        return None
-    components = config.endpoint.inference_components if config.uses_inference_components else None
-    return Autoscaling(
-        min_capacity=components.min_copies if components else settings.min_instances,
-        max_capacity=components.max_copies if components else settings.max_instances,
-        target_concurrency=(
-            components.target_concurrency_per_copy if components else settings.target_concurrency_per_instance
-        ),
-        measured_capacity=settings.measured_capacity,
-        max_requests_per_second=settings.max_rps_per_instance if settings.target == "invocations" else None,
-        safety_factor=settings.safety_factor,
-        gpu_utilization_percent=settings.gpu_utilization_target_percent,
-        latency_step_scaling=settings.latency_step_scaling,
-        scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
-        scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
-        schedules=tuple(
-            ScheduledCapacity(
-                name=schedule.name,
-                schedule=appscaling.Schedule.expression(schedule.schedule),
-                min_capacity=schedule.min_instances,
-                max_capacity=schedule.max_instances,
-                time_zone=TimeZone.of(schedule.time_zone) if schedule.time_zone else None,
-            )
-            for schedule in settings.schedules
-        ),
-    )
-
-
-def _rollout(config: DeploymentConfig) -> Rollout:
-    settings = config.rollout
-    if settings.strategy == "none":
-        return Rollout.none()
-    if settings.strategy == "rolling":
-        rolling = settings.rolling
-        return Rollout.rolling(
-            batch_percent=rolling.batch_percent,
-            wait=Duration.seconds(rolling.wait_seconds),
-            rollback_batch_percent=rolling.rollback_batch_percent,
-            max_execution=Duration.seconds(rolling.max_execution_seconds),
-            auto_rollback=settings.auto_rollback,
-        )
-    green = settings.blue_green
-    return Rollout.blue_green(
-        traffic=green.traffic,
-        canary_percent=green.canary_percent,
-        linear_step_percent=green.linear_step_percent,
-        wait=Duration.seconds(green.wait_seconds),
-        termination_wait=Duration.seconds(green.termination_wait_seconds),
-        max_execution=Duration.seconds(green.max_execution_seconds),
-        auto_rollback=settings.auto_rollback,
-    )
-
-
-def _ab_baseline(config: DeploymentConfig) -> AbBaseline | None:
-    ab = config.ab_test
-    if not ab.enabled:
-        return None
-    return AbBaseline(
-        speculative_tokens=ab.baseline_speculative_tokens,
-        traffic_percent=ab.baseline_traffic_percent if "baseline_traffic_percent" in ab.model_fields_set else None,
-        instance_count=ab.baseline_instance_count,
-    )

@@ -285,3 +285,35 @@ def test_a_generated_name_keeps_the_ids_readable_within_the_files_24_characters(
     assert name.startswith("llmservingplatf") and len(name) <= 24
     assert short.endpoint_name.removesuffix("-endpoint").startswith("chat-bot-")
     assert short.endpoint_name != other.endpoint_name  # the path's hash tells them apart
+
+
+# --- one front door ------------------------------------------------------------------------------------
+
+
+def test_the_props_defaults_are_the_deployment_files():
+    """Defaults are written once (peagle/config.py): a PeagleEndpoint given only its weights plans the
+    deployment file that gives nothing but the same name and weights source."""
+    from peagle.config import parse_deployment_config
+
+    endpoint = _endpoint(_stack())
+    from_file = parse_deployment_config({"name": "chat", "artifacts": {"source": "s3"}})
+    assert endpoint.config.model_dump() == from_file.model_dump()
+
+
+def test_from_config_plans_the_config_it_is_given_and_speaks_the_files_words():
+    """The YAML app's door: EndpointStack hands its validated config over; nothing is rebuilt into props and
+    validated again (the round trip that hid the ignored measured capacity)."""
+    from peagle.config import parse_deployment_config
+
+    config = parse_deployment_config(
+        {"name": "chat", "model": "qwen3-8b", "autoscaling": {"safety_factor": 0.6, "scale_in_cooldown_seconds": 600}}
+    )
+    stack = _stack()
+    weights = ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/qwen3-8b/")
+    endpoint = PeagleEndpoint.from_config(stack, "Chat", config=config, weights=weights)
+    assert endpoint.config is config and endpoint.plan.pair_id == "qwen3-8b"
+    too_big = parse_deployment_config({"name": "big", "model": "gpt-oss-120b", "instance": {"type": "ml.g5.xlarge"}})
+    with pytest.raises(PeagleError, match=r"set instance\.type in the deployment file"):
+        PeagleEndpoint.from_config(_stack(), "Big", config=too_big, weights=ModelWeights.from_hub())
+    with pytest.raises(TypeError, match="config must be a peagle.config.DeploymentConfig"):
+        PeagleEndpoint.from_config(_stack(), "Chat", config={"model": "qwen3-8b"}, weights=ModelWeights.from_hub())
