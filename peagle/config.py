@@ -8,6 +8,7 @@ profile, and may override anything the planner would pick. CDK context keys
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,6 +242,28 @@ class MeasuredCapacity(StrictModel):
     source: str = Field(description="what was measured, where and when")
 
 
+def _renamed(data: Any, section: str, renames: dict[str, str]) -> Any:
+    """Keys renamed so that one concept has one name in the file, the props, the plan and the docs (the
+    headroom, the latency SLA). An old key still loads, with a FutureWarning (shown to users by default)
+    naming the new one; both at once are refused."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for old, new in renames.items():
+        if old not in data:
+            continue
+        if new in data:
+            raise ValueError(f"{section}.{old} is the old name of {section}.{new}; give only {new}")
+        warnings.warn(
+            f"{section}.{old} is deprecated: it is now {section}.{new} (same meaning and value); rename it in the "
+            "deployment file",
+            FutureWarning,
+            stacklevel=2,
+        )
+        data[new] = data.pop(old)
+    return data
+
+
 class AutoscalingSettings(StrictModel):
     """Scaling of the variant's DesiredInstanceCount (Application Auto Scaling's
     ``sagemaker:variant:DesiredInstanceCount``; SageMaker Developer Guide, "Automatic scaling of
@@ -260,7 +283,7 @@ class AutoscalingSettings(StrictModel):
         "concurrency",
         description="concurrency: target tracking on SageMakerVariantConcurrentRequestsPerModelHighResolution, "
         "in-flight requests per instance (10 s metric, counts queued and streaming requests); "
-        "invocations: requests per minute per instance, target max_rps_per_instance x safety_factor x 60, "
+        "invocations: requests per minute per instance, target max_rps_per_instance x headroom x 60, "
         "needs max_rps_per_instance",
     )
     target_concurrency_per_instance: float | None = Field(
@@ -274,8 +297,11 @@ class AutoscalingSettings(StrictModel):
         gt=0,
         description="the highest requests/s per instance that meets the SLO, measured with `peagle capacity`",
     )
-    safety_factor: float = Field(
-        0.5, gt=0, le=1, description="share of max_rps_per_instance the invocations target aims at (the headroom)"
+    headroom: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="share of max_rps_per_instance the invocations target aims at (formerly safety_factor)",
     )
     measured_capacity: MeasuredCapacity | None = Field(
         None,
@@ -303,6 +329,11 @@ class AutoscalingSettings(StrictModel):
         [], description="cron-based capacity (min/max instances by schedule), e.g. fewer instances at night"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(data, "autoscaling", {"safety_factor": "headroom"})
+
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -314,7 +345,12 @@ class AlarmSettings(StrictModel):
     emails: list[str] = Field(
         [], description="subscribed to the alarm topic (one KMS-encrypted, SSL-only SNS topic; each must confirm)"
     )
-    latency_p90_seconds: float | None = Field(None, gt=0, description="unset: the profile's latency SLA")
+    latency_sla_p90_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="the p90 ModelLatency the latency alarm and step scaling act on (formerly latency_p90_seconds); "
+        "unset: the profile's latency SLA",
+    )
     error_5xx_rate_percent: float = Field(
         1.0, gt=0, le=100, description="5xx share of invocations that alarms (and rolls a deploy back)"
     )
@@ -334,6 +370,11 @@ class AlarmSettings(StrictModel):
         "instance price, see instance.price_per_hour_usd) stays above it for 3 hours in a row (idle hours do not "
         "count); null: no cost alarm. The dashboard shows the figure either way",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(data, "alarms", {"latency_p90_seconds": "latency_sla_p90_seconds"})
 
     @field_validator("emails")
     @classmethod

@@ -115,6 +115,12 @@ class ScalingTarget:
             return None
         return max(1, math.ceil(round(peak_rps / (self.measured.requests_per_second * self.measured.headroom), 9)))
 
+    @property
+    def light_load_below(self) -> float:
+        """Scale-to-zero copies: remove one while the copies but one would carry the load under this many
+        requests each (LIGHT_LOAD_SHARE of the target)."""
+        return self.concurrency * LIGHT_LOAD_SHARE
+
     def describe(self) -> str:
         return f"{self.concurrency:g} requests in flight per {self.unit} ({self.source})"
 
@@ -168,17 +174,11 @@ class ComponentPlan:
     max_copies: int
     min_instances: int
     max_instances: int
-    target_concurrency_per_copy: float
     scale_to_zero_after_idle_minutes: int
 
     @property
     def scales_to_zero(self) -> bool:
         return self.min_copies == 0
-
-    @property
-    def light_load_below_per_copy(self) -> float:
-        """Remove a copy while the copies but one would carry the load under this many requests each."""
-        return self.target_concurrency_per_copy * LIGHT_LOAD_SHARE
 
     light_load_minutes: int = LIGHT_LOAD_MINUTES
 
@@ -219,7 +219,7 @@ class Plan:
 
     scales_on_concurrency: bool = True  # autoscaling on, tracking requests in flight
     # The p90 ModelLatency over which the latency alarm fires and the latency step adds capacity: the
-    # deployment's alarms.latency_p90_seconds, else the profile's SLA.
+    # deployment's alarms.latency_sla_p90_seconds, else the profile's SLA.
     latency_sla_p90_seconds: float = 0.0
 
     @property
@@ -566,7 +566,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         scaling=scaling_target(config, max_num_seqs),
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
-        latency_sla_p90_seconds=config.alarms.latency_p90_seconds or profile.latency_sla_p90_seconds,
+        latency_sla_p90_seconds=config.alarms.latency_sla_p90_seconds or profile.latency_sla_p90_seconds,
         notes=tuple(notes),
     )
 
@@ -659,7 +659,6 @@ def _plan_components(
         max_copies=max_copies,
         min_instances=settings.min_instances,
         max_instances=settings.max_instances,
-        target_concurrency_per_copy=scaling_target(config, max_num_seqs).concurrency,
         scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes,
     )
 

@@ -95,7 +95,7 @@ class AsyncInferenceEndpoint(Construct):
                 ),
             ),
         )
-        self.scaling = self.endpoint.auto_scale_instance_count(min_capacity=min_instances, max_capacity=max_instances)
+        self.scaling = self.endpoint.auto_scale(min_capacity=min_instances, max_capacity=max_instances)
         self.scaling.scale_on_backlog(
             "BacklogPerInstance",
             metric=self.endpoint.metric_backlog_per_instance(period=Duration.minutes(1)),

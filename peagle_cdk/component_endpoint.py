@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -64,10 +64,11 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
 from peagle_cdk.endpoint_logs import EndpointLogGroup, component_log_group_name
-from peagle_cdk.endpoint_scaling import ScalableCopyCount
+from peagle_cdk.endpoint_scaling import ScalableCopyCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
-from peagle_cdk.variant_endpoint import INVOKE_ACTIONS, ServingMetrics, autoscaling_service_role
+from peagle_cdk.serving_metrics import ServingMetrics
+from peagle_cdk.serving_unit import INVOKE_ACTIONS
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
@@ -94,9 +95,17 @@ class ComponentSpec:
 
 
 class ComponentEndpoint(Construct, ServingMetrics):
-    """The endpoint, its instance pool and its components; the first component is the primary one
-    (metrics default to it). Metric helpers take ``variant_name``, meaning the component's name, so
-    that EndpointMonitoring and KpiMetrics serve both endpoint modes."""
+    """The endpoint, its instance pool and its components; each component is a serving unit
+    (peagle_cdk/serving_unit.py) that rolls out, scales and logs on its own, the first one primary
+    (metrics default to it)."""
+
+    # The execution role's statements that let the units write their logs (one per component).
+    LOG_GRANT_SID = "WriteComponentLogs"
+
+    @staticmethod
+    def managed_of(units: list[str]) -> list[str]:
+        """The units that roll out, scale and log on their own: every component."""
+        return list(units)
 
     def __init__(
         self,
@@ -133,7 +142,9 @@ class ComponentEndpoint(Construct, ServingMetrics):
         if not components:
             raise ValueError("ComponentEndpoint needs at least one component")
         self.components = components
-        self.variant_name = components[0].name
+        self.units = [spec.name for spec in components]
+        self.primary_unit = self.units[0]
+        self.managed_units = self.managed_of(self.units)
         self._endpoint_name = endpoint_name
         self.log_groups = {
             spec.name: EndpointLogGroup(
@@ -233,9 +244,14 @@ class ComponentEndpoint(Construct, ServingMetrics):
     def endpoint_name(self) -> str:
         return self._endpoint_name
 
-    def log_group_of(self, name: str | None = None) -> EndpointLogGroup:
-        """Component ``name``'s log group (default: the primary component's)."""
-        return self.log_groups[name or self.variant_name]
+    @staticmethod
+    def log_group_name(endpoint_name: str, unit_name: str) -> str:
+        """Where a unit's container logs go (known before the endpoint is built): the component's own group."""
+        return component_log_group_name(unit_name)
+
+    def log_group_of(self, unit_name: str | None = None) -> EndpointLogGroup:
+        """Component ``unit_name``'s log group (default: the primary component's)."""
+        return self.log_groups[unit_name or self.primary_unit]
 
     @property
     def endpoint_arn(self) -> str:
@@ -248,11 +264,12 @@ class ComponentEndpoint(Construct, ServingMetrics):
         """Child ids by component name, not position: the primary's children keep the bare id (Logs,
         Component, CopyCount), another component's carry its name, so adding, removing or reordering
         components never renames another one's resources."""
-        return "" if name == self.variant_name else id_suffix(name)
+        return "" if name == self.primary_unit else id_suffix(name)
 
-    def configure_rollout(self, name: str, policy: RolloutPolicy) -> None:
-        """Component ``name`` updates copy by copy, as ``policy`` says (its strategy is rolling)."""
-        self.inference_components[name].deployment_config = policy.component_deployment_config()
+    def configure_rollout(self, unit_name: str, policy: RolloutPolicy) -> None:
+        """Component ``unit_name`` updates copy by copy, as ``policy`` says (rolling; ``none``: a plain update)."""
+        if policy.strategy != "none":
+            self.inference_components[unit_name].deployment_config = policy.component_deployment_config()
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Invoke this endpoint's components. The IAM service authorization reference lists both the
@@ -263,8 +280,9 @@ class ComponentEndpoint(Construct, ServingMetrics):
             resource_arns=[self.endpoint_arn, *(self.component_arn(spec.name) for spec in self.components)],
         )
 
-    def auto_scale_copy_count(self, name: str, *, min_capacity: int, max_capacity: int) -> ScalableCopyCount:
+    def auto_scale(self, unit_name: str | None = None, *, min_capacity: int, max_capacity: int) -> ScalableCopyCount:
         """Register a component's copy count with Application Auto Scaling; add policies on the result."""
+        name = unit_name or self.primary_unit
         suffix = self._id_suffix(name)
         scaling = ScalableCopyCount(
             self,
@@ -284,8 +302,12 @@ class ComponentEndpoint(Construct, ServingMetrics):
     GPU_UTILIZATION = "GPUUtilizationNormalized"
     GPU_MEMORY_UTILIZATION = "GPUMemoryUtilizationNormalized"
 
-    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
-        return {"InferenceComponentName": variant_name or self.variant_name}
+    def _dimensions(self, unit_name: str | None) -> dict[str, str]:
+        return {"InferenceComponentName": unit_name or self.primary_unit}
+
+    def metric_units_serving(self, *, period: Duration) -> cloudwatch.IMetric | None:
+        """The primary component's InvocationsPerCopy: above zero while a copy serves (it scales to zero)."""
+        return self.metric_invocations_per_copy(period=period)
 
     def metric_invocations_per_copy(self, **kwargs) -> cloudwatch.Metric:
         return self.metric("InvocationsPerCopy", statistic="Sum", **kwargs)

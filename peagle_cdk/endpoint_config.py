@@ -33,7 +33,7 @@ def deployment_data(*, mode: EndpointMode, autoscaling: Autoscaling | None, **pr
             "metric_publish_frequency_seconds": seconds(props["metric_publish_frequency"]),
             "detailed_observability": props["detailed_observability"],
         },
-        "alarms": {"latency_p90_seconds": _seconds_float(props["latency_sla"])},
+        "alarms": {"latency_sla_p90_seconds": _seconds_float(props["latency_sla"])},
         "vllm_args": dict(props["vllm_args"] or {}),
     }
     if props["custom_pair"] is not None:
@@ -65,4 +65,5 @@ def deployment_data(*, mode: EndpointMode, autoscaling: Autoscaling | None, **pr
 
 
 def _seconds_float(duration: Duration | None) -> float | None:
-    return None if duration is None else duration.to_seconds()
+    """Seconds, fractions kept (Duration.to_seconds() refuses 4.5 s: its ``integral`` option defaults to true)."""
+    return None if duration is None else duration.to_milliseconds() / 1000

@@ -8,8 +8,9 @@ What each signal means and how to tune it is in docs/observability.md ("Reading 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
@@ -23,6 +24,7 @@ from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
 from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
 from peagle_cdk.fleet_metrics import FleetMetrics
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
+from peagle_cdk.prop_types import check_duration
 
 if TYPE_CHECKING:
     from peagle.planner import Plan
@@ -44,11 +46,11 @@ COST_WIDGET_PERIOD = Duration.minutes(15)
 
 @dataclass(frozen=True)
 class AlarmThresholds:
-    """``latency_p90_seconds`` None: the endpoint plan's latency SLA (its profile's, or the one it was given).
-    ``max_cost_per_million_output_tokens_usd`` None: no cost alarm. Bounds and messages are the deployment
-    file's alarms section's (peagle.config.AlarmSettings)."""
+    """``latency_sla`` (the p90 ModelLatency the latency alarm fires over) None: the endpoint plan's latency SLA
+    (its profile's, or PeagleEndpoint's ``latency_sla``). ``max_cost_per_million_output_tokens_usd`` None: no
+    cost alarm. Bounds and messages are the deployment file's alarms section's (peagle.config.AlarmSettings)."""
 
-    latency_p90_seconds: float | None = None
+    latency_sla: Duration | None = None
     error_5xx_rate_percent: float = field(default=_DEFAULTS.error_5xx_rate_percent)
     error_4xx_rate_percent: float = field(default=_DEFAULTS.error_4xx_rate_percent)
     gpu_memory_percent_per_gpu: float = field(default=_DEFAULTS.gpu_memory_percent)
@@ -57,11 +59,35 @@ class AlarmThresholds:
     max_cost_per_million_output_tokens_usd: float | None = field(
         default=_DEFAULTS.max_cost_per_million_output_tokens_usd
     )
+    latency_p90_seconds: float | None = None  # deprecated: the old name of latency_sla, in seconds
+
+    def __post_init__(self) -> None:
+        check_duration("AlarmThresholds", "latency_sla", self.latency_sla, "Duration.seconds(10)")
+        if self.latency_p90_seconds is None:
+            return
+        if self.latency_sla is not None:
+            raise ValueError(
+                "AlarmThresholds: latency_p90_seconds is the old name of latency_sla; give only latency_sla"
+            )
+        warnings.warn(
+            "AlarmThresholds(latency_p90_seconds=...) is deprecated: it is now AlarmThresholds(latency_sla=Duration...), "
+            "the same name as PeagleEndpoint's latency_sla",
+            FutureWarning,
+            stacklevel=3,
+        )
+        object.__setattr__(self, "latency_sla", Duration.millis(round(self.latency_p90_seconds * 1000)))
+        object.__setattr__(self, "latency_p90_seconds", None)
+
+    @property
+    def latency_sla_seconds(self) -> float | None:
+        return None if self.latency_sla is None else self.latency_sla.to_milliseconds() / 1000
 
     def as_alarm_settings(self) -> dict[str, float | int | None]:
         """The deployment file's ``alarms`` section these thresholds amount to."""
         settings = {**self.__dict__, "gpu_memory_percent": self.gpu_memory_percent_per_gpu}
-        del settings["gpu_memory_percent_per_gpu"]
+        settings["latency_sla_p90_seconds"] = self.latency_sla_seconds
+        for name in ("gpu_memory_percent_per_gpu", "latency_sla", "latency_p90_seconds"):
+            del settings[name]
         return settings
 
 
@@ -216,25 +242,25 @@ class EndpointMonitoring(Construct):
         if endpoint.rollout_strategy == "none":
             return
         endpoint.add_rollback_alarms([self.latency_alarm, self.error_5xx_alarm])
-        for unit in endpoint.inference_component_names[1:]:
+        for unit in endpoint.managed_units[1:]:
             endpoint.add_rollback_alarms(list(self.rollback_alarms_for(endpoint, unit)), unit_name=unit)
 
     def rollback_alarms_for(
-        self, endpoint: PeagleEndpoint, variant_name: str | None = None
+        self, endpoint: PeagleEndpoint, unit_name: str | None = None
     ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm]:
-        """The p90-latency and 5xx-rate alarms of one variant or component (default: the primary one), which
-        an update rolls back on. Other units than the primary get their name in the alarm id."""
+        """The p90-latency and 5xx-rate alarms of one unit, variant or component (default: the primary one),
+        which an update rolls back on. Other units than the primary get their name in the alarm id."""
         thresholds, minute = self._thresholds, Duration.minutes(1)
-        suffix = "" if variant_name in (None, endpoint.primary_unit) else id_suffix(variant_name)
-        unit = {"unit_name": variant_name} if suffix else {}
-        latency_us = thresholds.latency_p90_seconds * MICROSECONDS_PER_SECOND
+        suffix = "" if unit_name in (None, endpoint.primary_unit) else id_suffix(unit_name)
+        unit = {"unit_name": unit_name} if suffix else {}
+        latency_us = thresholds.latency_sla_seconds * MICROSECONDS_PER_SECOND
         latency = self._factory.alarm(
             f"ModelLatencyP90High{suffix}",
             metric=endpoint.metric_model_latency_microseconds("p90", period=minute, **unit),
             threshold=latency_us,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"{variant_name + ': ' if suffix else ''}p90 ModelLatency over "
-            f"{thresholds.latency_p90_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
+            description=f"{unit_name + ': ' if suffix else ''}p90 ModelLatency over "
+            f"{thresholds.latency_sla_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
         )
         errors_5xx = self._factory.alarm(
             f"Invocation5xxRateHigh{suffix}",
@@ -245,7 +271,7 @@ class EndpointMonitoring(Construct):
             ),
             threshold=thresholds.error_5xx_rate_percent,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"{variant_name + ': ' if suffix else ''}more than {thresholds.error_5xx_rate_percent:g}% "
+            description=f"{unit_name + ': ' if suffix else ''}more than {thresholds.error_5xx_rate_percent:g}% "
             "of invocations fail with 5xx",
         )
         return latency, errors_5xx
@@ -517,15 +543,16 @@ def _in_thresholds(message: str) -> str:
     """A message about the file's alarms section in AlarmThresholds' words (its fields keep the file's names
     but one)."""
     message = re.sub(r"alarms\.gpu_memory_percent\b", "AlarmThresholds(gpu_memory_percent_per_gpu=...)", message)
+    message = re.sub(r"alarms\.latency_sla_p90_seconds\b", "AlarmThresholds(latency_sla=...)", message)
     message = re.sub(r"alarms\.(\w+)", r"AlarmThresholds(\1=...)", message)
     message = message.replace("observability.kpi_interval_seconds", "the endpoint's kpi_interval")
     return message.replace("invalid deployment config", "invalid thresholds")
 
 
 def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:
-    if thresholds.latency_p90_seconds is not None:
+    if thresholds.latency_sla is not None:
         return thresholds
-    return AlarmThresholds(**{**thresholds.__dict__, "latency_p90_seconds": plan_sla_seconds})
+    return replace(thresholds, latency_sla=Duration.millis(round(plan_sla_seconds * 1000)))
 
 
 def _plan_summary(endpoint: PeagleEndpoint) -> str:

@@ -10,6 +10,7 @@ YAML app, so a construct and a file given the same bad input fail with the same 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -320,18 +321,28 @@ class Autoscaling:
     target_concurrency: float | None = None
     measured_capacity: MeasuredCapacity | None = None
     max_requests_per_second: float | None = None
-    safety_factor: float = _AUTOSCALING.safety_factor
+    headroom: float = _AUTOSCALING.headroom  # share of max_requests_per_second the invocations target aims at
     gpu_utilization_percent: float | None = _AUTOSCALING.gpu_utilization_target_percent
     latency_step_scaling: bool = _AUTOSCALING.latency_step_scaling
     scale_in_cooldown: Duration = Duration.seconds(_AUTOSCALING.scale_in_cooldown_seconds)
     scale_out_cooldown: Duration = Duration.seconds(_AUTOSCALING.scale_out_cooldown_seconds)
     schedules: tuple[ScheduledCapacity, ...] = ()
+    safety_factor: float | None = None  # deprecated: the old name of headroom
 
     def __post_init__(self) -> None:
         owner = "Autoscaling"
+        if self.safety_factor is not None:
+            if self.headroom != _AUTOSCALING.headroom:
+                raise ValueError("Autoscaling: safety_factor is the old name of headroom; give only headroom")
+            warnings.warn(
+                "Autoscaling(safety_factor=...) is deprecated: it is now Autoscaling(headroom=...), same meaning",
+                FutureWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "headroom", self.safety_factor)
         for name in ("min_capacity", "max_capacity"):
             prop_types.check_number(owner, name, getattr(self, name), whole=True)
-        for name in ("target_concurrency", "max_requests_per_second", "safety_factor", "gpu_utilization_percent"):
+        for name in ("target_concurrency", "max_requests_per_second", "headroom", "gpu_utilization_percent"):
             prop_types.check_number(owner, name, getattr(self, name))
         prop_types.check_instance(
             owner, "measured_capacity", self.measured_capacity, MeasuredCapacity, "a peagle_cdk.MeasuredCapacity"
@@ -347,7 +358,7 @@ class Autoscaling:
             "enabled": True,
             "target": "invocations" if self.max_requests_per_second is not None else "concurrency",
             "max_rps_per_instance": self.max_requests_per_second,
-            "safety_factor": self.safety_factor,
+            "headroom": self.headroom,
             "measured_capacity": self.measured_capacity.model_dump() if self.measured_capacity else None,
             "gpu_utilization_target_percent": self.gpu_utilization_percent,
             "latency_step_scaling": self.latency_step_scaling,

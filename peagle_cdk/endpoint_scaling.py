@@ -1,5 +1,6 @@
-"""Autoscaling of a variant's instance count, shaped like @aws-cdk/aws-sagemaker-alpha:
-``endpoint.auto_scale_instance_count(...)`` returns this, then ``scale_on_*`` adds policies.
+"""Autoscaling of a serving unit's capacity (a variant's instance count, a component's copy count), shaped
+like @aws-cdk/aws-sagemaker-alpha: ``endpoint.auto_scale(unit)`` returns one, then ``scale_on_*`` adds
+policies.
 
 Facts behind the choices: the concurrency metric (ConcurrentRequestsPerModel) counts the
 requests queued inside the container too, and a streamed request until its last token,
@@ -14,7 +15,7 @@ https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
@@ -26,6 +27,21 @@ SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 # - The number of copies across an endpoint for a SageMaker inference component."
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 MICROSECONDS_PER_SECOND = 1_000_000
+
+
+def autoscaling_service_role(scope: Construct, id: str) -> iam.IRole:
+    """Application Auto Scaling's service-linked role for SageMaker endpoints and components
+    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint)."""
+    return iam.Role.from_role_arn(
+        scope,
+        id,
+        Stack.of(scope).format_arn(
+            service="iam",
+            region="",
+            resource="role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com",
+            resource_name="AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
+        ),
+    )
 
 
 class _SageMakerCapacity(appscaling.BaseScalableAttribute):
@@ -168,12 +184,12 @@ class ScalableInstanceCount(_SageMakerCapacity):
         id: str,
         *,
         max_requests_per_second: float,
-        safety_factor: float = 0.5,
+        headroom: float = 0.5,
         scale_in_cooldown: Duration,
         scale_out_cooldown: Duration,
     ) -> float:
-        """Track invocations per instance per minute; target = max RPS x safety factor x 60. Returns the target."""
-        target = max_requests_per_second * safety_factor * 60
+        """Track invocations per instance per minute; target = max RPS x headroom x 60. Returns the target."""
+        target = max_requests_per_second * headroom * 60
         self._do_scale_to_track_metric(
             id,
             target_value=target,

@@ -109,17 +109,18 @@ class KpiMetrics(Construct):
         self,
         metric_name: str,
         *,
-        variant_name: str,
+        unit_name: str,
         statistic: str = "Average",
         period: Duration = Duration.minutes(1),
         label: str | None = None,
     ) -> cloudwatch.Metric:
+        """One unit's KPI (the launcher writes the unit's name, variant or component, as its variant_name)."""
         if metric_name not in self.filters:
             raise KeyError(f"{metric_name} is not a KPI metric; known: {sorted(self.filters)}")
         return cloudwatch.Metric(
             namespace=KPI_NAMESPACE,
             metric_name=metric_name,
-            dimensions_map={ENDPOINT_NAME_DIMENSION: self.endpoint_name, VARIANT_NAME_DIMENSION: variant_name},
+            dimensions_map={ENDPOINT_NAME_DIMENSION: self.endpoint_name, VARIANT_NAME_DIMENSION: unit_name},
             statistic=statistic,
             period=period,
             label=label,

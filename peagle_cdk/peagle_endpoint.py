@@ -33,7 +33,6 @@ from peagle_cdk import prop_types
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec, id_suffix
 from peagle_cdk.endpoint_config import deployment_data
-from peagle_cdk.endpoint_logs import component_log_group_name, endpoint_log_group_name
 from peagle_cdk.endpoint_props import (
     AbBaseline,
     Autoscaling,
@@ -43,14 +42,14 @@ from peagle_cdk.endpoint_props import (
     ServingImage,
     Speculation,
 )
-from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.execution_role import SageMakerExecutionRole
 from peagle_cdk.kpi_metrics import KpiMetrics
 from peagle_cdk.nag import acknowledge
 from peagle_cdk.peagle_model import PeagleModel
-from peagle_cdk.planned_scaling import scale_copies, scale_instances
+from peagle_cdk.planned_scaling import scale_unit
 from peagle_cdk.prop_errors import in_props
 from peagle_cdk.rollout import RolloutPolicy
+from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
 # The deployment file's defaults are the props' (one set of numbers, in peagle/config.py).
@@ -303,13 +302,13 @@ class PeagleEndpoint(Construct):
             in_vpc=bool(self._subnet_ids),
             role=role,
         )
-        if components:
-            for index, (unit, variant) in enumerate(zip(self.unit_names, variants, strict=True)):
-                self.execution_role.grant_write_logs(
-                    component_log_group_name(unit), sid="WriteComponentLogs" + (variant if index else "")
-                )
-        else:
-            self.execution_role.grant_write_logs(endpoint_log_group_name(self.endpoint_name))
+        # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
+        units_class = ComponentEndpoint if components else VariantEndpoint
+        for index, unit in enumerate(units_class.managed_of(self.unit_names)):
+            self.execution_role.grant_write_logs(
+                units_class.log_group_name(self.endpoint_name, unit),
+                sid=units_class.LOG_GRANT_SID + (variants[index] if index else ""),
+            )
         if weights.hub_token_secret_arn:
             self.execution_role.grant_read_secret(weights.hub_token_secret_arn)
         self._weights = weights
@@ -324,10 +323,7 @@ class PeagleEndpoint(Construct):
             self.volume_key = kms.Key(
                 self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume"
             )
-        if components:
-            self.endpoint = self._component_endpoint()
-        else:
-            self.endpoint = self._variant_endpoint()
+        self.endpoint: ServingUnits = self._component_endpoint() if components else self._variant_endpoint()
         self._acknowledge_nvme(self.endpoint.endpoint_config)
         self.kpi = {
             unit: KpiMetrics(
@@ -336,7 +332,7 @@ class PeagleEndpoint(Construct):
                 log_group=self.endpoint.log_group_of(unit),
                 endpoint_name=self.endpoint_name,
             )
-            for unit in (self.unit_names if components else self.unit_names[:1])
+            for unit in self.endpoint.managed_units  # one KPI filter set per log group
         }
         self._rollouts = self._rollout_policies()
         self._rollback_alarm_units: set[str] = set()
@@ -362,6 +358,12 @@ class PeagleEndpoint(Construct):
     @property
     def baseline_unit(self) -> str | None:
         return self.unit_names[1] if len(self.unit_names) > 1 else None
+
+    @property
+    def managed_units(self) -> list[str]:
+        """The units that roll out, scale and log on their own (peagle_cdk/serving_unit.py): every
+        component, or the primary variant (the variants share the endpoint's update and log group)."""
+        return list(self.endpoint.managed_units)
 
     @property
     def inference_component_names(self) -> list[str]:
@@ -418,44 +420,42 @@ class PeagleEndpoint(Construct):
     def metric(self, metric_name: str, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
         """A SageMaker metric of one serving unit (default the primary one), dimensions filled in;
         ``options`` are cloudwatch.Metric's (period, statistic, label, color, unit, account, region)."""
-        return self.endpoint.metric(metric_name, variant_name=unit_name, **options)
+        return self.endpoint.metric(metric_name, unit_name=unit_name, **options)
 
     def metric_invocations(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
-        return self.endpoint.metric_invocations(variant_name=unit_name, **options)
+        return self.endpoint.metric_invocations(unit_name=unit_name, **options)
 
     def metric_model_latency_microseconds(
         self, statistic: str = "p90", *, unit_name: str | None = None, **options: Any
     ) -> cloudwatch.Metric:
-        return self.endpoint.metric_model_latency_microseconds(statistic, variant_name=unit_name, **options)
+        return self.endpoint.metric_model_latency_microseconds(statistic, unit_name=unit_name, **options)
 
     def metric_invocation_5xx_errors(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
-        return self.endpoint.metric_invocation_5xx_errors(variant_name=unit_name, **options)
+        return self.endpoint.metric_invocation_5xx_errors(unit_name=unit_name, **options)
 
     def metric_invocation_4xx_errors(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
-        return self.endpoint.metric_invocation_4xx_errors(variant_name=unit_name, **options)
+        return self.endpoint.metric_invocation_4xx_errors(unit_name=unit_name, **options)
 
     def metric_gpu_utilization_percent(self, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
         """0-100 x ``plan.gpus_per_metric`` (a variant's metric sums its instance's GPUs)."""
-        return self.endpoint.metric_gpu_utilization_percent(variant_name=unit_name, **options)
+        return self.endpoint.metric_gpu_utilization_percent(unit_name=unit_name, **options)
 
     def metric_gpu_memory_utilization_percent(
         self, *, unit_name: str | None = None, **options: Any
     ) -> cloudwatch.Metric:
-        return self.endpoint.metric_gpu_memory_utilization_percent(variant_name=unit_name, **options)
+        return self.endpoint.metric_gpu_memory_utilization_percent(unit_name=unit_name, **options)
 
     def metric_kpi(self, kpi_name: str, *, unit_name: str | None = None, **options: Any) -> cloudwatch.Metric:
         """A launcher KPI (PEagle/Endpoints: TimePerOutputTokenSeconds, SpecAcceptanceRate, ...)."""
         unit = unit_name or self.primary_unit
         kpi = self.kpi.get(unit) or self.kpi[self.primary_unit]
-        return kpi.metric(kpi_name, variant_name=unit, **options)
+        return kpi.metric(kpi_name, unit_name=unit, **options)
 
     def metric_units_serving(self, *, period: Duration) -> cloudwatch.IMetric | None:
         """Above zero while the primary unit serves; None where it always does (variants keep an instance)."""
-        if not self._config.uses_inference_components:
-            return None
-        return self.endpoint.metric_invocations_per_copy(period=period)
+        return self.endpoint.metric_units_serving(period=period)
 
-    def auto_scale_capacity(self, *, unit_name: str | None = None) -> ScalableInstanceCount | ScalableCopyCount:
+    def auto_scale_capacity(self, *, unit_name: str | None = None) -> ScalableUnitCapacity:
         """The scalable capacity of a unit (default the primary one): a variant's instance count, or a
         component's copy count. Both offer the same policies with the same keywords (scale_on_concurrency,
         scale_on_gpu_utilization, scale_on_model_latency, scale_on_schedule); what you add goes beside the
@@ -464,7 +464,7 @@ class PeagleEndpoint(Construct):
         copies a fleet holds)."""
         if self.scaling is None:
             raise ValueError("PeagleEndpoint was built with autoscaling=None; pass autoscaling=Autoscaling(...)")
-        units = self.unit_names if self._config.uses_inference_components else self.unit_names[:1]
+        units = self.endpoint.managed_units
         unit = unit_name or self.primary_unit
         if unit not in units:
             raise ValueError(f"no scalable capacity for {unit!r}; units that scale: {units}")
@@ -731,27 +731,20 @@ class PeagleEndpoint(Construct):
             }
         else:
             timing = {"wait_seconds": rolling.wait_seconds, "max_execution_seconds": rolling.max_execution_seconds}
-        # Variants: the endpoint's one update; components: one update per component.
-        units = self.unit_names if self._config.uses_inference_components else self.unit_names[:1]
-        return {unit: RolloutPolicy(**common, **timing) for unit in units}
+        # One update per managed unit: each component, or the variants' endpoint as its primary unit.
+        return {unit: RolloutPolicy(**common, **timing) for unit in self.endpoint.managed_units}
 
     def _apply_rollouts(self) -> None:
-        if self._config.uses_inference_components:
-            for unit, policy in self._rollouts.items():
-                if policy.strategy != "none":
-                    self.endpoint.configure_rollout(unit, policy)
-        else:
-            self.endpoint.configure_rollout(self._rollouts[self.primary_unit])
+        for unit, policy in self._rollouts.items():
+            self.endpoint.configure_rollout(unit, policy)
 
-    def _scale(self) -> list[ScalableInstanceCount | ScalableCopyCount]:
-        """The units' scaling: each component's copies, or the primary variant's instances."""
-        settings = self._config.autoscaling
-        if self._config.uses_inference_components:
-            plans = [self.plan, self.baseline_plan]
-            return [
-                scale_copies(self.endpoint, unit, plans[index], settings) for index, unit in enumerate(self.unit_names)
-            ]
-        return [scale_instances(self.endpoint, self.plan, settings)]
+    def _scale(self) -> list[ScalableUnitCapacity]:
+        """Each managed unit's scaling: each component's copies, or the primary variant's instances."""
+        plans = [self.plan, self.baseline_plan]
+        return [
+            scale_unit(self.endpoint, unit, plans[index], self._config.autoscaling)
+            for index, unit in enumerate(self.endpoint.managed_units)
+        ]
 
     @property
     def config(self) -> DeploymentConfig:

@@ -12,9 +12,16 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 
 from peagle.config import AutoscalingSettings
 from peagle.planner import Plan
-from peagle_cdk.component_endpoint import ComponentEndpoint
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
-from peagle_cdk.variant_endpoint import VariantEndpoint
+from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
+
+
+def scale_unit(units: ServingUnits, unit_name: str, plan: Plan, settings: AutoscalingSettings) -> ScalableUnitCapacity:
+    """The scaling ``plan`` calls for on one managed unit: a component's copies (``plan.components``), or
+    the primary variant's instances."""
+    if plan.components is not None:
+        return _scale_copies(units, unit_name, plan, settings)
+    return _scale_instances(units, unit_name, plan, settings)
 
 
 def _cooldowns(settings: AutoscalingSettings) -> dict[str, Duration]:
@@ -25,8 +32,8 @@ def _cooldowns(settings: AutoscalingSettings) -> dict[str, Duration]:
 
 
 def _scale_on_latency(
-    endpoint: VariantEndpoint | ComponentEndpoint,
-    scaling: ScalableInstanceCount | ScalableCopyCount,
+    endpoint: ServingUnits,
+    scaling: ScalableUnitCapacity,
     plan: Plan,
     settings: AutoscalingSettings,
     unit: dict[str, str],
@@ -41,18 +48,18 @@ def _scale_on_latency(
         )
 
 
-def scale_instances(endpoint: VariantEndpoint, plan: Plan, settings: AutoscalingSettings) -> ScalableInstanceCount:
+def _scale_instances(
+    endpoint: ServingUnits, name: str, plan: Plan, settings: AutoscalingSettings
+) -> ScalableInstanceCount:
     """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
     the SLA and schedules."""
-    scaling = endpoint.auto_scale_instance_count(
-        min_capacity=settings.min_instances, max_capacity=settings.max_instances
-    )
+    scaling = endpoint.auto_scale(name, min_capacity=settings.min_instances, max_capacity=settings.max_instances)
     cooldowns = _cooldowns(settings)
     if settings.target == "invocations":
         scaling.scale_on_invocations(
             "InvocationsPerInstance",
             max_requests_per_second=settings.max_rps_per_instance,
-            safety_factor=settings.safety_factor,
+            headroom=settings.headroom,
             **cooldowns,
         )
     else:
@@ -80,21 +87,17 @@ def scale_instances(endpoint: VariantEndpoint, plan: Plan, settings: Autoscaling
     return scaling
 
 
-def scale_copies(
-    endpoint: ComponentEndpoint, name: str, plan: Plan, settings: AutoscalingSettings
-) -> ScalableCopyCount:
+def _scale_copies(endpoint: ServingUnits, name: str, plan: Plan, settings: AutoscalingSettings) -> ScalableCopyCount:
     """Copy count with load, to zero after the idle time and back on the first refused request
     (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
     components = plan.components
-    scaling = endpoint.auto_scale_copy_count(
-        name, min_capacity=components.min_copies, max_capacity=components.max_copies
-    )
-    unit = {"variant_name": name}
+    scaling = endpoint.auto_scale(name, min_capacity=components.min_copies, max_capacity=components.max_copies)
+    unit = {"unit_name": name}
     to_zero = components.scales_to_zero
     cooldowns = _cooldowns(settings)
     scaling.scale_on_concurrency(
         "ConcurrencyPerCopy",
-        target_requests_per_unit=components.target_concurrency_per_copy,
+        target_requests_per_unit=plan.scaling.concurrency,
         disable_scale_in=to_zero,
         **cooldowns,
     )
@@ -134,7 +137,7 @@ def scale_copies(
                 label="copies serving",
                 period=minute,
             ),
-            below=components.light_load_below_per_copy,
+            below=plan.scaling.light_load_below,
             minutes=components.light_load_minutes,
             cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
             most_copies=components.max_copies,

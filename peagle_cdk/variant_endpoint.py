@@ -1,6 +1,7 @@
 """EndpointConfig + Endpoint of production variants for PeagleModels, with rollout guardrails and
 grant, metric and autoscaling helpers that fill the EndpointName/VariantName dimensions in one place.
-PeagleEndpoint (the L3) builds it in variants mode; ComponentEndpoint is the other mode."""
+PeagleEndpoint (the L3) builds it in variants mode; ComponentEndpoint is the other mode. Both are
+ServingUnits (peagle_cdk/serving_unit.py): each variant is a unit."""
 
 from __future__ import annotations
 
@@ -13,34 +14,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from peagle_cdk.endpoint_logs import EndpointLogGroup
-from peagle_cdk.endpoint_scaling import ScalableInstanceCount
+from peagle_cdk.endpoint_logs import EndpointLogGroup, endpoint_log_group_name
+from peagle_cdk.endpoint_scaling import ScalableInstanceCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
-
-SAGEMAKER_NAMESPACE = "AWS/SageMaker"
-# Instance-level metrics (GPU, CPU, memory, disk) live in this namespace.
-ENDPOINT_INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
-INVOKE_ACTIONS = (
-    "sagemaker:InvokeEndpoint",
-    "sagemaker:InvokeEndpointWithResponseStream",
-    "sagemaker:InvokeEndpointAsync",
-)
-
-
-def autoscaling_service_role(scope: Construct, id: str) -> iam.IRole:
-    """Application Auto Scaling's service-linked role for SageMaker endpoints and components
-    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint)."""
-    return iam.Role.from_role_arn(
-        scope,
-        id,
-        Stack.of(scope).format_arn(
-            service="iam",
-            region="",
-            resource="role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com",
-            resource_name="AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
-        ),
-    )
+from peagle_cdk.serving_metrics import SAGEMAKER_NAMESPACE, ServingMetrics
+from peagle_cdk.serving_unit import INVOKE_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -59,57 +38,17 @@ class VariantSpec:
     inference_ami_version: str | None = None
 
 
-class ServingMetrics:
-    """CloudWatch metric helpers for the unit that serves: a production variant (VariantEndpoint) or an
-    inference component (ComponentEndpoint). ``variant_name`` names that unit, default the primary one.
-    Each class that mixes it in defines ``_dimensions(variant_name) -> dict`` (the CloudWatch dimensions
-    that pick the unit) and may move the GPU metrics (GPU_NAMESPACE and the two names)."""
-
-    GPU_NAMESPACE = ENDPOINT_INSTANCE_NAMESPACE
-    GPU_UTILIZATION = "GPUUtilization"  # 0-100 x number of GPUs per instance
-    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
-
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        namespace: str = SAGEMAKER_NAMESPACE,
-        statistic: str = "Average",
-        period: Duration = Duration.minutes(1),
-        variant_name: str | None = None,
-        **options,
-    ) -> cloudwatch.Metric:
-        """``options``: the rest of cloudwatch.Metric's (label, color, unit, account, region)."""
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map=self._dimensions(variant_name),
-            statistic=statistic,
-            period=period,
-            **options,
-        )
-
-    def metric_model_latency_microseconds(self, statistic: str = "p90", **kwargs) -> cloudwatch.Metric:
-        return self.metric("ModelLatency", statistic=statistic, **kwargs)
-
-    def metric_invocations(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocations", statistic="Sum", **kwargs)
-
-    def metric_invocation_5xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation5XXErrors", statistic="Sum", **kwargs)
-
-    def metric_invocation_4xx_errors(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric("Invocation4XXErrors", statistic="Sum", **kwargs)
-
-    def metric_gpu_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric(self.GPU_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
-
-    def metric_gpu_memory_utilization_percent(self, **kwargs) -> cloudwatch.Metric:
-        return self.metric(self.GPU_MEMORY_UTILIZATION, namespace=self.GPU_NAMESPACE, **kwargs)
-
-
 class VariantEndpoint(Construct, ServingMetrics):
-    """A real-time endpoint; the first variant is the primary one (metrics default to it)."""
+    """A real-time endpoint; the first variant is the primary unit (metrics default to it). The variants
+    share the endpoint's update and log group, and the primary one scales: it is the one managed unit."""
+
+    # The execution role's statement that lets the units write their logs.
+    LOG_GRANT_SID = "WriteEndpointLogs"
+
+    @staticmethod
+    def managed_of(units: list[str]) -> list[str]:
+        """The units that roll out, scale and log on their own: the primary variant (the endpoint's)."""
+        return units[:1]
 
     def __init__(
         self,
@@ -138,7 +77,9 @@ class VariantEndpoint(Construct, ServingMetrics):
         if not variants:
             raise ValueError("VariantEndpoint needs at least one variant")
         self.variants = variants
-        self.variant_name = variants[0].name
+        self.units = [variant.name for variant in variants]
+        self.primary_unit = self.units[0]
+        self.managed_units = self.managed_of(self.units)
         self._endpoint_name = endpoint_name
         self.log_group = EndpointLogGroup(self, "Logs", endpoint_name=endpoint_name, retention_days=log_retention_days)
         self.endpoint_config = sagemaker.CfnEndpointConfig(
@@ -190,7 +131,12 @@ class VariantEndpoint(Construct, ServingMetrics):
     def endpoint_name(self) -> str:
         return self._endpoint_name
 
-    def log_group_of(self, variant_name: str | None = None) -> EndpointLogGroup:
+    @staticmethod
+    def log_group_name(endpoint_name: str, unit_name: str) -> str:
+        """Where a unit's container logs go (known before the endpoint is built): the endpoint's one group."""
+        return endpoint_log_group_name(endpoint_name)
+
+    def log_group_of(self, unit_name: str | None = None) -> EndpointLogGroup:
         """The endpoint's one log group: every variant logs there."""
         return self.log_group
 
@@ -198,13 +144,15 @@ class VariantEndpoint(Construct, ServingMetrics):
     def endpoint_arn(self) -> str:
         return Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=self.endpoint_name)
 
-    def configure_rollout(self, policy: RolloutPolicy) -> None:
+    def configure_rollout(self, unit_name: str, policy: RolloutPolicy) -> None:
         """Updates go blue/green or rolling as ``policy`` says, rolled back on its alarms (it renders when the
         template does, so alarms added later count); a policy of strategy ``none`` sets no DeploymentConfig.
+        The variants roll out as the endpoint's one update: ``unit_name`` is the primary unit.
 
         Scaled instance counts survive deploys (only the weights of the new config apply), so a
         deploy never shrinks an endpoint that autoscaling has grown.
         """
+        _check_managed(self, unit_name, "roll out on its own")
         if policy.strategy == "none":
             # The plain update also takes variants added or removed; instance counts then come
             # from the new config (nothing is retained for variants that may not exist any more).
@@ -221,15 +169,17 @@ class VariantEndpoint(Construct, ServingMetrics):
             grantee=grantee, actions=list(INVOKE_ACTIONS), resource_arns=[self.endpoint_arn]
         )
 
-    def auto_scale_instance_count(
-        self, *, min_capacity: int, max_capacity: int, variant_name: str | None = None
+    def auto_scale(
+        self, unit_name: str | None = None, *, min_capacity: int, max_capacity: int
     ) -> ScalableInstanceCount:
-        """Register a variant's instance count with Application Auto Scaling; add policies on the result."""
-        variant = variant_name or self.variant_name
+        """Register the primary variant's instance count with Application Auto Scaling; add policies on the
+        result."""
+        variant = unit_name or self.primary_unit
+        _check_managed(self, variant, "scale")
         role = autoscaling_service_role(self, f"AutoScalingRole{variant}")
         scaling = ScalableInstanceCount(
             self,
-            "InstanceCount" if variant == self.variant_name else f"InstanceCount{variant}",
+            "InstanceCount",
             endpoint_name=self.endpoint_name,
             variant_name=variant,
             min_capacity=min_capacity,
@@ -239,8 +189,12 @@ class VariantEndpoint(Construct, ServingMetrics):
         scaling.node.add_dependency(self.endpoint)
         return scaling
 
-    def _dimensions(self, variant_name: str | None) -> dict[str, str]:
-        return {"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant_name}
+    def _dimensions(self, unit_name: str | None) -> dict[str, str]:
+        return {"EndpointName": self.endpoint_name, "VariantName": unit_name or self.primary_unit}
+
+    def metric_units_serving(self, *, period: Duration) -> cloudwatch.IMetric | None:
+        """None: a variant always keeps an instance serving."""
+        return None
 
     def metric_backlog_per_instance(self, **kwargs) -> cloudwatch.Metric:
         """Async endpoints only: queued requests per instance (EndpointName dimension only)."""
@@ -260,4 +214,12 @@ class VariantEndpoint(Construct, ServingMetrics):
             dimensions_map={"EndpointName": self.endpoint_name},
             statistic="Average",
             **kwargs,
+        )
+
+
+def _check_managed(endpoint: VariantEndpoint, unit_name: str, what: str) -> None:
+    if unit_name not in endpoint.managed_units:
+        raise ValueError(
+            f"{endpoint.node.path}: variant {unit_name!r} does not {what}; the variants' one managed unit is "
+            f"{endpoint.primary_unit!r}"
         )

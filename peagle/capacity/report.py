@@ -139,7 +139,7 @@ def snippet(found: Answer, context: Context) -> str:
     lines.append("autoscaling:")
     if not context.inference_component:
         lines.append(f"  target_concurrency_per_instance: {target_concurrency}")
-    lines += [f"  max_rps_per_instance: {found.rate_per_instance:.3f}", f"  safety_factor: {h:g}"]
+    lines += [f"  max_rps_per_instance: {found.rate_per_instance:.3f}", f"  headroom: {h:g}"]
     if fleet and not context.inference_component:
         lines += ["  min_instances: 1", f"  max_instances: {fleet}"]
     lines += [

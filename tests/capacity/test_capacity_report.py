@@ -48,7 +48,7 @@ def test_the_snippet_has_the_deployment_file_shape():
         "autoscaling:\n"
         "  target_concurrency_per_instance: 5.12\n"  # 6.4 in flight x headroom 0.8
         f"  max_rps_per_instance: {rate}\n"
-        "  safety_factor: 0.8\n"
+        "  headroom: 0.8\n"
         "  min_instances: 1\n"
         f"  max_instances: {-(-10 // (found.rate_per_instance * 0.8)):.0f}\n"
         "  measured_capacity:\n"

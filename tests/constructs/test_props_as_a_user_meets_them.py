@@ -306,7 +306,7 @@ def test_from_config_plans_the_config_it_is_given_and_speaks_the_files_words():
     from peagle.config import parse_deployment_config
 
     config = parse_deployment_config(
-        {"name": "chat", "model": "qwen3-8b", "autoscaling": {"safety_factor": 0.6, "scale_in_cooldown_seconds": 600}}
+        {"name": "chat", "model": "qwen3-8b", "autoscaling": {"headroom": 0.6, "scale_in_cooldown_seconds": 600}}
     )
     stack = _stack()
     weights = ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/qwen3-8b/")

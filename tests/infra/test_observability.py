@@ -174,7 +174,7 @@ def test_latency_step_scaling_adds_instances_over_the_sla_in_microseconds(defaul
     assert alarms, "step scaling alarm at the chatbot SLA of 10 s = 10,000,000 us"
 
 
-def test_invocations_target_needs_a_measured_rps_and_uses_the_safety_factor(synth, tmp_path):
+def test_invocations_target_needs_a_measured_rps_and_uses_the_headroom(synth, tmp_path):
     with pytest.raises(ConfigError, match=r"needs autoscaling.max_rps_per_instance: measure it with `peagle bench`"):
         config_from_overrides({}, base={"autoscaling": {"target": "invocations"}})
     path = write_deployment(tmp_path, "autoscaling:\n  target: invocations\n  max_rps_per_instance: 2.0\n")
@@ -354,7 +354,7 @@ def test_every_alarm_notifies_the_topic_and_a_composite_rolls_them_up(default_sy
 def test_thresholds_can_be_overridden_and_emails_subscribed(synth, tmp_path):
     path = write_deployment(
         tmp_path,
-        "alarms:\n  latency_p90_seconds: 4\n  error_5xx_rate_percent: 0.5\n  emails: [oncall@example.com]\n",
+        "alarms:\n  latency_sla_p90_seconds: 4\n  error_5xx_rate_percent: 0.5\n  emails: [oncall@example.com]\n",
     )
     result = synth(deployment=path)
     assert _alarm(result, "p90 ModelLatency over")["Threshold"] == 4_000_000

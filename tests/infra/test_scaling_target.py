@@ -15,7 +15,7 @@ from peagle.cli import main
 SNIPPET = """autoscaling:
   target_concurrency_per_instance: 13.36
   max_rps_per_instance: 1.9
-  safety_factor: 0.8
+  headroom: 0.8
   measured_capacity:
     requests_per_second: 1.9
     concurrency: 16.7
@@ -75,7 +75,7 @@ def test_a_hand_set_target_says_so(tmp_path, capsys):
 def test_a_bad_measured_capacity_fails_with_its_field(tmp_path, capsys, bad):
     key = bad.split(":")[0]
     text = SNIPPET.replace(
-        next(line for line in SNIPPET.splitlines() if line.strip().startswith(key + ":")), f"    {bad}"
+        next(line for line in SNIPPET.splitlines() if line.startswith(f"    {key}:")), f"    {bad}"
     )
     assert main(["plan", "--deployment", write_deployment(tmp_path, text)]) == 2
     assert f"measured_capacity.{key}" in capsys.readouterr().err
