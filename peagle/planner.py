@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.config import DeploymentConfig, MeasuredCapacity
+from peagle.config import AutoscalingSettings, DeploymentConfig, MeasuredCapacity
 from peagle.errors import InstanceFitError, PlanError
 from peagle_serve.contract import ScheduleBand, describe_schedule
 from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
@@ -211,6 +211,9 @@ class Plan:
     speculative_schedule: tuple[ScheduleBand, ...] = field(default=())
     components: ComponentPlan | None = None  # inference-component mode; None: production variants
     scaling: ScalingTarget | None = None  # None only for plans built by hand
+    # The validated autoscaling settings the policies are built from (cooldowns, bounds, GPU target, schedules;
+    # the target itself is ``scaling``, copy bounds ``components``); None: autoscaling off, fixed capacity.
+    autoscaling: AutoscalingSettings | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -564,6 +567,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
         components=components,
         scaling=scaling_target(config, max_num_seqs),
+        autoscaling=config.autoscaling if config.autoscaling.enabled else None,
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         latency_sla_p90_seconds=config.alarms.latency_sla_p90_seconds or profile.latency_sla_p90_seconds,

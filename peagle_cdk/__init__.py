@@ -12,7 +12,6 @@ another package in your environment.
 """
 
 from peagle.catalog import InstanceType, ModelPair
-from peagle.config import MeasuredCapacity, ProfileOverrides, SloSettings
 from peagle_cdk.catalog_ids import InstanceTypes, ModelPairs, Profiles
 from peagle_cdk.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
 from peagle_cdk.endpoint_props import (
@@ -28,6 +27,7 @@ from peagle_cdk.endpoint_props import (
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 from peagle_cdk.peagle_endpoint import PeagleEndpoint
 from peagle_cdk.private_network import INTERFACE_ENDPOINTS, PrivateNetwork
+from peagle_cdk.settings_model import MeasuredCapacity, ProfileOverrides, SloSettings
 
 __all__ = [
     "AbBaseline",

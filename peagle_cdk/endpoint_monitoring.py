@@ -17,7 +17,6 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from peagle.config import AlarmSettings, parse_deployment_config
 from peagle.errors import ConfigError
 from peagle_cdk.component_endpoint import id_suffix
 from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
@@ -25,13 +24,14 @@ from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
 from peagle_cdk.fleet_metrics import FleetMetrics
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 from peagle_cdk.prop_types import check_duration
+from peagle_cdk.settings_model import DEFAULTS, parse_deployment_config
 
 if TYPE_CHECKING:
     from peagle.planner import Plan
     from peagle_cdk.peagle_endpoint import PeagleEndpoint
 
-# The deployment file's defaults (peagle.config.AlarmSettings) are the construct's: one set of numbers.
-_DEFAULTS = AlarmSettings()
+# The deployment file's defaults (its alarms section) are the construct's: one set of numbers.
+_DEFAULTS = DEFAULTS.alarms
 
 
 # The cost alarm's period: cost per token is noisy over minutes (a few requests on an instance paid by the

@@ -23,22 +23,13 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from peagle.config import (
-    AbTestSettings,
-    AutoscalingSettings,
-    BlueGreenSettings,
-    InferenceComponentSettings,
-    MeasuredCapacity,
-    RollingSettings,
-)
 from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
+from peagle_cdk.settings_model import DEFAULTS, MeasuredCapacity
 
-# The deployment file's defaults are the value types' (one set of numbers, written in peagle/config.py): the
-# library imports the settings model for them and for its validation, by design (it is the one model both
-# front doors, the file and the props, become).
-_AUTOSCALING, _BLUE_GREEN, _ROLLING = AutoscalingSettings(), BlueGreenSettings(), RollingSettings()
-_COMPONENTS, _AB_TEST = InferenceComponentSettings(), AbTestSettings()
+# The deployment file's defaults are the value types' (one set of numbers, peagle_cdk/settings_model.py).
+_AUTOSCALING, _BLUE_GREEN, _ROLLING = DEFAULTS.autoscaling, DEFAULTS.rollout.blue_green, DEFAULTS.rollout.rolling
+_COMPONENTS, _AB_TEST = DEFAULTS.endpoint.inference_components, DEFAULTS.ab_test
 
 # The serving image's build context: inference_image/, linked into this package as serving_image/ and
 # shipped in the wheel as package data, so an installed library builds the same image.

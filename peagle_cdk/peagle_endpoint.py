@@ -24,7 +24,6 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
 from peagle.catalog import InstanceType, ModelPair
-from peagle.config import DeploymentConfig, ProfileOverrides, SloSettings, parse_deployment_config
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.deployment_rules import DeploymentPlans, check_deployment, volume_key_allowed
 from peagle.errors import PeagleError
@@ -50,10 +49,17 @@ from peagle_cdk.planned_scaling import scale_unit
 from peagle_cdk.prop_errors import in_props
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
+from peagle_cdk.settings_model import (
+    DEFAULTS,
+    DeploymentConfig,
+    ProfileOverrides,
+    SloSettings,
+    parse_deployment_config,
+)
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
-# The deployment file's defaults are the props' (one set of numbers, in peagle/config.py).
-_FILE = DeploymentConfig()
+# The deployment file's defaults are the props' (one set of numbers, peagle_cdk/settings_model.py).
+_FILE = DEFAULTS
 
 # CloudFormation VpcConfig (see PeagleEndpoint._placement): SecurityGroupIds "Maximum: 5", Subnets "Maximum: 16".
 MAX_VPC_SECURITY_GROUPS, MAX_VPC_SUBNETS = 5, 16
@@ -337,7 +343,7 @@ class PeagleEndpoint(Construct):
         self._rollouts = self._rollout_policies()
         self._rollback_alarm_units: set[str] = set()
         self._apply_rollouts()
-        self.scaling = self._scale() if self._config.autoscaling.enabled else None
+        self.scaling = self._scale() if self.plan.autoscaling is not None else None
         self.async_endpoint: AsyncInferenceEndpoint | None = None
 
     # --- read-only results ----------------------------------------------------------------------
@@ -741,10 +747,7 @@ class PeagleEndpoint(Construct):
     def _scale(self) -> list[ScalableUnitCapacity]:
         """Each managed unit's scaling: each component's copies, or the primary variant's instances."""
         plans = [self.plan, self.baseline_plan]
-        return [
-            scale_unit(self.endpoint, unit, plans[index], self._config.autoscaling)
-            for index, unit in enumerate(self.endpoint.managed_units)
-        ]
+        return [scale_unit(self.endpoint, unit, plans[index]) for index, unit in enumerate(self.endpoint.managed_units)]
 
     @property
     def config(self) -> DeploymentConfig:

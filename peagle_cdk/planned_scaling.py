@@ -10,24 +10,24 @@ from aws_cdk import Duration, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from peagle.config import AutoscalingSettings
 from peagle.planner import Plan
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
 
 
-def scale_unit(units: ServingUnits, unit_name: str, plan: Plan, settings: AutoscalingSettings) -> ScalableUnitCapacity:
-    """The scaling ``plan`` calls for on one managed unit: a component's copies (``plan.components``), or
-    the primary variant's instances."""
+def scale_unit(units: ServingUnits, unit_name: str, plan: Plan) -> ScalableUnitCapacity:
+    """The scaling ``plan`` calls for on one managed unit (``plan.autoscaling`` set): a component's copies
+    (``plan.components``), or the primary variant's instances."""
     if plan.components is not None:
-        return _scale_copies(units, unit_name, plan, settings)
-    return _scale_instances(units, unit_name, plan, settings)
+        return _scale_copies(units, unit_name, plan)
+    return _scale_instances(units, unit_name, plan)
 
 
-def _cooldowns(settings: AutoscalingSettings) -> dict[str, Duration]:
+def _cooldowns(plan: Plan) -> dict[str, Duration]:
+    autoscaling = plan.autoscaling
     return {
-        "scale_in_cooldown": Duration.seconds(settings.scale_in_cooldown_seconds),
-        "scale_out_cooldown": Duration.seconds(settings.scale_out_cooldown_seconds),
+        "scale_in_cooldown": Duration.seconds(autoscaling.scale_in_cooldown_seconds),
+        "scale_out_cooldown": Duration.seconds(autoscaling.scale_out_cooldown_seconds),
     }
 
 
@@ -35,10 +35,9 @@ def _scale_on_latency(
     endpoint: ServingUnits,
     scaling: ScalableUnitCapacity,
     plan: Plan,
-    settings: AutoscalingSettings,
     unit: dict[str, str],
 ) -> None:
-    if settings.latency_step_scaling:
+    if plan.autoscaling.latency_step_scaling:
         scaling.scale_on_model_latency(
             "ModelLatencyOverSla",
             metric=endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
@@ -48,18 +47,17 @@ def _scale_on_latency(
         )
 
 
-def _scale_instances(
-    endpoint: ServingUnits, name: str, plan: Plan, settings: AutoscalingSettings
-) -> ScalableInstanceCount:
+def _scale_instances(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableInstanceCount:
     """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
     the SLA and schedules."""
-    scaling = endpoint.auto_scale(name, min_capacity=settings.min_instances, max_capacity=settings.max_instances)
-    cooldowns = _cooldowns(settings)
-    if settings.target == "invocations":
+    autoscaling = plan.autoscaling
+    scaling = endpoint.auto_scale(name, min_capacity=autoscaling.min_instances, max_capacity=autoscaling.max_instances)
+    cooldowns = _cooldowns(plan)
+    if autoscaling.target == "invocations":
         scaling.scale_on_invocations(
             "InvocationsPerInstance",
-            max_requests_per_second=settings.max_rps_per_instance,
-            headroom=settings.headroom,
+            max_requests_per_second=autoscaling.max_rps_per_instance,
+            headroom=autoscaling.headroom,
             **cooldowns,
         )
     else:
@@ -67,16 +65,16 @@ def _scale_instances(
         scaling.scale_on_concurrency(
             "ConcurrencyPerInstance", target_requests_per_unit=plan.scaling.concurrency, **cooldowns
         )
-    if settings.gpu_utilization_target_percent is not None:
+    if autoscaling.gpu_utilization_target_percent is not None:
         scaling.scale_on_gpu_utilization(
             "GpuUtilization",
             metric=endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1)),
-            target_percent_per_gpu=settings.gpu_utilization_target_percent,
+            target_percent_per_gpu=autoscaling.gpu_utilization_target_percent,
             gpu_count=plan.gpus_per_metric,
             **cooldowns,
         )
-    _scale_on_latency(endpoint, scaling, plan, settings, {})
-    for schedule in settings.schedules:
+    _scale_on_latency(endpoint, scaling, plan, {})
+    for schedule in autoscaling.schedules:
         scaling.scale_on_schedule(
             schedule.name,
             schedule=appscaling.Schedule.expression(schedule.schedule),
@@ -87,30 +85,30 @@ def _scale_instances(
     return scaling
 
 
-def _scale_copies(endpoint: ServingUnits, name: str, plan: Plan, settings: AutoscalingSettings) -> ScalableCopyCount:
+def _scale_copies(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableCopyCount:
     """Copy count with load, to zero after the idle time and back on the first refused request
     (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
-    components = plan.components
+    components, autoscaling = plan.components, plan.autoscaling
     scaling = endpoint.auto_scale(name, min_capacity=components.min_copies, max_capacity=components.max_copies)
     unit = {"unit_name": name}
     to_zero = components.scales_to_zero
-    cooldowns = _cooldowns(settings)
+    cooldowns = _cooldowns(plan)
     scaling.scale_on_concurrency(
         "ConcurrencyPerCopy",
         target_requests_per_unit=plan.scaling.concurrency,
         disable_scale_in=to_zero,
         **cooldowns,
     )
-    if settings.gpu_utilization_target_percent is not None:
+    if autoscaling.gpu_utilization_target_percent is not None:
         scaling.scale_on_gpu_utilization(
             "GpuUtilization",
             metric=endpoint.metric_gpu_utilization_percent(period=Duration.minutes(1), **unit),
-            target_percent_per_gpu=settings.gpu_utilization_target_percent,
+            target_percent_per_gpu=autoscaling.gpu_utilization_target_percent,
             gpu_count=plan.gpus_per_metric,
             disable_scale_in=True,  # scale-in is the step policies' (ScalableCopyCount's docstring)
             **cooldowns,
         )
-    _scale_on_latency(endpoint, scaling, plan, settings, unit)
+    _scale_on_latency(endpoint, scaling, plan, unit)
     if to_zero:
         minute = Duration.minutes(1)
         scaling.scale_out_on_refused_requests(
@@ -139,7 +137,7 @@ def _scale_copies(endpoint: ServingUnits, name: str, plan: Plan, settings: Autos
             ),
             below=plan.scaling.light_load_below,
             minutes=components.light_load_minutes,
-            cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+            cooldown=Duration.seconds(autoscaling.scale_in_cooldown_seconds),
             most_copies=components.max_copies,
         )
         scaling.scale_in_when_idle(

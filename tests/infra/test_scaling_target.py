@@ -74,9 +74,7 @@ def test_a_hand_set_target_says_so(tmp_path, capsys):
 @pytest.mark.parametrize("bad", ["headroom: 1.5", "requests_per_second: 0", "concurrency: -1"])
 def test_a_bad_measured_capacity_fails_with_its_field(tmp_path, capsys, bad):
     key = bad.split(":")[0]
-    text = SNIPPET.replace(
-        next(line for line in SNIPPET.splitlines() if line.startswith(f"    {key}:")), f"    {bad}"
-    )
+    text = SNIPPET.replace(next(line for line in SNIPPET.splitlines() if line.startswith(f"    {key}:")), f"    {bad}")
     assert main(["plan", "--deployment", write_deployment(tmp_path, text)]) == 2
     assert f"measured_capacity.{key}" in capsys.readouterr().err
 
