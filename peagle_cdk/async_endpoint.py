@@ -33,15 +33,15 @@ class AsyncInferenceEndpoint(Construct):
         execution_role: SageMakerExecutionRole,
         bucket_name: str,
         bucket_key: kms.IKey | None = None,
-        max_concurrent_invocations_per_instance: int = 4,
-        min_instances: int = 0,
-        max_instances: int = 2,
-        target_backlog_per_instance: float = 4.0,
-        scale_in_cooldown: Duration = Duration.minutes(15),
-        scale_out_cooldown: Duration = Duration.minutes(2),
-        wake_cooldown: Duration = Duration.minutes(30),
+        max_concurrent_invocations_per_instance: int,
+        min_instances: int,
+        max_instances: int,
+        target_backlog_per_instance: float,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        wake_cooldown: Duration,
         volume_key: kms.IKey | None = None,
-        log_retention_days: int = 365,
+        log_retention_days: int,
     ) -> None:
         """
         :param variant: the model and instance type; the endpoint starts with one instance whatever

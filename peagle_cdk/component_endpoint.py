@@ -121,19 +121,19 @@ class ComponentEndpoint(Construct, ServingMetrics):
         execution_role: iam.IRole,
         components: list[ComponentSpec],
         execution_role_policy: IDependable | None = None,
-        network_isolation: bool = True,
+        network_isolation: bool,
         subnet_ids: list[str] | None = None,
         security_group_ids: list[str] | None = None,
         volume_key: kms.IKey | None = None,
-        log_retention_days: int = 365,
-        detailed_observability: bool = True,
-        metric_publish_frequency_seconds: int = 60,
+        log_retention_days: int,
+        detailed_observability: bool,
+        metric_publish_frequency_seconds: int,
     ) -> None:
         """
         :param execution_role_policy: the policy that grants ``execution_role`` its permissions when it
             is not part of the role construct (a customer-managed policy); the endpoint waits for it.
             Default: the role alone, whose default (inline) policy it already covers.
-        :param network_isolation: no network or AWS credentials in the containers (default: on). Give
+        :param network_isolation: no network or AWS credentials in the containers. Give
             the components' Models the same value.
         :param subnet_ids: private subnets the instances run in, with ``security_group_ids``
             (default: SageMaker's managed network). Give the components' Models the same placement.

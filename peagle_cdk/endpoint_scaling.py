@@ -184,7 +184,7 @@ class ScalableInstanceCount(_SageMakerCapacity):
         id: str,
         *,
         max_requests_per_second: float,
-        headroom: float = 0.5,
+        headroom: float,
         scale_in_cooldown: Duration,
         scale_out_cooldown: Duration,
     ) -> float:

@@ -58,9 +58,9 @@ class VariantEndpoint(Construct, ServingMetrics):
         endpoint_name: str,
         variants: list[VariantSpec],
         volume_key: kms.IKey | None = None,
-        log_retention_days: int = 365,
-        detailed_observability: bool = True,
-        metric_publish_frequency_seconds: int = 60,
+        log_retention_days: int,
+        detailed_observability: bool | None = None,
+        metric_publish_frequency_seconds: int | None = None,
         async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
     ) -> None:
         """
@@ -69,13 +69,18 @@ class VariantEndpoint(Construct, ServingMetrics):
         :param volume_key: KMS key for the ML storage volume (default: none; on instance types with
             local NVMe storage a key does not encrypt that storage, and older API texts say the call
             fails: peagle.deployment_rules.volume_key_allowed).
-        :param log_retention_days: retention of the endpoint's log group (default one year).
-        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics (default on).
+        :param log_retention_days: retention of the endpoint's log group.
+        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics; with
+            ``metric_publish_frequency_seconds``, required for a real-time endpoint (async ones have no metrics config).
         :param async_inference: makes this an asynchronous endpoint (default: real-time).
         """
         super().__init__(scope, id)
         if not variants:
             raise ValueError("VariantEndpoint needs at least one variant")
+        if async_inference is None and (detailed_observability is None or metric_publish_frequency_seconds is None):
+            raise ValueError(
+                "a real-time VariantEndpoint needs detailed_observability and metric_publish_frequency_seconds"
+            )
         self.variants = variants
         self.units = [variant.name for variant in variants]
         self.primary_unit = self.units[0]
