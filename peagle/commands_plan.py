@@ -156,10 +156,12 @@ def run_plan(args: argparse.Namespace) -> int:
             ),
             "peak": {"requests_per_second": args.peak_rps, plan.scaling.unit + "s": fleet} if fleet else None,
             "environment": environment,
+            "serving_image": {"build": config.image.build, "path": image_path(config.image)},
         }
         print(json.dumps(document, indent=2))
         return 0
     print("\n".join(plan.summary_lines()))
+    print(f"serving image   {image_path(config.image)}")
     if fleet is not None:
         measured = plan.scaling.measured
         per_unit = measured.requests_per_second * measured.headroom
@@ -181,3 +183,24 @@ def run_plan(args: argparse.Namespace) -> int:
         for key, value in environment.items():
             print(f"  {key}={value}")
     return 0
+
+
+def image_path(image) -> str:
+    """How `cdk deploy` gets the serving image, for the plan (docs/deployment.md, "The serving image, built in
+    your account", says where the time and cost estimates come from)."""
+    if image.build == "local_docker":
+        return (
+            "built by your Docker during `cdk deploy` and pushed from this machine (several GB; needs Docker; "
+            "image.build: in_account builds it in the account instead)"
+        )
+    base = (
+        "the vLLM base through an ECR pull-through cache of Docker Hub"
+        if image.pull_through_cache_secret_arn
+        else "the vLLM base from your mirror"
+        if image.base_mirror
+        else "the vLLM base anonymously from Docker Hub (its pull limits apply)"
+    )
+    return (
+        "built in your account by CodeBuild during `cdk deploy` (no Docker needed; first build ~15-30 min and "
+        f"~$0.20, estimated), pulling {base}"
+    )

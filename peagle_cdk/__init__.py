@@ -27,11 +27,13 @@ from peagle_cdk.endpoint_props import (
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 from peagle_cdk.peagle_endpoint import PeagleEndpoint
 from peagle_cdk.private_network import INTERFACE_ENDPOINTS, PrivateNetwork
+from peagle_cdk.serving_image_build import BaseImage
 from peagle_cdk.settings_model import MeasuredCapacity, ProfileOverrides, SloSettings
 
 __all__ = [
     "AbBaseline",
     "AlarmThresholds",
+    "BaseImage",
     "Autoscaling",
     "EndpointMode",
     "EndpointMonitoring",

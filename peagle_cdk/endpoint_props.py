@@ -25,6 +25,7 @@ from constructs import Construct
 
 from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
+from peagle_cdk.serving_image_build import BaseImage, build_in_account
 from peagle_cdk.settings_model import DEFAULTS, MeasuredCapacity
 
 # The deployment file's defaults are the value types' (one set of numbers, peagle_cdk/settings_model.py).
@@ -97,8 +98,35 @@ class BoundImage:
 class ServingImage:
     """The serving container: the launcher over the pinned vLLM (inference_image/)."""
 
-    def __init__(self, *, directory: Path | None = None, repository: ecr.IRepository | None = None, tag: str = ""):
+    def __init__(
+        self,
+        *,
+        directory: Path | None = None,
+        repository: ecr.IRepository | None = None,
+        tag: str = "",
+        build_in_account: bool = False,
+        base: BaseImage | None = None,
+    ):
         self._directory, self._repository, self._tag = directory, repository, tag
+        self._in_account, self._base = build_in_account, base
+
+    @staticmethod
+    def build_in_account(
+        *, base: BaseImage | None = None, repository: ecr.IRepository | None = None, directory: str | Path | None = None
+    ) -> ServingImage:
+        """Built during `cdk deploy` in CodeBuild, in the endpoint's account and region: `cdk deploy` needs no
+        Docker and uploads only the build context (peagle_cdk/serving_image_build.py). ``base``: where the build
+        pulls the pinned vLLM base (default ``BaseImage.docker_hub()``, anonymously; ``pull_through_cache`` or
+        ``mirror`` avoid Docker Hub's limits). ``repository``: where the image goes (default: a new one, scanned
+        on push, KMS-encrypted, keeping the last few images), in the endpoint's region."""
+        prop_types.check_instance("ServingImage.build_in_account", "base", base, BaseImage, "a BaseImage")
+        prop_types.check_interface("ServingImage.build_in_account", "repository", repository, "IRepository")
+        return ServingImage(
+            directory=Path(directory) if directory else INFERENCE_IMAGE_DIR,
+            repository=repository,
+            build_in_account=True,
+            base=base or BaseImage.docker_hub(),
+        )
 
     @staticmethod
     def from_asset(directory: str | Path | None = None) -> ServingImage:
@@ -111,8 +139,28 @@ class ServingImage:
         """An image you built and pushed from inference_image/ (same launcher, same vLLM pin)."""
         return ServingImage(repository=repository, tag=tag)
 
+    @staticmethod
+    def from_settings(settings) -> ServingImage:
+        """The deployment file's image section (peagle.config.ImageSettings)."""
+        if settings.build == "local_docker":
+            return ServingImage.from_asset()
+        return ServingImage.build_in_account(base=BaseImage.from_settings(settings))
+
+    @property
+    def source(self) -> str:
+        """in_account, local_docker or repository (an image you pushed)."""
+        return "in_account" if self._in_account else "repository" if self._repository is not None else "local_docker"
+
     def bind(self, scope: Construct) -> BoundImage:
-        """The image for one endpoint; an asset becomes the child "ServingImage" of ``scope``."""
+        """The image for one endpoint; an asset or a build becomes the child "ServingImage" of ``scope``."""
+        if self._in_account:
+            image_uri, repository = build_in_account(
+                Construct(scope, "ServingImage"),
+                directory=self._directory,
+                base=self._base,
+                repository=self._repository,
+            )
+            return BoundImage(image_uri, repository)
         if self._repository is not None:
             return BoundImage(self._repository.repository_uri_for_tag(self._tag), self._repository)
         asset = ecr_assets.DockerImageAsset(

@@ -247,7 +247,9 @@ class PeagleEndpoint(Construct):
     ) -> PeagleEndpoint:
         """The endpoint a validated deployment config describes (what the YAML app does), planned once from it,
         its messages in the file's words. The props that are CDK objects, which a file cannot hold, are given
-        as to the constructor; everything else is the config's."""
+        as to the constructor; everything else is the config's. ``image`` None: the config's ``image`` section
+        (by default built in the account during `cdk deploy`; the constructor's default stays a local Docker
+        build, which a construct user chooses against explicitly)."""
         prop_types.check_instance(
             f"PeagleEndpoint.from_config {id}", "config", config, DeploymentConfig, "a peagle.config.DeploymentConfig"
         )
@@ -255,7 +257,7 @@ class PeagleEndpoint(Construct):
             scope,
             id,
             weights=weights,
-            image=image,
+            image=image or ServingImage.from_settings(config.image),
             endpoint_name=endpoint_name,
             role=role,
             vpc=vpc,

@@ -12,7 +12,9 @@ from that model, all here:
   words in props);
 - the value types a prop takes whole, the same objects a file's section holds: ``MeasuredCapacity``
   (what `peagle capacity` writes), ``ProfileOverrides`` and ``SloSettings`` (every field optional, None:
-  the profile's).
+  the profile's);
+- ``ECR_IMAGE``: what the file accepts as an ECR image reference (image.base_mirror), which
+  ``BaseImage.mirror_uri`` parses.
 
 No other module of peagle_cdk imports peagle.config: the scaling code reads the plan
 (``Plan.autoscaling``, ``Plan.scaling``), the monitoring its AlarmThresholds.
@@ -20,12 +22,20 @@ No other module of peagle_cdk imports peagle.config: the scaling code reads the 
 
 from __future__ import annotations
 
-from peagle.config import DeploymentConfig, MeasuredCapacity, ProfileOverrides, SloSettings, parse_deployment_config
+from peagle.config import (
+    ECR_IMAGE,
+    DeploymentConfig,
+    MeasuredCapacity,
+    ProfileOverrides,
+    SloSettings,
+    parse_deployment_config,
+)
 
 DEFAULTS = DeploymentConfig()
 
 __all__ = [
     "DEFAULTS",
+    "ECR_IMAGE",
     "DeploymentConfig",
     "MeasuredCapacity",
     "ProfileOverrides",

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The smallest CDK app with a P-EAGLE endpoint: a catalog pair on its default instance type, weights
-in a bucket you already have, alarms (to a topic of their own) and a dashboard, and cdk-nag's AWS
-Solutions rules run as the app synthesizes. `cdk synth` needs no AWS credentials and no Docker.
+in a bucket you already have, the serving image built in the account during `cdk deploy` (no Docker
+anywhere on your side), alarms (to a topic of their own) and a dashboard, and cdk-nag's AWS Solutions
+rules run as the app synthesizes. `cdk synth` needs no AWS credentials and no Docker.
 
 The bucket is named by the context key ``weightsBucket`` (default ``my-model-weights``); stage the pair
 there with the wheel's CLI: `peagle stage --model gpt-oss-20b --s3-uri s3://<bucket>/models/gpt-oss-20b/`.
@@ -13,7 +14,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
-from peagle_cdk import EndpointMonitoring, ModelPairs, ModelWeights, PeagleEndpoint
+from peagle_cdk import EndpointMonitoring, ModelPairs, ModelWeights, PeagleEndpoint, ServingImage
 
 app = cdk.App()
 stack = cdk.Stack(app, "MinimalChat")
@@ -23,6 +24,9 @@ endpoint = PeagleEndpoint(
     "Chat",
     model=ModelPairs.GPT_OSS_20B,
     weights=ModelWeights.from_bucket(bucket, "models/gpt-oss-20b/"),
+    # Built by CodeBuild in your account from the build context the wheel ships; the default,
+    # ServingImage.from_asset(), builds it with your Docker and pushes it from your machine.
+    image=ServingImage.build_in_account(),
 )
 EndpointMonitoring(stack, "ChatMonitoring", endpoint=endpoint)
 # cdk-nag 3 runs as a policy-validation plugin (Aspects.of(app).add(...) fails on it): a finding that no

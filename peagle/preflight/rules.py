@@ -498,6 +498,44 @@ def endpoint_mode_switch(old: StackTemplate, new: StackTemplate, context: CheckC
     return findings
 
 
+# AWS::SageMaker::Model: PrimaryContainer is create-only ("createOnlyProperties" of the resource's schema, as
+# shipped with cfn-lint 1.58.0, cfnlint/data/schemas/resources/f713429cd3f0c181.json; CloudFormation User Guide,
+# AWS::SageMaker::Model, PrimaryContainer "Update requires: Replacement").
+MODEL_REPLACEMENT = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-sagemaker-model.html"
+IMAGE_PATHS = {
+    "in_account": "built in CodeBuild during the deploy (no Docker here)",
+    "local_docker": "built and pushed by this machine's Docker",
+    "repository": "an image you pushed",
+}
+
+
+def image_source(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """The serving image's source changes (local Docker <-> in-account build): allowed, and what it does."""
+    before, after = old.image_sources(), new.image_sources()
+    findings = []
+    for logical_id, source in sorted(after.items()):
+        previous = before.get(logical_id)
+        if previous is None or previous == source:
+            continue
+        build = (
+            "; the first in-account build runs before them (docs/deployment.md: how to follow it)"
+            if source == "in_account"
+            else ""
+        )
+        findings.append(
+            Finding(
+                rule="image-source",
+                severity=Severity.NOTE,
+                what=f"serving image of {logical_id}: {IMAGE_PATHS[previous]} -> {IMAGE_PATHS[source]}",
+                why="the same build context and vLLM base from another place: the Model and its endpoint config are "
+                "replaced (a Model's container is create-only) and the endpoint updates in place onto them, as with any "
+                f"image change, under its rollout policy{build}",
+                source=MODEL_REPLACEMENT,
+            )
+        )
+    return findings
+
+
 RULES: tuple[Rule, ...] = (
     variant_set_under_guardrails,
     endpoint_mode_switch,
@@ -506,6 +544,7 @@ RULES: tuple[Rule, ...] = (
     physical_name_reused,
     weights_prefix,
     log_group_name_taken,
+    image_source,
 )
 
 

