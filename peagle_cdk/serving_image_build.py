@@ -6,9 +6,10 @@ source github.com/cdklabs/deploy-time-build, src/container-image-build.ts) uploa
 file asset (a few hundred KB here), and a custom resource starts a CodeBuild build that runs ``docker buildx
 build`` on it, pushes the image to an ECR repository tagged with the context's asset hash and reports the tag
 back; the Model's image names that tag, so the endpoint waits for the build, and a context that did not change
-keeps its tag and is not rebuilt. Its CodeBuild project runs privileged, which CodeBuild requires to run a Docker
-daemon ("privilegedMode ... Enables running the Docker daemon inside a Docker container. Set to true only if the
-build project is used to build Docker images", CodeBuild API reference, ProjectEnvironment).
+keeps its tag and is not rebuilt. Its CodeBuild project runs privileged, which a Docker build needs ("If set to
+true, enables running the Docker daemon inside a Docker container ... This value must be set to true only if this
+build project will be used to build Docker images", CodeBuild API reference, ProjectEnvironment.privilegedMode, as
+the AWS SDKs carry it, e.g. docs.rs rusoto_codebuild ProjectEnvironment).
 
 Where the build pulls the pinned vLLM base from (the Dockerfile's VLLM_IMAGE build argument):
 
