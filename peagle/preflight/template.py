@@ -25,8 +25,9 @@ from peagle.errors import PeagleError
 ENDPOINT = "AWS::SageMaker::Endpoint"
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
 MODEL = "AWS::SageMaker::Model"
-# cdklabs/deploy-time-build's ContainerImageBuild (peagle_cdk/serving_image_build.py).
-IMAGE_BUILD = "Custom::CDKContainerImageBuild"
+# The in-account image build's custom resource (peagle_cdk/serving_image_build.py), and the one of cdklabs'
+# deploy-time-build that earlier releases used (still in templates deployed by them).
+IMAGE_BUILDS = ("Custom::PeagleServingImageBuild", "Custom::CDKContainerImageBuild")
 INFERENCE_COMPONENT = "AWS::SageMaker::InferenceComponent"
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 LOG_GROUP = "AWS::Logs::LogGroup"
@@ -52,6 +53,11 @@ _ECHOED_ATTRIBUTES = frozenset(
     {"EndpointName", "EndpointConfigName", "ModelName", "LogGroupName", "InferenceComponentName"}
 )
 _SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]*)\}")
+# Pseudo parameters whose value one stack keeps across updates: its account, partition, region, URL suffix, name
+# and id (AWS::NoValue and AWS::NotificationARNs are not names).
+STACK_CONSTANTS = frozenset(
+    {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix", "AWS::StackName", "AWS::StackId"}
+)
 
 
 class TemplateError(PeagleError):
@@ -225,6 +231,13 @@ class StackTemplate:
         result = _SUB_VARIABLE.sub(one, text)
         return None if missing else result
 
+    def fixed(self, value: Any) -> str | None:
+        """The string ``value`` stands for when the template itself fixes it, or None when CloudFormation or another
+        resource decides it (a generated name, an attribute, a parameter). Pseudo parameters that are the same on
+        every update of one stack stay as placeholders (``${AWS::Region}``), so two templates of the same stack
+        compare equal where the deployed values would."""
+        return self.resolve(value, unresolved=lambda name: "${" + name + "}" if name in STACK_CONSTANTS else None)
+
     def render(self, value: Any) -> str:
         """``value`` for a message: what cannot be resolved here shows as ${Name}."""
         rendered = self.resolve(value, unresolved=lambda name: "${" + name + "}")
@@ -315,10 +328,10 @@ class StackTemplate:
         return groups
 
     def image_sources(self) -> dict[str, str]:
-        """Model logical id -> where its image comes from: in_account (tagged by a deploy-time build,
-        Custom::CDKContainerImageBuild), local_docker (the CDK bootstrap's container-assets repository, built and
+        """Model logical id -> where its image comes from: in_account (tagged by an in-account build, one of
+        IMAGE_BUILDS), local_docker (the CDK bootstrap's container-assets repository, built and
         pushed by the CLI's Docker) or repository (an image named otherwise)."""
-        builds = set(self.of_type(IMAGE_BUILD))
+        builds = {logical_id for kind in IMAGE_BUILDS for logical_id in self.of_type(kind)}
         sources = {}
         for logical_id, resource in self.of_type(MODEL).items():
             image = ((resource.get("Properties") or {}).get("PrimaryContainer") or {}).get("Image")
@@ -355,6 +368,20 @@ class StackTemplate:
                 if (resource.get("Properties") or {}).get(name_property) == value:
                     return logical_id
         return None
+
+
+def at_pointer(properties: Mapping[str, Any], pointer: str) -> Any:
+    """The value a resource schema's JSON pointer (``/properties/A/B``) selects in a resource's Properties; None
+    when it is absent. Pointers into arrays (``/*/``) are not followed: the value is None."""
+    parts = pointer.split("/")
+    if parts[:2] != ["", "properties"] or len(parts) < 3:
+        raise ValueError(f"{pointer!r} is not a /properties/... pointer")
+    value: Any = properties
+    for part in parts[2:]:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part.replace("~1", "/").replace("~0", "~"))
+    return value
 
 
 def canonical(value: Any) -> str:

@@ -28,6 +28,8 @@ def _deployment(base: str, **changes: Any) -> dict:
     return data
 
 
+PULL_THROUGH_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+
 # name -> deployment file content (`a__b=v` sets a.b: v)
 DEPLOYMENTS = {
     "default": _deployment("default.yaml"),
@@ -50,6 +52,8 @@ DEPLOYMENTS = {
     ),
     "s2z-new-model": _deployment("scale-to-zero.yaml", speculation__speculative_tokens=3),
     "s2z-min-one": _deployment("scale-to-zero.yaml", endpoint__inference_components__min_copies=1),
+    # The vLLM base pulled through an ECR pull-through cache rule (a resource named by its prefix).
+    "pull-through": _deployment("default.yaml", image__pull_through_cache_secret_arn=PULL_THROUGH_SECRET),
 }
 
 
