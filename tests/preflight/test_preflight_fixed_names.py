@@ -93,7 +93,8 @@ def test_the_refusal_names_the_settings_that_give_the_rule_a_new_prefix():
 
     first, second = finding.safe_sequence
     assert "a new prefix (remove `image.pull_through_cache_prefix` from deployments/mine.yaml" in first
-    assert "`BaseImage.pull_through_cache(secret, repository_prefix=...)` in the library) and deploy" in first
+    assert "`repository_prefix=` from `BaseImage.pull_through_cache(secret, ...)` in the library" in first
+    assert "derived from the stack and the secret; or set another) and deploy" in first
     assert first.endswith("then deletes docker-hub")
     assert "remove `image.pull_through_cache_secret_arn`" in second and "deployments/mine.yaml" in second
     assert "with the new secret, and deploy" in second
