@@ -207,6 +207,7 @@ class NetworkSettings(StrictModel):
 _PULL_THROUGH_SECRET = re.compile(
     r"^arn:aws[a-z-]*:secretsmanager:[a-zA-Z0-9-:]+:secret:ecr\-pullthroughcache\/[a-zA-Z0-9\/_+=.@-]+$"
 )
+_CACHE_PREFIX = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 # An ECR image reference (peagle_cdk's BaseImage.mirror_uri parses it too, through peagle_cdk/settings_model.py).
 ECR_IMAGE = re.compile(
     r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/(?P<repository>[a-z0-9._/-]+)"
@@ -229,6 +230,13 @@ class ImageSettings(StrictModel):
         "the stack) with these Docker Hub credentials, a Secrets Manager secret named ecr-pullthroughcache/..., "
         "instead of anonymously (Docker Hub's limits apply to CodeBuild's shared addresses)",
     )
+    pull_through_cache_prefix: str | None = Field(
+        None,
+        description="in_account: the pull-through cache rule's ECR repository prefix. With "
+        "pull_through_cache_secret_arn: the prefix of the rule the stack creates (default: derived from the stack "
+        "and the secret, so a new secret makes a new rule beside the old one; a rule's prefix is its identity and "
+        "cannot change). Alone: a Docker Hub pull-through cache rule you already have, used as it is",
+    )
     base_mirror: str | None = Field(
         None,
         description="in_account: pull the vLLM base from your ECR copy of it instead, "
@@ -249,6 +257,18 @@ class ImageSettings(StrictModel):
             )
         return value
 
+    @field_validator("pull_through_cache_prefix")
+    @classmethod
+    def _cache_prefix(cls, value: str | None) -> str | None:
+        # AWS::ECR::PullThroughCacheRule EcrRepositoryPrefix: "Minimum: 2 Maximum: 30", lower-case path parts
+        # (CloudFormation User Guide, AWS::ECR::PullThroughCacheRule).
+        if value is not None and not (2 <= len(value) <= 30 and _CACHE_PREFIX.match(value)):
+            raise ValueError(
+                f"{value!r} is not an ECR pull-through cache prefix: 2-30 characters of lower-case letters, digits, "
+                "'.', '_', '-' in '/'-separated parts, e.g. docker-hub"
+            )
+        return value
+
     @field_validator("base_mirror")
     @classmethod
     def _mirror(cls, value: str | None) -> str | None:
@@ -261,13 +281,16 @@ class ImageSettings(StrictModel):
 
     @model_validator(mode="after")
     def _one_base(self) -> ImageSettings:
-        if self.pull_through_cache_secret_arn and self.base_mirror:
+        if (self.pull_through_cache_secret_arn or self.pull_through_cache_prefix) and self.base_mirror:
             raise ValueError(
-                "image.pull_through_cache_secret_arn and image.base_mirror are two sources of the vLLM base; give one"
+                "image.pull_through_cache_secret_arn (or _prefix) and image.base_mirror are two sources of the vLLM "
+                "base; give one"
             )
-        if self.build == "local_docker" and (self.pull_through_cache_secret_arn or self.base_mirror):
+        if self.build == "local_docker" and (
+            self.pull_through_cache_secret_arn or self.pull_through_cache_prefix or self.base_mirror
+        ):
             raise ValueError(
-                "image.pull_through_cache_secret_arn and image.base_mirror apply to image.build: in_account (your "
+                "image.pull_through_cache_secret_arn, _prefix and image.base_mirror apply to image.build: in_account (your "
                 "local Docker pulls the base itself); remove them or set build: in_account"
             )
         return self
@@ -486,8 +509,11 @@ class ObservabilitySettings(StrictModel):
         365, description="retention of the endpoint's log group (created by the stack, KMS-encrypted)"
     )
     kpi_interval_seconds: int = Field(60, ge=10, le=300, description="how often the launcher logs a KPI line")
-    metric_publish_frequency_seconds: Literal[10, 30, 60, 120, 180, 240, 300] = Field(
-        60, description="EndpointConfig.MetricsConfig.MetricPublishFrequencyInSeconds"
+    metric_publish_frequency_seconds: Literal[10, 30, 60] = Field(
+        60,
+        description="EndpointConfig.MetricsConfig.MetricPublishFrequencyInSeconds: how often SageMaker publishes the "
+        "endpoint's invocation and utilization metrics. At most 60: the alarms and scaling policies read them in "
+        "one-minute periods (SageMaker also takes 120-300, which they could not read)",
     )
     detailed_observability: bool = Field(
         True,
@@ -501,6 +527,30 @@ class ObservabilitySettings(StrictModel):
         if value not in LOG_RETENTION_DAYS:
             raise ValueError(
                 f"{value} is not a CloudWatch Logs retention period; use one of {list(LOG_RETENTION_DAYS)}"
+            )
+        return value
+
+    @field_validator("metric_publish_frequency_seconds", mode="before")
+    @classmethod
+    def _publish_frequency(cls, value: Any) -> Any:
+        """SageMaker takes "Valid values: 10, 30, 60, 120, 180, 240, 300", and with EnableEnhancedMetrics True (set
+        on every real-time endpoint config here) "this interval applies to both utilization and invocation
+        metrics" (SageMaker API Reference, MetricsConfig,
+        https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_MetricsConfig.html). The alarms and step
+        scaling (peagle_cdk/endpoint_monitoring.py, peagle_cdk/endpoint_alarms.py, peagle_cdk/endpoint_scaling.py)
+        evaluate those metrics in 60-second periods: "Period is the length of time to evaluate the metric ... If
+        you choose one minute as the period, there is one datapoint every minute" (CloudWatch User Guide, "Using
+        Amazon CloudWatch alarms", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html),
+        and a period shorter than the data's interval "does not receive data for the attempts that do not
+        correspond" to it (CloudWatch API Reference, PutMetricAlarm, Period). 10 and 30 s fill each minute; 120 s
+        or more leave minutes empty, so "3 of 5 minutes" over the SLA cannot happen and the wake-up from zero
+        copies waits. Refused here rather than followed: those periods are tuned and simulated in minutes."""
+        if isinstance(value, int) and not isinstance(value, bool) and value in (120, 180, 240, 300):
+            raise ValueError(
+                f"{value} s is longer than the one-minute period of the alarms and scaling policies that read "
+                "SageMaker's endpoint metrics (latency and error alarms, latency step scaling, the wake-up from and "
+                f"the scale-in to zero copies): they would get a datapoint in one minute of every {value // 60} and "
+                "fire late or not at all; set 10, 30 or 60 (the default)"
             )
         return value
 

@@ -61,11 +61,18 @@ class ModelWeights:
     @staticmethod
     def from_bucket(bucket: s3.IBucket, prefix: str, *, key: kms.IKey | None = None) -> ModelWeights:
         """``prefix`` (ending in '/') holds target/ and drafter/ side by side, as `peagle stage` writes
-        them. The endpoint's role may read that prefix only (and decrypt with ``key``, the bucket's
-        KMS key, when it has one)."""
+        them. The endpoint's role may read that prefix only, and decrypt with the bucket's KMS key
+        (``bucket.encryption_key``) when it has one. ``key``: the KMS key the objects are encrypted with
+        when it is not the bucket's (an imported bucket, or objects written with another key); it wins
+        over the bucket's."""
         prop_types.check_interface("ModelWeights.from_bucket", "bucket", bucket, "IBucket")
         prop_types.check_instance("ModelWeights.from_bucket", "prefix", prefix, str, "a string ending in '/'")
         prop_types.check_interface("ModelWeights.from_bucket", "key", key, "IKey")
+        # "To download, an object encrypted with an AWS KMS key, you need kms:Decrypt permissions" (Amazon S3
+        # User Guide, "Protecting data using server-side encryption with AWS KMS keys (SSE-KMS)",
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html): a bucket encrypted
+        # with a key of its own needs that key's grant as much as one given here.
+        key = key or bucket.encryption_key
         return ModelWeights(ModelArtifactsLocation(bucket_name=bucket.bucket_name, prefix=prefix, key=key))
 
     @staticmethod
@@ -117,8 +124,11 @@ class ServingImage:
         """Built during `cdk deploy` in CodeBuild, in the endpoint's account and region: `cdk deploy` needs no
         Docker and uploads only the build context (peagle_cdk/serving_image_build.py). ``base``: where the build
         pulls the pinned vLLM base (default ``BaseImage.docker_hub()``, anonymously; ``pull_through_cache`` or
-        ``mirror`` avoid Docker Hub's limits). ``repository``: where the image goes (default: a new one, scanned
-        on push, KMS-encrypted, keeping the last few images), in the endpoint's region."""
+        ``mirror`` avoid Docker Hub's limits). ``repository``: where the image goes (default: the stack's image
+        repository, scanned on push, KMS-encrypted, immutable tags, tagged images kept), in the endpoint's account
+        and region. The image is tagged with the hash of its context and base: the same context is built once per
+        stack however many endpoints use it, and a redeploy or a rollback of an unchanged context builds nothing.
+        ``directory``: a build context of your own (default: the one shipped in this package)."""
         prop_types.check_instance("ServingImage.build_in_account", "base", base, BaseImage, "a BaseImage")
         prop_types.check_interface("ServingImage.build_in_account", "repository", repository, "IRepository")
         return ServingImage(
@@ -152,15 +162,11 @@ class ServingImage:
         return "in_account" if self._in_account else "repository" if self._repository is not None else "local_docker"
 
     def bind(self, scope: Construct) -> BoundImage:
-        """The image for one endpoint; an asset or a build becomes the child "ServingImage" of ``scope``."""
+        """The image for one endpoint: an asset becomes the child "ServingImage" of ``scope``; an in-account build
+        is the stack's (peagle_cdk/serving_image_build.py ServingImageBuilds), shared by the endpoints that use it."""
         if self._in_account:
-            image_uri, repository = build_in_account(
-                Construct(scope, "ServingImage"),
-                directory=self._directory,
-                base=self._base,
-                repository=self._repository,
-            )
-            return BoundImage(image_uri, repository)
+            built = build_in_account(scope, directory=self._directory, base=self._base, repository=self._repository)
+            return BoundImage(built.image_uri, built.repository)
         if self._repository is not None:
             return BoundImage(self._repository.repository_uri_for_tag(self._tag), self._repository)
         asset = ecr_assets.DockerImageAsset(

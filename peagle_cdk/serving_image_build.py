@@ -1,15 +1,43 @@
 """The serving image built inside the account during `cdk deploy`: no Docker on the deploying machine and no
-multi-gigabyte push from it.
+multi-gigabyte push from it, and a build that is safe to deploy, redeploy and roll back.
 
-cdklabs' deploy-time-build (``cdklabs.deploy_time_build.ContainerImageBuild``, PyPI cdklabs.deploy-time-build,
-source github.com/cdklabs/deploy-time-build, src/container-image-build.ts) uploads the build context as an S3
-file asset (a few hundred KB here), and a custom resource starts a CodeBuild build that runs ``docker buildx
-build`` on it, pushes the image to an ECR repository tagged with the context's asset hash and reports the tag
-back; the Model's image names that tag, so the endpoint waits for the build, and a context that did not change
-keeps its tag and is not rebuilt. Its CodeBuild project runs privileged, which a Docker build needs ("If set to
-true, enables running the Docker daemon inside a Docker container ... This value must be set to true only if this
-build project will be used to build Docker images", CodeBuild API reference, ProjectEnvironment.privilegedMode, as
-the AWS SDKs carry it, e.g. docs.rs rusoto_codebuild ProjectEnvironment).
+How it works. The build context (inference_image/, a few hundred KB) is uploaded as an S3 file asset. A custom
+resource (``Custom::PeagleServingImageBuild``, handled by peagle_cdk/image_build_handler/index.py) names the image
+by its **tag, the hash of what it is built from** (the context's files as Docker reads them, the platform, the
+vLLM base, this module's build recipe): the same context gives the same tag on every synth. On Create or Update
+the handler asks ECR whether the repository holds that tag; if it does, the resource succeeds in seconds and
+nothing is pulled or built, so a redeploy of an unchanged context, a second endpoint on the same context, and a
+**rollback** all cost nothing ("If an Update event fails, CloudFormation will issue an additional Update with the
+previous properties", aws-cdk packages/aws-cdk-lib/custom-resources/README.md: the previous properties name the
+previous tag, which exists). Otherwise it starts a CodeBuild build and CloudFormation is answered when the build
+ends, from CodeBuild's "Build State Change" event (EventBridge), whatever ended it.
+
+One builder per stack (``ServingImageBuilds``, a child of the stack): one CodeBuild project and role, one
+handler, one repository for the images it builds unless you give one, one pull-through cache rule per Docker Hub
+secret, and one build per distinct image, however many endpoints use it. The build role reads exactly the build
+contexts' objects (s3:GetObject on each object's ARN), so two contexts in one stack never block each other (the
+deploy-time-build library used before granted the whole assets bucket and narrowed it with a Deny per build under
+one Sid; two such Denies blocked both builds: "an explicit deny in any policy overrides any allows", IAM User
+Guide, "Policy evaluation logic").
+
+The images stay. The repository's lifecycle rule expires untagged images only, and its tags are immutable, so the
+image a deployed Model names can never be expired or re-pointed: ECR lifecycle rules act on the images their
+selection matches, "If you specify untagged, then you must omit both tagPrefixList and tagPatternList" and
+"untagged" selects images without tags (Amazon ECR User Guide, "Lifecycle policy properties in Amazon ECR",
+tagStatus, https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html); an immutable
+repository refuses a push that would move an existing tag ("Image tag mutability", ImageTagMutability IMMUTABLE:
+"all image tags within the repository will be immutable which will prevent them from being overwritten", CreateRepository
+API reference). A new image shares the vLLM base's layers with the last one: a push skips layers the repository
+has ("When an image is pushed to a repository, each image layer is checked to verify if it has been uploaded
+before. If it has been uploaded, then the image layer is skipped", ECR API reference, BatchCheckLayerAvailability).
+docs/deployment.md says how to delete images no Model uses.
+
+The time budget. CloudFormation waits at most an hour for a custom resource (ServiceTimeout: "The maximum time,
+in seconds, that can elapse before a custom resource operation times out. The value must be an integer from 1 to
+3600. The default value is 3600 seconds", AWS::CloudFormation::CustomResource). A build may queue for
+QUEUED_TIMEOUT and run for BUILD_TIMEOUT (CodeBuild project TimeoutInMinutes, 5-2160, default 60, and
+QueuedTimeoutInMinutes, 5-480, default 480: AWS::CodeBuild::Project), and the resource's own ServiceTimeout is set
+just past both, so CodeBuild's timeout, reported with the build's log, always comes first.
 
 Where the build pulls the pinned vLLM base from (the Dockerfile's VLLM_IMAGE build argument):
 
@@ -24,34 +52,57 @@ Where the build pulls the pinned vLLM base from (the Dockerfile's VLLM_IMAGE bui
   name of the secret begins with ecr-pullthroughcache/ ... The account and Region that the secret is in must
   match the account and Region that the pull through cache rule is in" ("Creating a pull through cache rule in
   Amazon ECR", https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-creating-rule.html).
-  EcrRepositoryPrefix: 2-30 characters, lower-case path segments (same resource's schema). The build's role needs
-  "ecr:BatchImportUpstreamImage – Grants permission to retrieve the external image and import it to your private
-  registry" and "ecr:CreateRepository ... required if the repository storing the cached images doesn't already
-  exist" ("IAM permissions required to sync an upstream registry with an Amazon ECR private registry",
-  https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html), on the cache's
-  repositories only.
-- ``BaseImage.mirror(repository, tag)``: from an ECR repository of yours that holds the base (same region).
+  The rule's EcrRepositoryPrefix is its identifier in the account and region, and every property of the
+  resource is create-only (the resource's CloudFormation schema, primaryIdentifier and createOnlyProperties):
+  a rule whose secret changes is a new rule, which needs a prefix of its own, or its create fails on the old
+  one's. So the prefix is derived from the stack and the secret ("peagle-hub-<hash>", 2-30 characters), unless you
+  name one. The build's role needs "ecr:BatchImportUpstreamImage – Grants permission to retrieve the external
+  image and import it to your private registry" and "ecr:CreateRepository ... required if the repository storing
+  the cached images doesn't already exist" ("IAM permissions required to sync an upstream registry with an Amazon
+  ECR private registry", https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html), on
+  the cache's repositories only.
+- ``BaseImage.existing_pull_through_cache(prefix)``: a Docker Hub pull-through cache rule you already have.
+- ``BaseImage.mirror(repository, tag)`` / ``mirror_uri(uri)``: from an ECR repository of yours that holds the
+  base, in the endpoint's account and region (the build logs in to that one registry).
 
-The build runs on BUILD_GENERAL1_MEDIUM ("Use up to 8 GiB memory and 4 vCPUs for builds", CodeBuild API
-reference, ProjectEnvironment.computeType) rather than the library's SMALL: the vLLM base is several GB
-compressed, pulled, unpacked and exported once more by ``--output type=docker``. Cost: on-demand Linux
-general1.medium is billed per build minute (AWS CodeBuild pricing, https://aws.amazon.com/codebuild/pricing/;
-docs/deployment.md gives the figure and what it is from). Not built on the machines this was written on (no
-Docker, no AWS account): docs/deployment.md says what is and is not verified.
+The build runs privileged, which a Docker build needs ("If set to true, enables running the Docker daemon inside a
+Docker container ... This value must be set to true only if this build project will be used to build Docker
+images", CodeBuild API reference, ProjectEnvironment.privilegedMode, as the AWS SDKs carry it, e.g. docs.rs
+rusoto_codebuild ProjectEnvironment), on BUILD_GENERAL1_MEDIUM ("Use up to 8 GiB memory and 4 vCPUs for builds",
+CodeBuild API reference, ProjectEnvironment.computeType): the vLLM base is several GB compressed, pulled, unpacked
+and exported once more. Cost: on-demand Linux general1.medium is billed per build minute (AWS CodeBuild pricing,
+https://aws.amazon.com/codebuild/pricing/; docs/deployment.md gives the figure). Not run on the machines this was
+written on (no Docker, no AWS account): docs/testing.md says what is and is not verified.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Annotations, Aws, IgnoreMode, RemovalPolicy, Stack, Token
+from aws_cdk import (
+    Annotations,
+    Aws,
+    CustomResource,
+    Duration,
+    FileSystem,
+    IgnoreMode,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
-from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_secretsmanager as secretsmanager
-from cdklabs.deploy_time_build import ContainerImageBuild
 from constructs import Construct
 
 from peagle.catalog import load_catalog
@@ -63,14 +114,54 @@ BASE_IMAGE_ARG = "VLLM_IMAGE"
 DOCKER_HUB_REGISTRY_URL = "registry-1.docker.io"
 PULL_THROUGH_SECRET_PREFIX = "ecr-pullthroughcache/"
 _CACHE_PREFIX = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$")
-# Images the repository keeps: the running one, the one before it (a rollback), a few more.
-KEEP_IMAGES = 5
-BUILD_COMPUTE_TYPE = "BUILD_GENERAL1_MEDIUM"
+PLATFORM = "linux/amd64"
+BUILD_COMPUTE_TYPE = codebuild.ComputeType.MEDIUM
+BUILD_TIMEOUT = Duration.minutes(45)
+QUEUED_TIMEOUT = Duration.minutes(10)
+# Past the queue and the build, with two minutes for the build-ended event and the answer; within 3600 s.
+SERVICE_TIMEOUT = Duration.minutes(57)
+BUILD_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
+# Part of every tag: raise it when the build spec changes what an image holds, so every context builds anew.
+BUILD_RECIPE = 1
+TAG_PREFIX = "peagle-"
+CUSTOM_RESOURCE_TYPE = "Custom::PeagleServingImageBuild"
+HANDLER_DIR = Path(__file__).resolve().parent / "image_build_handler"
+BUILDER_ID = "PeagleServingImages"
+
+# buildspec version 0.2: "CodeBuild runs all commands in the same instance of the default shell" (CodeBuild User
+# Guide, "Build specification reference", version), so `cd` and variables carry from one command to the next.
+# The variables come from the handler's StartBuild (peagle_cdk/image_build_handler/index.py, start_build).
+BUILD_SPEC = {
+    "version": "0.2",
+    "env": {"shell": "bash"},
+    "phases": {
+        "build": {
+            "commands": [
+                'echo "building $repositoryUri:$imageTag from ${baseImage:-the pinned base of the Dockerfile}"',
+                'aws s3 cp "$sourceS3Url" context.zip',
+                "mkdir context && cd context && unzip -q ../context.zip",
+                'aws ecr get-login-password --region "$AWS_REGION" '
+                '| docker login --username AWS --password-stdin "${repositoryUri%%/*}"',
+                f"docker buildx build --platform {PLATFORM} --provenance=false "
+                f'${{baseImage:+--build-arg "{BASE_IMAGE_ARG}=$baseImage"}} '
+                '--output "type=docker,name=$repositoryUri:$imageTag" .',
+                'docker push "$repositoryUri:$imageTag"',
+            ]
+        }
+    },
+}
 
 
 def pinned_base() -> str:
     """The vLLM base the serving image is pinned to (peagle/catalog/runtime.yaml, serving_image.base)."""
     return load_catalog().runtime.serving_image.base
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    image_uri: str  # the repository URI and the tag the build resource reports (so the Model waits for it)
+    repository: ecr.IRepository
+    tag: str
 
 
 class BaseImage:
@@ -86,25 +177,27 @@ class BaseImage:
 
     @staticmethod
     def pull_through_cache(
-        credentials: secretsmanager.ISecret | str, *, repository_prefix: str = "docker-hub"
+        credentials: secretsmanager.ISecret | str, *, repository_prefix: str | None = None
     ) -> BaseImage:
-        """Through an ECR pull-through cache rule for Docker Hub, made here, with your Docker Hub credentials: a
-        Secrets Manager secret (or its ARN) whose name begins with ``ecr-pullthroughcache/``, in this account and
-        region, holding {"username": ..., "accessToken": ...}."""
-        if not Token.is_unresolved(repository_prefix) and not (
-            2 <= len(repository_prefix) <= 30 and _CACHE_PREFIX.match(repository_prefix)
-        ):
-            raise ValueError(
-                f"BaseImage.pull_through_cache: repository_prefix {repository_prefix!r} is not an ECR pull-through "
-                "cache prefix (2-30 characters of lower-case letters, digits, '.', '_', '-' in '/'-separated parts); "
-                "the default 'docker-hub' is one"
-            )
+        """Through an ECR pull-through cache rule for Docker Hub, made with the stack, with your Docker Hub
+        credentials: a Secrets Manager secret (or its ARN) whose name begins with ``ecr-pullthroughcache/``, in this
+        account and region, holding {"username": ..., "accessToken": ...}. ``repository_prefix``: the rule's prefix
+        (default: derived from the stack and the secret, so a new secret makes a new rule beside the old one)."""
+        if repository_prefix is not None:
+            _check_cache_prefix("BaseImage.pull_through_cache", repository_prefix)
         return BaseImage("pull_through_cache", credentials=credentials, repository_prefix=repository_prefix)
+
+    @staticmethod
+    def existing_pull_through_cache(repository_prefix: str) -> BaseImage:
+        """Through a pull-through cache rule for Docker Hub that you have already (its ECR repository prefix):
+        nothing is created, the build may pull and import under that prefix."""
+        _check_cache_prefix("BaseImage.existing_pull_through_cache", repository_prefix)
+        return BaseImage("existing_pull_through_cache", repository_prefix=repository_prefix)
 
     @staticmethod
     def mirror(repository: ecr.IRepository, tag_or_digest: str) -> BaseImage:
         """From your ECR repository holding a copy of the pinned base (``tag_or_digest``: its tag, or
-        ``sha256:...``), in the endpoint's region."""
+        ``sha256:...``), in the endpoint's account and region."""
         return BaseImage("mirror", repository=repository, tag_or_digest=tag_or_digest)
 
     @staticmethod
@@ -122,56 +215,72 @@ class BaseImage:
     def from_settings(settings) -> BaseImage:
         """The deployment file's image section (peagle.config.ImageSettings): its base source."""
         if settings.pull_through_cache_secret_arn:
-            return BaseImage.pull_through_cache(settings.pull_through_cache_secret_arn)
+            return BaseImage.pull_through_cache(
+                settings.pull_through_cache_secret_arn, repository_prefix=settings.pull_through_cache_prefix
+            )
+        if settings.pull_through_cache_prefix:
+            return BaseImage.existing_pull_through_cache(settings.pull_through_cache_prefix)
         if settings.base_mirror:
             return BaseImage.mirror_uri(settings.base_mirror)
         return BaseImage.docker_hub()
 
-    def build_args(self, scope: Construct) -> dict[str, str]:
-        """The Dockerfile's base build argument, creating what the source needs (the cache rule)."""
-        base = pinned_base()
+    def identity(self, stack: Stack) -> str:
+        """What the image is built from, for its tag: the pinned base (the same upstream image whether pulled from
+        Docker Hub or through a cache), or the mirror's reference (a copy this project cannot vouch for)."""
+        if self.kind != "mirror":
+            return pinned_base()
+        if "uri" in self._options:
+            return self._options["uri"]
+        reference = stack.resolve(self._options["repository"].repository_uri)
+        return json.dumps([reference, self._options["tag_or_digest"]], sort_keys=True)
+
+    def build_arg(self, builds: ServingImageBuilds) -> tuple[str, str | None]:
+        """The value of the Dockerfile's base argument ('' = its pinned default) and the pull-through cache prefix
+        it pulls through (None: no cache), creating what the source needs (the stack's cache rule)."""
+        base, stack = pinned_base(), Stack.of(builds)
         if self.kind == "docker_hub":
-            Annotations.of(scope).add_info(
+            Annotations.of(builds).add_info(
                 f"The serving image is built in CodeBuild during `cdk deploy`, pulling {base} from Docker Hub "
                 "anonymously: Docker Hub allows 10 unauthenticated pulls an hour per IPv4 address, shared by "
                 "CodeBuild's hosts, so a build can fail with 'toomanyrequests'. To pull with your Docker Hub "
                 "account instead, use an ECR pull-through cache (image.pull_through_cache_secret_arn in the "
                 "deployment file; BaseImage.pull_through_cache(secret) in the library), or an ECR mirror."
             )
-            return {}
+            return "", None
         if self.kind == "mirror" and "uri" in self._options:
-            _check_region(scope, self._options["region"], "image.base_mirror")
-            return {BASE_IMAGE_ARG: self._options["uri"]}
+            _check_same_place(stack, self._options["account"], self._options["region"], "image.base_mirror")
+            return self._options["uri"], None
         if self.kind == "mirror":
             repository: ecr.IRepository = self._options["repository"]
-            _check_same_region(scope, repository, "BaseImage.mirror")
+            _check_repository_place(stack, repository, "BaseImage.mirror")
             reference = self._options["tag_or_digest"]
             separator = "@" if reference.startswith("sha256:") else ":"
-            return {BASE_IMAGE_ARG: f"{repository.repository_uri}{separator}{reference}"}
-        credentials, prefix = self._options["credentials"], self._options["repository_prefix"]
-        secret_arn = credentials if isinstance(credentials, str) else credentials.secret_arn
-        if not Token.is_unresolved(secret_arn):
-            name = secret_arn.split(":secret:", 1)[-1]
-            if not secret_arn.startswith("arn:") or not name.startswith(PULL_THROUGH_SECRET_PREFIX):
-                raise ValueError(
-                    f"BaseImage.pull_through_cache: {secret_arn!r} is not a Secrets Manager secret ARN whose name "
-                    f"begins with {PULL_THROUGH_SECRET_PREFIX!r}, which ECR requires of a pull-through cache's "
-                    "credentials; create the secret under that prefix (in this account and region)"
-                )
-        ecr.CfnPullThroughCacheRule(
-            scope,
-            "DockerHubPullThroughCache",
-            ecr_repository_prefix=prefix,
-            upstream_registry="docker-hub",
-            upstream_registry_url=DOCKER_HUB_REGISTRY_URL,
-            credential_arn=secret_arn,
-        )
+            return f"{repository.repository_uri}{separator}{reference}", None
+        prefix = self._options["repository_prefix"]
+        if self.kind == "pull_through_cache":
+            prefix = builds.pull_through_cache_rule(self._secret_arn(stack), prefix)
         registry = f"{Aws.ACCOUNT_ID}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}"
         # Docker Hub's own images live under library/; vllm/vllm-openai is a user repository and keeps its path.
         path = base if "/" in base.split(":", 1)[0] else f"library/{base}"
-        return {BASE_IMAGE_ARG: f"{registry}/{prefix}/{path}"}
+        return f"{registry}/{prefix}/{path}", prefix
 
-    def grant_pull(self, scope: Construct, grantee: iam.IGrantable) -> None:
+    def _secret_arn(self, stack: Stack) -> str:
+        credentials = self._options["credentials"]
+        secret_arn = credentials if isinstance(credentials, str) else credentials.secret_arn
+        if Token.is_unresolved(secret_arn):
+            return secret_arn
+        name = secret_arn.split(":secret:", 1)[-1]
+        if not secret_arn.startswith("arn:") or not name.startswith(PULL_THROUGH_SECRET_PREFIX):
+            raise ValueError(
+                f"BaseImage.pull_through_cache: {secret_arn!r} is not a Secrets Manager secret ARN whose name "
+                f"begins with {PULL_THROUGH_SECRET_PREFIX!r}, which ECR requires of a pull-through cache's "
+                "credentials; create the secret under that prefix (in this account and region)"
+            )
+        parts = secret_arn.split(":")
+        _check_same_place(stack, parts[4], parts[3], "the pull-through cache's secret")
+        return secret_arn
+
+    def grant_pull(self, builds: ServingImageBuilds, grantee: iam.IGrantable, cache_prefix: str | None) -> None:
         """The build's role may pull the base from where it comes (nothing to grant for Docker Hub)."""
         if self.kind == "mirror" and "uri" in self._options:
             options = self._options
@@ -184,9 +293,9 @@ class BaseImage:
             )
         elif self.kind == "mirror":
             self._options["repository"].grant_pull(grantee)
-        elif self.kind == "pull_through_cache":
-            prefix = self._options["repository_prefix"]
-            cached = Stack.of(scope).format_arn(service="ecr", resource="repository", resource_name=f"{prefix}/*")
+        elif cache_prefix is not None:
+            prefix = cache_prefix
+            cached = Stack.of(builds).format_arn(service="ecr", resource="repository", resource_name=f"{prefix}/*")
             iam.Grant.add_to_principal(
                 grantee=grantee,
                 actions=[
@@ -198,160 +307,291 @@ class BaseImage:
                 ],
                 resource_arns=[cached],
             )
-            for child in Stack.of(scope).node.children:
-                if child.node.id.startswith(_PROJECT_ID):
-                    acknowledge(
-                        child,
-                        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecr:<AWS::Region>:<AWS::AccountId>:repository/"
-                        f"{prefix}/*]",
-                        "The pull-through cache creates one repository per upstream image under its prefix on the first "
-                        "pull; the build may pull and import under that prefix only.",
+            acknowledge(
+                builds.project,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecr:{_nag_place(builds)}:repository/{prefix}/*]",
+                "The pull-through cache creates one repository per upstream image under its prefix on the first "
+                "pull; the build may pull and import under that prefix only.",
+            )
+
+
+class ServingImageBuilds(Construct):
+    """The stack's in-account image builder (one per stack, ``ServingImageBuilds.of(scope)``): a CodeBuild project,
+    the custom-resource handler, the repository for the images unless one is given, the pull-through cache rules,
+    and one build resource per distinct image."""
+
+    @staticmethod
+    def of(scope: Construct) -> ServingImageBuilds:
+        stack = Stack.of(scope)
+        existing = stack.node.try_find_child(BUILDER_ID)
+        return existing if isinstance(existing, ServingImageBuilds) else ServingImageBuilds(stack, BUILDER_ID)
+
+    def __init__(self, scope: Construct, id: str) -> None:
+        super().__init__(scope, id)
+        self._repository: ecr.Repository | None = None
+        self._builds: dict[tuple[str, str], BuiltImage] = {}
+        self._cache_rules: dict[str, tuple[str, ecr.CfnPullThroughCacheRule]] = {}
+        self.log_group = logs.LogGroup(
+            self, "BuildLogs", retention=BUILD_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
+        )
+        self.project = codebuild.Project(
+            self,
+            "Project",
+            description="Builds the P-EAGLE serving image during `cdk deploy` (peagle_cdk/serving_image_build.py)",
+            build_spec=codebuild.BuildSpec.from_object(BUILD_SPEC),
+            environment=codebuild.BuildEnvironment(
+                build_image=codebuild.LinuxBuildImage.STANDARD_7_0,
+                compute_type=BUILD_COMPUTE_TYPE,
+                privileged=True,
+            ),
+            timeout=BUILD_TIMEOUT,
+            queued_timeout=QUEUED_TIMEOUT,
+            logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)),
+        )
+        self.handler = lambda_.Function(
+            self,
+            "Handler",
+            description="Answers CloudFormation for the serving image build: the tag exists, or a CodeBuild build",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.handler",
+            code=lambda_.Code.from_asset(str(HANDLER_DIR)),
+            timeout=Duration.minutes(2),
+            log_group=logs.LogGroup(
+                self, "HandlerLogs", retention=BUILD_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
+            ),
+        )
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=[self.project.project_arn])
+        )
+        # aws-cdk-lib makes the function depend on its role and the role's policy; its GetAtt of the role already
+        # orders the role (cfn-lint W3005 "dependency already enforced"), the policy is the one DependsOn needed.
+        self.handler.node.default_child.add_override(
+            "DependsOn",
+            [Stack.of(self).get_logical_id(self.handler.role.node.find_child("DefaultPolicy").node.default_child)],
+        )
+        self.build_ended = events.Rule(
+            self,
+            "BuildEnded",
+            description="A serving image build ended: answer the CloudFormation request that started it",
+            event_pattern=events.EventPattern(
+                source=["aws.codebuild"],
+                detail_type=["CodeBuild Build State Change"],
+                detail={
+                    "project-name": [self.project.project_name],
+                    "build-status": ["SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"],
+                },
+            ),
+            targets=[targets.LambdaFunction(self.handler, retry_attempts=4)],
+        )
+        _acknowledge_builder(self)
+
+    @property
+    def repository(self) -> ecr.Repository:
+        """The stack's repository for the images it builds (made on first use)."""
+        if self._repository is None:
+            self._repository = ecr.Repository(
+                self,
+                "Repository",
+                image_scan_on_push=True,
+                encryption=ecr.RepositoryEncryption.KMS,
+                image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+                lifecycle_rules=[
+                    ecr.LifecycleRule(
+                        description="untagged images only: a tagged image may be one a deployed Model runs",
+                        tag_status=ecr.TagStatus.UNTAGGED,
+                        max_image_age=Duration.days(1),
                     )
+                ],
+                # Every image in it is rebuilt from its build context on the next deploy.
+                removal_policy=RemovalPolicy.DESTROY,
+                empty_on_delete=True,
+            )
+        return self._repository
+
+    def build(self, *, directory: Path, base: BaseImage, repository: ecr.IRepository | None) -> BuiltImage:
+        """The image from ``directory`` on ``base``, pushed to ``repository`` (default: the stack's); built once
+        per stack however many endpoints ask for it."""
+        if repository is not None:
+            _check_repository_place(Stack.of(self), repository, "ServingImage.build_in_account repository")
+        target = repository or self.repository
+        exclude = _dockerignore(directory)
+        tag = image_tag(directory, exclude, base.identity(Stack.of(self)))
+        base_arg, cache_prefix = base.build_arg(self)  # checks the source (and makes its cache rule) in any case
+        key = (tag, json.dumps(Stack.of(self).resolve(target.repository_arn), sort_keys=True))
+        if key in self._builds:  # the same image into the same repository: built once, by the first to ask
+            return self._builds[key]
+        scope = Construct(self, "Build" if not self._builds else f"Build{len(self._builds) + 1}")
+        context = s3_assets.Asset(scope, "Context", path=str(directory), exclude=exclude, ignore_mode=IgnoreMode.DOCKER)
+        base.grant_pull(self, self.project, cache_prefix)
+        self.project.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[context.bucket.arn_for_objects(context.s3_object_key)]
+            )
+        )
+        target.grant_pull_push(self.project)
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(actions=["ecr:DescribeImages"], resources=[target.repository_arn])
+        )
+        resource = CustomResource(
+            scope,
+            "Resource",
+            service_token=self.handler.function_arn,
+            resource_type=CUSTOM_RESOURCE_TYPE,
+            service_timeout=SERVICE_TIMEOUT,
+            properties={
+                "ProjectName": self.project.project_name,
+                "RepositoryName": target.repository_name,
+                "RepositoryUri": target.repository_uri,
+                "ImageTag": tag,
+                "SourceS3Url": context.s3_object_url,
+                "BaseImage": base_arg,
+            },
+        )
+        # The build reads its context and pushes with the project role's grants (its default policy; the project and
+        # the handler themselves are referenced above), and is answered through the rule and its invoke permission.
+        resource.node.add_dependency(self.project.role.node.find_child("DefaultPolicy"), self.build_ended)
+        # A first deploy creates the cache rule and starts the build together: the build must wait for its rule.
+        for prefix, rule in self._cache_rules.values():
+            if cache_prefix == prefix:
+                resource.node.add_dependency(rule)
+        built = BuiltImage(target.repository_uri_for_tag(resource.get_att_string("ImageTag")), target, tag)
+        self._builds[key] = built
+        return built
+
+    def pull_through_cache_rule(self, secret_arn: str, prefix: str | None) -> str:
+        """The stack's Docker Hub pull-through cache rule for this secret (one per secret); returns its prefix."""
+        secret_key = json.dumps(Stack.of(self).resolve(secret_arn), sort_keys=True)
+        if secret_key in self._cache_rules:
+            made, _ = self._cache_rules[secret_key]
+            if prefix is not None and prefix != made:
+                raise ValueError(
+                    f"BaseImage.pull_through_cache: this stack's cache rule for that secret has the prefix {made!r}, "
+                    f"not {prefix!r}; give every endpoint the same repository_prefix (or none)"
+                )
+            return made
+        stack = Stack.of(self)
+        prefix = prefix or "peagle-hub-" + _short_hash(stack.stack_name, secret_key, length=10)
+        if any(made == prefix for made, _ in self._cache_rules.values()):
+            raise ValueError(
+                f"BaseImage.pull_through_cache: two secrets for one cache prefix {prefix!r}; a rule's prefix is its "
+                "identity in the account and region, so give each secret its own repository_prefix"
+            )
+        index = len(self._cache_rules)
+        rule = ecr.CfnPullThroughCacheRule(
+            self,
+            "DockerHubPullThroughCache" + (str(index + 1) if index else ""),
+            ecr_repository_prefix=prefix,
+            upstream_registry="docker-hub",
+            upstream_registry_url=DOCKER_HUB_REGISTRY_URL,
+            credential_arn=secret_arn,
+        )
+        self._cache_rules[secret_key] = (prefix, rule)
+        return prefix
+
+
+def image_tag(directory: Path, exclude: list[str], base_identity: str) -> str:
+    """The tag of the image built from ``directory`` on that base: the same inputs, the same tag, on any machine.
+    The files as Docker reads them (aws_cdk.FileSystem.fingerprint with the .dockerignore rules, the same hash an
+    asset of the context gets), the platform, the base and the build recipe."""
+    fingerprint = FileSystem.fingerprint(str(directory), exclude=exclude, ignore_mode=IgnoreMode.DOCKER)
+    return TAG_PREFIX + _short_hash(fingerprint, PLATFORM, base_identity, str(BUILD_RECIPE), length=24)
 
 
 def build_in_account(
-    scope: Construct,
-    *,
-    directory: Path,
-    base: BaseImage,
-    repository: ecr.IRepository | None,
-) -> tuple[str, ecr.IRepository]:
-    """The serving image built during `cdk deploy` (children of ``scope``); returns its URI and repository."""
-    if repository is None:
-        repository = ecr.Repository(
-            scope,
-            "Repository",
-            image_scan_on_push=True,
-            encryption=ecr.RepositoryEncryption.KMS,
-            lifecycle_rules=[
-                ecr.LifecycleRule(
-                    description=f"keep the last {KEEP_IMAGES} serving images (the running one and its rollbacks)",
-                    max_image_count=KEEP_IMAGES,
-                )
-            ],
-            # Every image in it is rebuilt from the build context on the next deploy.
-            removal_policy=RemovalPolicy.DESTROY,
-            empty_on_delete=True,
+    scope: Construct, *, directory: Path, base: BaseImage, repository: ecr.IRepository | None
+) -> BuiltImage:
+    """The serving image built during `cdk deploy` by the stack's builder (ServingImageBuilds)."""
+    return ServingImageBuilds.of(scope).build(directory=directory, base=base, repository=repository)
+
+
+def _short_hash(*parts: str, length: int) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:length]
+
+
+def _dockerignore(directory: Path) -> list[str]:
+    """The context's .dockerignore lines: what Docker leaves out is left out of the upload and the tag."""
+    ignore = directory / ".dockerignore"
+    return [line for line in ignore.read_text().splitlines() if line.strip()] if ignore.is_file() else []
+
+
+def _check_cache_prefix(what: str, prefix: str) -> None:
+    # AWS::ECR::PullThroughCacheRule EcrRepositoryPrefix: 2-30 characters, "Pattern: ^((?:[a-z0-9]+(?:[._-][a-z0-9]+)
+    # */)*[a-z0-9]+(?:[._-][a-z0-9]+)*/?|ROOT)$" (CloudFormation User Guide, AWS::ECR::PullThroughCacheRule).
+    if not Token.is_unresolved(prefix) and not (2 <= len(prefix) <= 30 and _CACHE_PREFIX.match(prefix)):
+        raise ValueError(
+            f"{what}: repository_prefix {prefix!r} is not an ECR pull-through cache prefix (2-30 characters of "
+            "lower-case letters, digits, '.', '_', '-' in '/'-separated parts), e.g. 'docker-hub'"
         )
-    else:
-        _check_same_region(scope, repository, "ServingImage.build_in_account repository")
-    build = ContainerImageBuild(
-        scope,
-        "Build",
-        directory=str(directory),
-        platform=ecr_assets.Platform.LINUX_AMD64,
-        # The library passes .dockerignore's lines as the asset's exclude patterns; read with glob rules, its
-        # "*" then "!peagle_serve/" uploads the Dockerfile alone, so they must be read as Docker reads them.
-        ignore_mode=IgnoreMode.DOCKER,
-        repository=repository,
-        build_args=base.build_args(scope),
-    )
-    base.grant_pull(scope, build)
-    _read_only_its_context(build)
-    _size_and_acknowledge(build)
-    return build.image_uri, repository
 
 
-def _check_same_region(scope: Construct, repository: ecr.IRepository, what: str) -> None:
+def _check_repository_place(stack: Stack, repository: ecr.IRepository, what: str) -> None:
     # An imported repository's env is its stack's; its ARN says where it is.
     arn = repository.repository_arn
-    _check_region(scope, arn.split(":")[3] if not Token.is_unresolved(arn) else repository.env.region, what)
+    if Token.is_unresolved(arn):
+        account, region = repository.env.account, repository.env.region
+    else:
+        account, region = arn.split(":")[4], arn.split(":")[3]
+    _check_same_place(stack, account, region, what)
 
 
-def _check_region(scope: Construct, there: str, what: str) -> None:
-    """A SageMaker Model pulls its image from ECR in its own region, and the build pushes where the Model pulls."""
-    here = Stack.of(scope).region
-    if not Token.is_unresolved(here) and not Token.is_unresolved(there) and here != there:
+def _check_same_place(stack: Stack, account: str, region: str, what: str) -> None:
+    """A SageMaker Model pulls its image from ECR in its own region, the build logs in to its own account's
+    registry only, and a pull-through cache's secret must be in the rule's account and region."""
+    here = {"region": stack.region, "account": stack.account}
+    there = {"region": region, "account": account}
+    for field, value in there.items():
+        if Token.is_unresolved(value) or Token.is_unresolved(here[field]) or value == here[field]:
+            continue
         raise ValueError(
-            f"{what}: the repository is in {there}, the endpoint's stack in {here}; give a repository in {here} "
-            "(a SageMaker Model pulls its image from ECR in its own region), or leave it out and one is made"
+            f"{what}: the {field} is {value}, the endpoint's stack is in {here[field]}; the in-account build uses the "
+            f"stack's own account and region (a SageMaker Model pulls its image from ECR in its region, the build "
+            f"logs in to its account's registry, and ECR takes a cache's secret from the rule's account and region): "
+            f"copy it into {here[field]}, or leave it out"
         )
 
 
-def _size_and_acknowledge(build: ContainerImageBuild) -> None:
-    """The library's CodeBuild project and custom-resource function are singletons, children of the stack (one
-    per stack and platform): the project on BUILD_COMPUTE_TYPE, and each cdk-nag finding they raise acknowledged
-    with its reason."""
-    stack = Stack.of(build)
-    for child in stack.node.children:
-        if child.node.id.startswith(_PROJECT_ID) and isinstance(child, codebuild.Project):
-            child.node.default_child.add_property_override("Environment.ComputeType", BUILD_COMPUTE_TYPE)
-            # The build waits for its role's permissions; the library's DependsOn also names the project and the
-            # role, which its Ref already orders (cfn-lint W3005 "dependency already enforced").
-            build.node.find_child("Resource").node.default_child.add_override(
-                "DependsOn", [stack.get_logical_id(_default_policy(child.role))]
-            )
-            for finding, reason in _PROJECT_FINDINGS.items():
-                acknowledge(
-                    child,
-                    finding.replace("<PROJECT>", Stack.of(child).get_logical_id(child.node.default_child)),
-                    reason,
-                )
-        elif child.node.id.startswith(_HANDLER_ID):
-            # As above: the function's GetAtt of its role orders the role; its policy is the one DependsOn needed.
-            child.node.default_child.add_override("DependsOn", [stack.get_logical_id(_default_policy(child.role))])
-            for finding, reason in _HANDLER_FINDINGS.items():
-                acknowledge(child, finding, reason)
+def _nag_place(scope: Construct) -> str:
+    """ "<region>:<account>" as cdk-nag prints them in a finding id: the stack's, or its pseudo parameters."""
+    stack = Stack.of(scope)
+    region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
+    account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
+    return f"{region}:{account}"
 
 
-def _read_only_its_context(build: ContainerImageBuild) -> None:
-    """The library grants the build role read on the whole CDK assets bucket (s3_assets.Asset.grant_read:
-    bucket/*); an explicit deny narrows object reads to this build's context ("an explicit deny in any policy
-    overrides any allows", IAM User Guide, "Policy evaluation logic",
-    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html). The build reads
-    nothing else from S3: layers come through the registries' APIs."""
-    source = build.node.find_child("Source")
-    build.grant_principal.add_to_principal_policy(
-        iam.PolicyStatement(
-            sid="ReadOnlyThisBuildContext",
-            effect=iam.Effect.DENY,
-            actions=["s3:GetObject*"],
-            not_resources=[source.bucket.arn_for_objects(source.s3_object_key)],
-        )
+def _acknowledge_builder(builds: ServingImageBuilds) -> None:
+    """Each cdk-nag finding the builder raises, acknowledged on its resource with the reason."""
+    project_id = Stack.of(builds).get_logical_id(builds.project.node.default_child)
+    place = _nag_place(builds)
+    for finding, reason in {
+        "AwsSolutions-CB4": "The build produces no CodeBuild artifacts: its one output is the image, pushed to an "
+        "ECR repository encrypted with KMS.",
+        "AwsSolutions-IAM5[Resource::*]": "ecr:GetAuthorizationToken takes no resource (its ARN is '*' in the IAM "
+        "service authorization reference for Amazon ECR); the pushes themselves are granted on the repository.",
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:{place}:report-group/<{project_id}>-*]": "CodeBuild's default grant for report groups of this project (aws-cdk-lib "
+        "codebuild Project).",
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{place}:log-group:/aws/codebuild/<{project_id}>:*]": "aws-cdk-lib's default grant for the project's default log group, whose streams are "
+        "made per build (the builds log to the BuildLogs group, which has a retention).",
+        "NIST.800.53.R5-IAMNoInlinePolicy": "The build role's grants are made by aws-cdk-lib as the role's default "
+        "policy, each scoped to a build context object, a repository or the project's logs.",
+    }.items():
+        acknowledge(builds.project, finding, reason)
+    logs_reason = (
+        "Build and handler logs hold Docker build output and CloudFormation request ids, no request data; "
+        "CloudWatch Logs encrypts them at rest with its own key."
     )
-
-
-def _default_policy(role: iam.IRole):
-    return role.node.find_child("DefaultPolicy").node.default_child
-
-
-# The library's singletons (cdklabs/deploy-time-build src/container-image-build.ts: SingletonFunction
-# lambdaPurpose "DeployTimeBuildCustomResourceHandler", SingletonProject projectPurpose "ContainerImageBuildAmd64").
-_PROJECT_ID, _HANDLER_ID = "ContainerImageBuildAmd64", "DeployTimeBuildCustomResourceHandler"
-_SOURCE = "cdklabs/deploy-time-build src/container-image-build.ts"
-_PROJECT_FINDINGS = {
-    "AwsSolutions-CB4": "The build produces no CodeBuild artifacts: its one output is the image, pushed to an ECR "
-    "repository encrypted with KMS.",
-    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly]": (
-        f"Attached by the build library ({_SOURCE}): its build spec logs in to ECR Public (`aws ecr-public "
-        "get-login-password`), and the build fails without it. Read-only."
-    ),
-    "AwsSolutions-IAM5[Resource::*]": "ecr:GetAuthorizationToken takes no resource (its ARN is '*' in the IAM "
-    "service authorization reference for Amazon ECR); the pushes themselves are granted on the one repository.",
-    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/codebuild/"
-    "<<PROJECT>>:*]": "CodeBuild's own log group for this project; streams are created per build.",
-    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:<AWS::Region>:<AWS::AccountId>:report-group/"
-    "<<PROJECT>>-*]": "CodeBuild's default grant for report groups of this project (aws-cdk-lib codebuild Project).",
-    "AwsSolutions-IAM5[Action::s3:GetObject*]": "Reads the build context, a file asset in the CDK bootstrap bucket "
-    "(s3_assets.Asset.grant_read).",
-    "AwsSolutions-IAM5[Action::s3:GetBucket*]": "Reads the build context, a file asset in the CDK bootstrap bucket "
-    "(s3_assets.Asset.grant_read).",
-    "AwsSolutions-IAM5[Action::s3:List*]": "Reads the build context, a file asset in the CDK bootstrap bucket "
-    "(s3_assets.Asset.grant_read).",
-    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]": (
-        "The CDK bootstrap bucket's assets, where the build context is uploaded (s3_assets.Asset.grant_read)."
-    ),
-    "NIST.800.53.R5-IAMNoInlinePolicy": f"The build role's grants are made by the build library ({_SOURCE}) and "
-    "aws-cdk-lib as the role's default policy, scoped to the repository, the asset and the project's logs.",
-}
-_HANDLER_FINDINGS = {
-    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
-        "The custom-resource handler's logs only (CloudWatch Logs create and put)."
-    ),
-    "AwsSolutions-L1": f"The runtime is the build library's ({_SOURCE}: nodejs22.x), a supported runtime.",
-    "NIST.800.53.R5-IAMNoInlinePolicy": "One statement, codebuild:StartBuild on the one build project, made by the "
-    "build library as the handler's default policy.",
-    "NIST.800.53.R5-LambdaConcurrency": "Invoked by CloudFormation only, once per deploy that changes the image.",
-    "NIST.800.53.R5-LambdaDLQ": "Invoked synchronously by CloudFormation, which reports a failure on the stack.",
-    "NIST.800.53.R5-LambdaInsideVPC": "Calls the CodeBuild API only; it has no data to keep inside a network.",
-}
+    for group in (builds.log_group, builds.node.find_child("HandlerLogs")):
+        acknowledge(group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted", logs_reason)
+    for finding, reason in {
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
+            "The custom-resource handler's logs only (CloudWatch Logs create and put)."
+        ),
+        "NIST.800.53.R5-IAMNoInlinePolicy": "codebuild:StartBuild on the one build project and ecr:DescribeImages "
+        "on the build's repositories, made by aws-cdk-lib as the handler's default policy.",
+        "NIST.800.53.R5-LambdaConcurrency": "Invoked by CloudFormation and by the build-ended rule only, once per "
+        "deploy that changes the image.",
+        "NIST.800.53.R5-LambdaDLQ": "CloudFormation invokes it synchronously and reports a failure on the stack; "
+        "EventBridge retries the build-ended event.",
+        "NIST.800.53.R5-LambdaInsideVPC": "Calls the ECR, CodeBuild and CloudFormation response endpoints only; it "
+        "holds no data to keep inside a network.",
+    }.items():
+        acknowledge(builds.handler, finding, reason)

@@ -101,6 +101,8 @@ def write_deployment(tmp_path: Path, text: str) -> str:
 
 
 _ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+# The in-account build's image tag: the hash of the build context (peagle_cdk/serving_image_build.py image_tag).
+_IMAGE_TAG = re.compile(r"peagle-[0-9a-f]{24}")
 # Catalog prices and their date reach the dashboard (the plan summary, the cost row's text, labels and
 # expressions: "2.336 * reports0", "(37.604 / 8) * reports0"); a price edit does not churn the snapshots.
 _PRICES = (
@@ -130,9 +132,9 @@ def dashboard_widgets(body: dict | str) -> list[dict]:
 
 
 def normalise_template(template: dict) -> dict:
-    """Volatile values out (asset hashes, catalog prices and dates), so a Dockerfile or catalog edit
+    """Volatile values out (asset hashes, image tags, catalog prices and dates), so a Dockerfile or catalog edit
     doesn't churn snapshots; dashboards as one widget per entry instead of one JSON string."""
-    text = _ASSET_HASH.sub("<asset-hash>", json.dumps(template))
+    text = _IMAGE_TAG.sub("peagle-<image-tag>", _ASSET_HASH.sub("<asset-hash>", json.dumps(template)))
     for pattern, placeholder in _PRICES:
         text = pattern.sub(placeholder, text)
     normalised = json.loads(text)

@@ -140,11 +140,11 @@ def test_execution_role_is_least_privilege(default_synth):
         },
     )
     # No inline policies, but the in-account image build's two roles (its CodeBuild project and its custom-resource
-    # handler), whose default policies the build library makes (acknowledged in peagle_cdk/serving_image_build.py).
+    # handler), whose default policies aws-cdk-lib makes (acknowledged in peagle_cdk/serving_image_build.py).
     inline = default_synth.resources("PeagleEndpoint", "AWS::IAM::Policy")
-    assert sorted(name.split("e83729fe")[0].split("db740fd5")[0] for name in inline) == [
-        "ContainerImageBuildAmd64",
-        "DeployTimeBuildCustomResourceHandler",
+    assert sorted(name[: -len("DefaultPolicy12345678")] for name in inline) == [
+        "PeagleServingImagesHandlerServiceRole",
+        "PeagleServingImagesProjectRole",
     ]
     statements = {s["Sid"]: s for s in _policy_statements(default_synth)}
     assert set(statements) == {

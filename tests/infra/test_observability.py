@@ -40,7 +40,12 @@ def test_log_group_is_owned_encrypted_retained_and_created_before_the_endpoint(d
         },
     )
     (endpoint_logical_id,) = default_synth.resources("PeagleEndpoint", "AWS::SageMaker::Endpoint")
-    (log_group_logical_id,) = default_synth.resources("PeagleEndpoint", "AWS::Logs::LogGroup")
+    # The endpoint's one log group (the image builder's two have generated names).
+    (log_group_logical_id,) = [
+        logical_id
+        for logical_id, group in default_synth.resources("PeagleEndpoint", "AWS::Logs::LogGroup").items()
+        if "LogGroupName" in group["Properties"]
+    ]
     depends_on = default_synth.templates["PeagleEndpoint"]["Resources"][endpoint_logical_id]["DependsOn"]
     assert log_group_logical_id in depends_on
 
@@ -442,13 +447,11 @@ def test_every_example_dashboard_shows_cost_per_hour_and_per_million_output_toke
         )
     widgets = _widgets(result)
     assert f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, {plan.price_source})" in widgets
-    # The plan's price per unit-hour: an instance's, or a copy's share of its instance.
-    price = f"{plan.price_per_hour_usd:g}"
-    per_unit = price if plan.components is None else f"({price} / {plan.components.copies_per_instance})"
-    interval = config.observability.kpi_interval_seconds
+    price, interval = f"{plan.price_per_hour_usd:g}", config.observability.kpi_interval_seconds
+    copies = None if plan.components is None else plan.components.copies_per_instance
     hourly, per_million = _expressions(widgets[COST_PER_HOUR]), _expressions(widgets[COST_PER_MILLION])
-    assert f"({per_unit} * reports0) * {interval} / PERIOD(reports0)" in hourly.values()
-    assert f"({per_unit} * reports0) / ((tokens0) * 3600) * 1000000" in per_million.values()
+    expected_hourly, expected_per_million = _cost_expressions(price, interval, copies, [0])
+    assert expected_hourly in hourly.values() and expected_per_million in per_million.values()
     assert _metric_rows(widgets[COST_PER_MILLION]) == {
         "reports0": ("KpiReports", "SampleCount"),
         "tokens0": ("GenerationTokensPerSecond", "Sum"),
@@ -456,10 +459,24 @@ def test_every_example_dashboard_shows_cost_per_hour_and_per_million_output_toke
         **({"tokens1": ("GenerationTokensPerSecond", "Sum")} if config.ab_test.enabled else {}),
     }
     if config.ab_test.enabled:  # the baseline's cost too, and both together
-        assert hourly["all units"] == f"({per_unit} * reports0 + {per_unit} * reports1) * {interval} / PERIOD(reports0)"
-        assert per_million["all units"] == (
-            f"({per_unit} * reports0 + {per_unit} * reports1) / ((tokens0 + tokens1) * 3600) * 1000000"
+        assert (hourly["all units"], per_million["all units"]) == _cost_expressions(price, interval, copies, [0, 1])
+
+
+def _cost_expressions(price: str, interval: int, copies_per_instance: int | None, units: list[int]) -> tuple[str, str]:
+    """The cost per hour and per 1M output tokens of ``units`` (peagle_cdk/fleet_metrics.py): instances reporting x
+    the price; with inference components the whole instances the copies need (copies_per_instance to one)."""
+    tokens = " + ".join(f"tokens{i}" for i in units)
+    if copies_per_instance is None:
+        costs = " + ".join(f"{price} * reports{i}" for i in units)
+        return (
+            f"({costs}) * {interval} / PERIOD(reports{units[0]})",
+            f"({costs}) / (({tokens}) * 3600) * 1000000",
         )
+    hourly = " + ".join(
+        f"{price} * CEIL(FLOOR(reports{i} * {interval} / PERIOD(reports{i}) + 0.5) / {copies_per_instance})"
+        for i in units
+    )
+    return hourly, f"({hourly}) / (({tokens}) * {interval} / PERIOD(tokens{units[0]}) * 3600) * 1000000"
 
 
 def _cost_alarm_ids(result) -> list[str]:

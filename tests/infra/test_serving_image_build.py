@@ -1,16 +1,21 @@
 """The serving image's two paths (peagle_cdk/serving_image_build.py): built in the account during `cdk deploy`
 (the YAML app's default: no Docker image asset, a CodeBuild build from the pinned base, the Model on the built
 tag), or built by the local Docker (image.build: local_docker, the 0.1.0 templates); where the build pulls the
-base from (Docker Hub, a pull-through cache, a mirror); bad input; what preflight says of a switch."""
+base from (Docker Hub, a pull-through cache, a mirror); what the stack's one builder shares between endpoints;
+the tag, the lifecycle and the time budget that make deploys and rollbacks safe; bad input; what preflight says
+of a switch. What the build's handler and build spec do at deploy time: tests/infra/test_image_build_runtime.py."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk.assertions import Template
 from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.config import parse_deployment_config
@@ -18,29 +23,41 @@ from peagle.errors import ConfigError
 from peagle.preflight.rules import CheckContext, Severity, check_transition
 from peagle.preflight.template import StackTemplate
 from peagle_cdk import ModelWeights, PeagleEndpoint
-from peagle_cdk.endpoint_props import ServingImage
-from peagle_cdk.serving_image_build import BaseImage
+from peagle_cdk.endpoint_props import INFERENCE_IMAGE_DIR, ServingImage
+from peagle_cdk.serving_image_build import (
+    BUILD_TIMEOUT,
+    CUSTOM_RESOURCE_TYPE,
+    QUEUED_TIMEOUT,
+    SERVICE_TIMEOUT,
+    BaseImage,
+    image_tag,
+)
 
 IMAGE_CONTEXT = REPO_ROOT / "inference_image"
 SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
 MIRROR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/mirrors/vllm-openai:v0.32.0"
+BUILDER_ROLE_POLICY = "PeagleServingImagesProjectRoleDefaultPolicy"
 
 
 def _assets(result) -> dict:
     return json.loads((result.outdir / "PeagleEndpoint.assets.json").read_text())
 
 
-def _one(result, resource_type: str) -> tuple[str, dict]:
-    (item,) = result.resources("PeagleEndpoint", resource_type).items()
+def _one(resources: dict, resource_type: str) -> tuple[str, dict]:
+    (item,) = {k: v for k, v in resources.items() if v["Type"] == resource_type}.items()
     return item
 
 
-def _build_role_statements(result) -> list[dict]:
+def _resources(result) -> dict:
+    return result.templates["PeagleEndpoint"]["Resources"]
+
+
+def _build_role_statements(resources: dict) -> list[dict]:
     return [
         statement
-        for name, policy in result.resources("PeagleEndpoint", "AWS::IAM::Policy").items()
-        if name.startswith("ContainerImageBuildAmd64")
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::IAM::Policy" and name.startswith(BUILDER_ROLE_POLICY)
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
     ]
 
 
@@ -62,48 +79,116 @@ def test_the_default_deploy_uploads_the_build_context_and_no_docker_image(defaul
     ]
     (context,) = contexts
     launcher = sorted(path.name for path in (IMAGE_CONTEXT / "peagle_serve").glob("*.py"))
-    # The whole launcher goes up (the library reads .dockerignore; read as glob patterns it uploaded the Dockerfile alone).
+    # The whole launcher goes up (.dockerignore read as Docker reads it; as glob patterns it uploaded the Dockerfile alone).
     assert sorted(path.name for path in (context / "peagle_serve").glob("*.py")) == launcher
     assert (context / "Dockerfile").read_bytes() == (IMAGE_CONTEXT / "Dockerfile").read_bytes()
     size = sum(path.stat().st_size for path in context.rglob("*") if path.is_file())
     assert size < 1_000_000, f"build context {size} bytes"
 
 
-def test_the_model_runs_the_built_tag_so_the_endpoint_waits_for_the_build(default_synth):
-    build_id, build = _one(default_synth, "Custom::CDKContainerImageBuild")
-    repository_id, _ = _one(default_synth, "AWS::ECR::Repository")
-    _, model = _one(default_synth, "AWS::SageMaker::Model")
+def test_the_model_runs_the_tag_the_build_reports_so_the_endpoint_waits_for_the_build(default_synth):
+    resources = _resources(default_synth)
+    build_id, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    repository_id, _ = _one(resources, "AWS::ECR::Repository")
+    _, model = _one(resources, "AWS::SageMaker::Model")
     image = json.dumps(model["Properties"]["PrimaryContainer"]["Image"])
     assert f'["{build_id}", "ImageTag"]' in image and f'"Ref": "{repository_id}"' in image
-    assert "--platform linux/amd64" in build["Properties"]["buildCommand"]
-    assert "--build-arg" not in build["Properties"]["buildCommand"]  # Docker Hub: the Dockerfile's pinned default
+    assert build["Properties"]["BaseImage"] == ""  # Docker Hub: the Dockerfile's pinned default
+    assert build["Properties"]["ImageTag"] == image_tag(
+        INFERENCE_IMAGE_DIR, _dockerignore_lines(), "vllm/vllm-openai:v0.32.0"
+    )
 
 
-def test_the_build_runs_privileged_on_a_medium_codebuild_host(default_synth):
-    _, project = _one(default_synth, "AWS::CodeBuild::Project")
-    environment = project["Properties"]["Environment"]
+def _dockerignore_lines() -> list[str]:
+    return [line for line in (IMAGE_CONTEXT / ".dockerignore").read_text().splitlines() if line.strip()]
+
+
+def test_the_same_context_gives_the_same_tag_and_a_changed_file_a_new_one(tmp_path):
+    exclude = _dockerignore_lines()
+    first = image_tag(INFERENCE_IMAGE_DIR, exclude, "vllm/vllm-openai:v0.32.0")
+    assert image_tag(INFERENCE_IMAGE_DIR, exclude, "vllm/vllm-openai:v0.32.0") == first
+    copy = shutil.copytree(IMAGE_CONTEXT, tmp_path / "context", ignore=shutil.ignore_patterns("__pycache__"))
+    assert image_tag(copy, exclude, "vllm/vllm-openai:v0.32.0") == first  # where it lies does not matter
+    (copy / "notes.txt").write_text("ignored by .dockerignore: not in the image\n")
+    assert image_tag(copy, exclude, "vllm/vllm-openai:v0.32.0") == first
+    launcher = copy / "peagle_serve" / "launcher.py"
+    launcher.write_text(launcher.read_text() + "\n# changed\n")
+    assert image_tag(copy, exclude, "vllm/vllm-openai:v0.32.0") != first
+    assert image_tag(INFERENCE_IMAGE_DIR, exclude, MIRROR) != first  # another base, another image
+
+
+def test_two_synths_of_the_same_app_name_the_same_image(default_synth, tmp_path):
+    from cdk_synth import synthesize
+
+    again = synthesize(tmp_path / "cdk.out")
+    tags = [
+        _one(_resources(result), CUSTOM_RESOURCE_TYPE)[1]["Properties"]["ImageTag"] for result in (default_synth, again)
+    ]
+    assert tags[0] == tags[1] and tags[0].startswith("peagle-")
+
+
+def test_the_build_runs_privileged_on_a_medium_codebuild_host_within_cloudformations_hour(default_synth):
+    resources = _resources(default_synth)
+    _, project = _one(resources, "AWS::CodeBuild::Project")
+    properties = project["Properties"]
+    environment = properties["Environment"]
     assert (environment["ComputeType"], environment["PrivilegedMode"]) == ("BUILD_GENERAL1_MEDIUM", True)
+    assert (properties["TimeoutInMinutes"], properties["QueuedTimeoutInMinutes"]) == (45, 10)
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    service_timeout = int(build["Properties"]["ServiceTimeout"])
+    # CodeBuild's own timeouts end a build before CloudFormation's does, and both within its 3600 s ceiling.
+    assert (QUEUED_TIMEOUT.to_minutes() + BUILD_TIMEOUT.to_minutes()) * 60 < service_timeout <= 3600
+    assert service_timeout == SERVICE_TIMEOUT.to_seconds()
 
 
-def test_the_repository_is_scanned_encrypted_and_keeps_the_last_five_images(default_synth):
-    _, repository = _one(default_synth, "AWS::ECR::Repository")
+def test_the_builds_logs_are_kept_three_months_and_outlive_a_rolled_back_stack(default_synth):
+    resources = _resources(default_synth)
+    _, project = _one(resources, "AWS::CodeBuild::Project")
+    group_id = project["Properties"]["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
+    group = resources[group_id]
+    assert group["Properties"]["RetentionInDays"] == 90
+    assert group["DeletionPolicy"] == "Retain"
+
+
+def test_every_ended_build_answers_cloudformation(default_synth):
+    resources = _resources(default_synth)
+    rule_id, rule = _one(resources, "AWS::Events::Rule")
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["detail-type"] == ["CodeBuild Build State Change"]
+    assert set(pattern["detail"]["build-status"]) == {"SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"}
+    handler_id, _ = _one(resources, "AWS::Lambda::Function")
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    permission_id, _ = _one(resources, "AWS::Lambda::Permission")
+    policy_id = next(name for name in resources if name.startswith(BUILDER_ROLE_POLICY))
+    # The build starts only once the rule that answers for it, its invoke permission and the build role's grants
+    # exist (the handler and the project are referenced by its properties).
+    assert {rule_id, permission_id, policy_id} <= set(build["DependsOn"])
+    assert build["Properties"]["ServiceToken"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+
+
+def test_the_repository_keeps_every_tagged_image_and_never_moves_a_tag(default_synth):
+    _, repository = _one(_resources(default_synth), "AWS::ECR::Repository")
     properties = repository["Properties"]
     assert properties["ImageScanningConfiguration"] == {"ScanOnPush": True}
     assert properties["EncryptionConfiguration"] == {"EncryptionType": "KMS"}
+    assert properties["ImageTagMutability"] == "IMMUTABLE"
     (rule,) = json.loads(properties["LifecyclePolicy"]["LifecyclePolicyText"])["rules"]
-    assert rule["selection"]["countType"] == "imageCountMoreThan" and rule["selection"]["countNumber"] == 5
+    assert rule["selection"]["tagStatus"] == "untagged"  # a deployed Model's tag is never selected
 
 
 def test_the_build_role_pushes_only_to_its_repository_and_reads_only_its_context(default_synth):
-    repository_id, _ = _one(default_synth, "AWS::ECR::Repository")
-    statements = _build_role_statements(default_synth)
+    resources = _resources(default_synth)
+    repository_id, _ = _one(resources, "AWS::ECR::Repository")
+    statements = _build_role_statements(resources)
     pushes = [s for s in statements if "ecr:PutImage" in s["Action"]]
     assert [s["Resource"] for s in pushes] == [{"Fn::GetAtt": [repository_id, "Arn"]}]
-    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
-    assert deny["Action"] == "s3:GetObject*" and ".zip" in json.dumps(deny["NotResource"])
-    build_id, build = _one(default_synth, "Custom::CDKContainerImageBuild")
-    source_key = build["Properties"]["sourceS3Url"]
-    assert json.dumps(deny["NotResource"]).split("/")[-1].split('"')[0] in json.dumps(source_key)
+    reads = [s for s in statements if "s3:GetObject" in json.dumps(s["Action"])]
+    (read,) = reads
+    assert read["Action"] == "s3:GetObject" and read["Resource"]["Fn::Join"][1][-1].endswith(".zip")
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    assert read["Resource"]["Fn::Join"][1][-1].lstrip("/") in build["Properties"]["SourceS3Url"]["Fn::Sub"]
+    assert not [s for s in statements if s["Effect"] == "Deny"]  # reads are allowed per object, nothing to deny
 
 
 def test_the_synth_says_where_the_build_pulls_the_base_from(default_synth):
@@ -123,7 +208,7 @@ def test_the_synth_says_where_the_build_pulls_the_base_from(default_synth):
 def test_local_docker_keeps_the_docker_image_asset_and_builds_nothing_in_the_account(local_docker):
     assert len(_assets(local_docker)["dockerImages"]) == 1
     assert local_docker.resources("PeagleEndpoint", "AWS::CodeBuild::Project") == {}
-    assert local_docker.resources("PeagleEndpoint", "Custom::CDKContainerImageBuild") == {}
+    assert local_docker.resources("PeagleEndpoint", CUSTOM_RESOURCE_TYPE) == {}
 
 
 # --- where the base comes from ----------------------------------------------------------------------
@@ -131,33 +216,59 @@ def test_local_docker_keeps_the_docker_image_asset_and_builds_nothing_in_the_acc
 
 def test_a_pull_through_cache_pulls_the_base_with_your_docker_hub_credentials(synth, tmp_path):
     result = synth(deployment=write_deployment(tmp_path, f"image:\n  pull_through_cache_secret_arn: {SECRET}\n"))
-    _, rule = _one(result, "AWS::ECR::PullThroughCacheRule")
+    resources = _resources(result)
+    rule_id, rule = _one(resources, "AWS::ECR::PullThroughCacheRule")
+    prefix = rule["Properties"]["EcrRepositoryPrefix"]
     assert rule["Properties"] == {
         "CredentialArn": SECRET,
-        "EcrRepositoryPrefix": "docker-hub",
+        "EcrRepositoryPrefix": prefix,
         "UpstreamRegistry": "docker-hub",
         "UpstreamRegistryUrl": "registry-1.docker.io",
     }
-    _, build = _one(result, "Custom::CDKContainerImageBuild")
-    command = json.dumps(build["Properties"]["buildCommand"])
-    assert "--build-arg VLLM_IMAGE=" in command and "/docker-hub/vllm/vllm-openai:v0.32.0" in command
-    (imports,) = [s for s in _build_role_statements(result) if "ecr:BatchImportUpstreamImage" in s["Action"]]
-    assert "repository/docker-hub/*" in json.dumps(imports["Resource"])
+    assert prefix.startswith("peagle-hub-") and 2 <= len(prefix) <= 30
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    assert f"/{prefix}/vllm/vllm-openai:v0.32.0" in json.dumps(build["Properties"]["BaseImage"])
+    assert rule_id in build["DependsOn"]  # a first deploy creates the rule before the build pulls through it
+    (imports,) = [s for s in _build_role_statements(resources) if "ecr:BatchImportUpstreamImage" in s["Action"]]
+    assert f"repository/{prefix}/*" in json.dumps(imports["Resource"])
+    # The same image as pulled from Docker Hub: a switch to the cache changes no tag and builds nothing.
+    assert build["Properties"]["ImageTag"] == image_tag(
+        INFERENCE_IMAGE_DIR, _dockerignore_lines(), "vllm/vllm-openai:v0.32.0"
+    )
+
+
+def test_a_new_secret_makes_a_new_rule_under_a_new_prefix(synth, tmp_path):
+    prefixes = []
+    for index, secret in enumerate((SECRET, SECRET.replace("AbCdEf", "XyZ123"))):
+        (tmp_path / str(index)).mkdir()
+        path = write_deployment(tmp_path / str(index), f"image:\n  pull_through_cache_secret_arn: {secret}\n")
+        _, rule = _one(_resources(synth(deployment=path)), "AWS::ECR::PullThroughCacheRule")
+        prefixes.append(rule["Properties"]["EcrRepositoryPrefix"])
+    # Every property of the rule is create-only and its prefix is its identity: a new secret under the old
+    # prefix would be created before the old rule is deleted, and fail on it.
+    assert prefixes[0] != prefixes[1]
+
+
+def test_an_existing_cache_rule_is_used_and_none_is_made(synth, tmp_path):
+    result = synth(deployment=write_deployment(tmp_path, "image:\n  pull_through_cache_prefix: team-hub\n"))
+    resources = _resources(result)
+    assert not [r for r in resources.values() if r["Type"] == "AWS::ECR::PullThroughCacheRule"]
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    assert "/team-hub/vllm/vllm-openai:v0.32.0" in json.dumps(build["Properties"]["BaseImage"])
+    (imports,) = [s for s in _build_role_statements(resources) if "ecr:BatchImportUpstreamImage" in s["Action"]]
+    assert "repository/team-hub/*" in json.dumps(imports["Resource"])
 
 
 def test_a_mirror_is_pulled_from_your_repository(synth, tmp_path):
     result = synth(deployment=write_deployment(tmp_path, f"image:\n  base_mirror: {MIRROR}\n"))
-    _, build = _one(result, "Custom::CDKContainerImageBuild")
-    assert f"--build-arg VLLM_IMAGE={MIRROR}" in build["Properties"]["buildCommand"]
+    resources = _resources(result)
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    assert build["Properties"]["BaseImage"] == MIRROR
     (pull,) = [
         s
-        for s in _build_role_statements(result)
-        if s["Action"]
-        == [
-            "ecr:BatchCheckLayerAvailability",
-            "ecr:BatchGetImage",
-            "ecr:GetDownloadUrlForLayer",
-        ]
+        for s in _build_role_statements(resources)
+        if s["Action"] == ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+        and "mirrors" in json.dumps(s["Resource"])
     ]
     assert pull["Resource"] == {
         "Fn::Join": [
@@ -166,6 +277,59 @@ def test_a_mirror_is_pulled_from_your_repository(synth, tmp_path):
         ]
     }
     assert result.resources("PeagleEndpoint", "AWS::ECR::PullThroughCacheRule") == {}
+
+
+# --- several endpoints in one stack ------------------------------------------------------------------
+
+
+def _stack(region: str = "us-east-1") -> tuple[Stack, ModelWeights]:
+    stack = Stack(App(), "Images", env=Environment(account="123456789012", region=region))
+    return stack, ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/gpt-oss-20b/")
+
+
+def test_endpoints_on_one_context_share_one_build_and_one_cache_rule(tmp_path):
+    stack, weights = _stack()
+    secret = secretsmanager.Secret.from_secret_complete_arn(stack, "DockerHub", SECRET)
+    base = BaseImage.pull_through_cache(secret)
+    for id in ("Chat", "Code"):
+        PeagleEndpoint(stack, id, name=id.lower(), weights=weights, image=ServingImage.build_in_account(base=base))
+    own = shutil.copytree(IMAGE_CONTEXT, tmp_path / "own", ignore=shutil.ignore_patterns("__pycache__"))
+    (own / "Dockerfile").write_text((own / "Dockerfile").read_text() + "\nLABEL team=search\n")
+    PeagleEndpoint(
+        stack, "Search", name="search", weights=weights, image=ServingImage.build_in_account(base=base, directory=own)
+    )
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::ECR::PullThroughCacheRule", 1)
+    template.resource_count_is("AWS::CodeBuild::Project", 1)
+    template.resource_count_is("AWS::ECR::Repository", 1)
+    builds = template.find_resources(CUSTOM_RESOURCE_TYPE)
+    assert len(builds) == 2  # Chat and Code share one; Search has a context of its own
+    assert len({build["Properties"]["ImageTag"] for build in builds.values()}) == 2
+    models = template.find_resources("AWS::SageMaker::Model")
+    images = sorted(json.dumps(model["Properties"]["PrimaryContainer"]["Image"]) for model in models.values())
+    assert len(set(images)) == 2 and len(images) == 3
+    statements = _build_role_statements(template.to_json()["Resources"])
+    reads = [s for s in statements if s["Action"] == "s3:GetObject"]
+    assert len(reads) == 2 and not [s for s in statements if s["Effect"] == "Deny"]
+
+
+def test_a_second_prefix_for_the_same_secret_in_one_stack_is_refused():
+    stack, weights = _stack()
+    PeagleEndpoint(
+        stack,
+        "Chat",
+        name="chat",
+        weights=weights,
+        image=ServingImage.build_in_account(base=BaseImage.pull_through_cache(SECRET)),
+    )
+    with pytest.raises(ValueError, match="this stack's cache rule for that secret has the prefix 'peagle-hub-"):
+        PeagleEndpoint(
+            stack,
+            "Code",
+            name="code",
+            weights=weights,
+            image=ServingImage.build_in_account(base=BaseImage.pull_through_cache(SECRET, repository_prefix="hub")),
+        )
 
 
 # --- bad input ----------------------------------------------------------------------------------------
@@ -182,6 +346,7 @@ def test_a_mirror_is_pulled_from_your_repository(synth, tmp_path):
         ({"base_mirror": "vllm/vllm-openai:v0.32.0"}, r"is not an ECR image reference; give <account>\.dkr\.ecr\."),
         ({"build": "local_docker", "base_mirror": MIRROR}, r"apply to image\.build: in_account"),
         ({"pull_through_cache_secret_arn": SECRET, "base_mirror": MIRROR}, r"two sources of the vLLM base; give one"),
+        ({"pull_through_cache_prefix": "Docker_Hub"}, r"'Docker_Hub' is not an ECR pull-through cache prefix"),
     ],
 )
 def test_a_bad_image_section_fails_with_what_to_do(image, expected):
@@ -189,12 +354,7 @@ def test_a_bad_image_section_fails_with_what_to_do(image, expected):
         parse_deployment_config({"image": image})
 
 
-def _stack(region: str) -> tuple[Stack, ModelWeights]:
-    stack = Stack(App(), "Images", env=Environment(account="123456789012", region=region))
-    return stack, ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/gpt-oss-20b/")
-
-
-def test_a_repository_or_mirror_in_another_region_is_refused():
+def test_a_repository_or_mirror_in_another_region_or_account_is_refused():
     stack, weights = _stack("us-east-1")
     elsewhere = ecr.Repository.from_repository_attributes(
         stack,
@@ -202,23 +362,40 @@ def test_a_repository_or_mirror_in_another_region_is_refused():
         repository_arn="arn:aws:ecr:eu-west-1:123456789012:repository/serving",
         repository_name="serving",
     )
-    with pytest.raises(ValueError, match="the repository is in eu-west-1, the endpoint's stack in us-east-1"):
+    with pytest.raises(ValueError, match="the region is eu-west-1, the endpoint's stack is in us-east-1"):
         PeagleEndpoint(
             stack, "Chat", name="chat", weights=weights, image=ServingImage.build_in_account(repository=elsewhere)
         )
-    stack, weights = _stack("us-east-1")
-    mirror = BaseImage.mirror_uri(MIRROR.replace("us-east-1", "eu-west-1"))
-    with pytest.raises(ValueError, match="image.base_mirror: the repository is in eu-west-1"):
-        PeagleEndpoint(stack, "Chat", name="chat", weights=weights, image=ServingImage.build_in_account(base=mirror))
+    for mirror, expected in (
+        (MIRROR.replace("us-east-1", "eu-west-1"), "image.base_mirror: the region is eu-west-1"),
+        (MIRROR.replace("123456789012", "210987654321"), "image.base_mirror: the account is 210987654321"),
+    ):
+        stack, weights = _stack("us-east-1")
+        image = ServingImage.build_in_account(base=BaseImage.mirror_uri(mirror))
+        with pytest.raises(ValueError, match=expected):
+            PeagleEndpoint(stack, "Chat", name="chat", weights=weights, image=image)
 
 
-def test_a_pull_through_secret_outside_the_prefix_is_refused_by_the_construct():
-    stack, weights = _stack("us-east-1")
-    bad = BaseImage.pull_through_cache("arn:aws:secretsmanager:us-east-1:123456789012:secret:dockerhub-AbCdEf")
-    with pytest.raises(ValueError, match="whose name begins with 'ecr-pullthroughcache/'"):
-        PeagleEndpoint(stack, "Chat", name="chat", weights=weights, image=ServingImage.build_in_account(base=bad))
+def test_a_pull_through_secret_elsewhere_or_outside_the_prefix_is_refused_by_the_construct():
+    for secret, expected in (
+        (
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:dockerhub-AbCdEf",
+            "whose name begins with 'ecr-pullthroughcache/'",
+        ),
+        (SECRET.replace("us-east-1", "eu-west-1"), "the pull-through cache's secret: the region is eu-west-1"),
+        (
+            SECRET.replace("123456789012", "210987654321"),
+            "the pull-through cache's secret: the account is 210987654321",
+        ),
+    ):
+        stack, weights = _stack("us-east-1")
+        image = ServingImage.build_in_account(base=BaseImage.pull_through_cache(secret))
+        with pytest.raises(ValueError, match=expected):
+            PeagleEndpoint(stack, "Chat", name="chat", weights=weights, image=image)
     with pytest.raises(TypeError, match="base must be a BaseImage"):
         ServingImage.build_in_account(base="docker.io")
+    with pytest.raises(ValueError, match="'Hub' is not an ECR pull-through cache prefix"):
+        BaseImage.existing_pull_through_cache("Hub")
 
 
 # --- preflight between the two ------------------------------------------------------------------------
