@@ -411,8 +411,9 @@ class EndpointMonitoring(Construct):
         each), from the units' KPI lines and the plan's on-demand price (peagle_cdk/fleet_metrics.py)."""
         fleet = self._fleet
         share = (
-            f"; a copy costs its share of an instance (1/{plan.components.copies_per_instance}), so an instance "
-            "with room for more copies costs more than shown"
+            f"; copies are priced as the whole instances they need ({plan.components.copies_per_instance} to an "
+            "instance, rounded up, each component on instances of its own), so copies spread over more instances "
+            "cost more than shown"
             if plan.components is not None
             else ""
         )

@@ -7,10 +7,41 @@ line every kpi_interval_seconds (I), and every line is one sample of each KPI me
 
     units reporting        = SampleCount(KpiReports) x I / P
     fleet total of a rate  = Sum(samples) x I / P         (each sample is one unit's rate or gauge)
-    cost per hour          = units reporting x price per unit-hour
+
+What is billed is instances, whole, while they exist. Variants: a unit is an instance, so
+
+    cost per hour          = instances reporting x price per instance-hour
     cost per 1M out tokens = cost per hour / (fleet GenerationTokensPerSecond x 3600) x 1e6
                            = price x SampleCount x I/P / (Sum x I/P x 3600) x 1e6
                            = price x SampleCount / (Sum x 3600) x 1e6        (I and P cancel)
+
+Inference components: a unit is a copy, and N copies fit an instance (the plan's copies_per_instance). An
+instance is billed whole while it hosts any copy: managed instance scaling's IDLE_RELEASE "Releases instances
+that have no hosted inference component copies" (SageMaker API Reference,
+ProductionVariantManagedInstanceScalingScaleInPolicy,
+https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariantManagedInstanceScalingScaleInPolicy.html),
+the endpoint saves only by having fewer in-service instances ("reduce the number of in-service instances to zero.
+By doing so, you save costs", SageMaker Developer Guide, "Scale an endpoint to zero instances",
+https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html), and the price is per
+instance type and hour (AWS SageMaker AI pricing, real-time inference, https://aws.amazon.com/sagemaker/ai/pricing/,
+peagle/catalog/instances.yaml). So
+
+    copies                 = FLOOR(SampleCount(KpiReports) x I / P + 0.5)   (to the nearest whole copy)
+    instances              = CEIL(copies / N)
+    cost per hour          = price x instances      (summed over the components)
+    cost per 1M out tokens = cost per hour / (Sum(GenerationTokensPerSecond) x I / P x 3600) x 1e6
+
+(I and P no longer cancel: CEIL is not linear.) Rounding to the nearest copy first keeps a line more or fewer in
+a period (a copy whose lines drift logs 61 in one hour) from adding a whole instance: 4.02 copies are the one
+instance that holds 4. Assumed, and not verified on AWS: copies fill instances densely, N to an instance, and
+each component (the primary and an A/B baseline) its own instances, which prices two components sharing an
+instance as two (conservative). Where copies are spread over more instances than that (after a scale-in,
+IDLE_RELEASE releases only empty instances) the bill is higher than shown. Over a period in which the copy
+count changes the average count is rounded. SageMaker publishes an instance count only as a detailed-observability
+OpenTelemetry metric (InstanceCountPerEndpoint, "Instance count serving traffic", queried with PromQL after OTel
+enrichment is turned on account-wide: CloudWatch User Guide, "SageMaker AI Insights OpenTelemetry metrics reference",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/SageMaker-AI-Insights-Metrics.html), which a metric
+math expression, and so an alarm made here, cannot read; it also needs detailed_observability on.
 
 Every KPI line carries generation_tokens_per_second (a number, 0 while idle), so SampleCount(KpiReports)
 and Sum(GenerationTokensPerSecond) count the same lines. P is written as PERIOD(metric) in the
@@ -21,8 +52,11 @@ Metric math (CloudWatch User Guide, "Using metric math", Basic arithmetic functi
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html): "Missing values
 in a time series are treated as 0. If the value of a data point causes a function to attempt to divide
 by zero, the data point is dropped." So a period without generated tokens (idle units report 0 tokens/s)
-has no cost per token, rather than an infinite one; and PERIOD "Returns the period of the metric in
-seconds. Valid input is metrics, not the results of other expressions."
+has no cost per token, rather than an infinite one; PERIOD "Returns the period of the metric in
+seconds. Valid input is metrics, not the results of other expressions."; CEIL "Returns the ceiling of each
+metric. The ceiling is the smallest integer greater than or equal to each value."; FLOOR "Returns the floor of
+each metric. The floor is the largest integer less than or equal to each value." (same page, Functions
+supported for metric math).
 """
 
 from __future__ import annotations
@@ -48,29 +82,38 @@ TOKENS_PER_COST_FIGURE = 1_000_000
 
 @dataclass(frozen=True)
 class CostedUnit:
-    """A serving unit's KPI dimension (the variant or component name) and what one of its units costs:
-    an instance of a variant, or a copy's share of its instance (the instance price / copies per instance;
-    an instance holding fewer copies than it could is billed whole, which this share does not count)."""
+    """A serving unit's KPI dimension (the variant or component name) and what its units cost: instances of a
+    variant, each at the instance price; or copies of a component, priced as the whole instances they need
+    (copies / copies per instance, rounded up; the module docstring says why and what it assumes)."""
 
     name: str
     price_per_instance_hour_usd: float
     units_per_instance: int = 1  # copies per instance in inference-component mode
+    copies: bool = False  # inference-component mode: the units are copies, billed as whole instances
 
     @staticmethod
     def of(name: str, plan: Plan) -> CostedUnit:
-        copies = plan.components.copies_per_instance if plan.components is not None else 1
-        return CostedUnit(name, plan.price_per_hour_usd, copies)
+        if plan.components is None:
+            return CostedUnit(name, plan.price_per_hour_usd)
+        return CostedUnit(name, plan.price_per_hour_usd, plan.components.copies_per_instance, copies=True)
 
     @property
-    def price_expression(self) -> str:
-        """The price per unit-hour as metric math: ``2.336``, or ``(37.6 / 8)`` for a copy's share."""
-        price = f"{self.price_per_instance_hour_usd:g}"
-        return price if self.units_per_instance == 1 else f"({price} / {self.units_per_instance})"
+    def price(self) -> str:
+        """The price per instance-hour as metric math: ``2.336``."""
+        return f"{self.price_per_instance_hour_usd:g}"
+
+    def instances_expression(self, reports_id: str, interval_seconds: int) -> str:
+        """The instances a component's copies need, as metric math: the copies reporting (SampleCount x I / P) to
+        the nearest whole copy, over the copies an instance holds, rounded up."""
+        copies = f"FLOOR({reports_id} * {interval_seconds} / PERIOD({reports_id}) + 0.5)"
+        return f"CEIL({copies} / {self.units_per_instance})"
 
     def describe(self) -> str:
-        if self.units_per_instance == 1:
+        if not self.copies:
             return f"instances x ${self.price_per_instance_hour_usd:,g}/hour"
-        return f"copies x ${self.price_per_instance_hour_usd:,g}/hour / {self.units_per_instance} per instance"
+        return (
+            f"instances (copies / {self.units_per_instance}, rounded up) x ${self.price_per_instance_hour_usd:,g}/hour"
+        )
 
 
 class FleetMetrics:
@@ -112,11 +155,9 @@ class FleetMetrics:
         )
 
     def cost_per_hour(self, units: Sequence[CostedUnit], *, period: Duration, label: str) -> cloudwatch.MathExpression:
-        """USD per hour of ``units`` together: units reporting x price per unit-hour."""
-        terms = [f"{unit.price_expression} * {self._id(KPI_REPORTS_METRIC, unit)}" for unit in units]
-        first = self._id(KPI_REPORTS_METRIC, units[0])
+        """USD per hour of ``units`` together: the instances they are billed for x the price per instance-hour."""
         return cloudwatch.MathExpression(
-            expression=f"({' + '.join(terms)}) * {self.interval_seconds} / PERIOD({first})",
+            expression=self._cost_per_hour(units),
             using_metrics=self._reports(units, period),
             label=label,
             period=period,
@@ -125,13 +166,19 @@ class FleetMetrics:
     def cost_per_million_output_tokens(
         self, units: Sequence[CostedUnit], *, period: Duration, label: str
     ) -> cloudwatch.MathExpression:
-        """USD per 1M generated tokens of ``units`` together: their cost per hour over their tokens per hour,
-        price x SampleCount(reports) / (Sum(tokens/s) x 3600) x 1e6 (the module docstring derives it). No
-        datapoint where no token was generated (division by zero)."""
-        costs = " + ".join(f"{unit.price_expression} * {self._id(KPI_REPORTS_METRIC, unit)}" for unit in units)
+        """USD per 1M generated tokens of ``units`` together: their cost per hour over their tokens per hour
+        (the module docstring derives it; for instances of variants it reduces to price x SampleCount(reports)
+        / (Sum(tokens/s) x 3600) x 1e6). No datapoint where no token was generated (division by zero)."""
         tokens = " + ".join(self._id(GENERATION_TOKENS_METRIC, unit) for unit in units)
+        if any(unit.copies for unit in units):
+            first = self._id(GENERATION_TOKENS_METRIC, units[0])
+            fleet_tokens = f"({tokens}) * {self.interval_seconds} / PERIOD({first})"
+            expression = f"({self._cost_per_hour(units)}) / ({fleet_tokens} * {SECONDS_PER_HOUR})"
+        else:
+            costs = " + ".join(f"{unit.price} * {self._id(KPI_REPORTS_METRIC, unit)}" for unit in units)
+            expression = f"({costs}) / (({tokens}) * {SECONDS_PER_HOUR})"
         return cloudwatch.MathExpression(
-            expression=f"({costs}) / (({tokens}) * {SECONDS_PER_HOUR}) * {TOKENS_PER_COST_FIGURE}",
+            expression=f"{expression} * {TOKENS_PER_COST_FIGURE}",
             using_metrics={
                 **self._reports(units, period),
                 **{
@@ -144,6 +191,18 @@ class FleetMetrics:
             label=label,
             period=period,
         )
+
+    def _cost_per_hour(self, units: Sequence[CostedUnit]) -> str:
+        """Cost per hour as metric math: instances reporting x price (variants), or each component's copies
+        priced as whole instances (the module docstring)."""
+        if any(unit.copies for unit in units):
+            return " + ".join(
+                f"{unit.price} * {unit.instances_expression(self._id(KPI_REPORTS_METRIC, unit), self.interval_seconds)}"
+                for unit in units
+            )
+        terms = [f"{unit.price} * {self._id(KPI_REPORTS_METRIC, unit)}" for unit in units]
+        first = self._id(KPI_REPORTS_METRIC, units[0])
+        return f"({' + '.join(terms)}) * {self.interval_seconds} / PERIOD({first})"
 
     def _reports(self, units: Sequence[CostedUnit], period: Duration) -> dict[str, cloudwatch.IMetric]:
         return {

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, Names, Stack
+from aws_cdk import Duration, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -162,6 +162,9 @@ class PeagleEndpoint(Construct):
         :param network_isolation: no network or AWS credentials in the container (default: on).
         :param latency_sla: the p90 ModelLatency the latency alarm and step scaling act on (default: the
             profile's SLA).
+        :param metric_publish_frequency: how often SageMaker publishes the endpoint's metrics: 10 s, 30 s or 1
+            minute (the default). The alarms and scaling policies read them in one-minute periods, so the longer
+            intervals SageMaker also takes (2-5 minutes) are refused (peagle.config.ObservabilitySettings).
         :param volume_key: KMS key for the ML storage volume; default: a new key, or none on instance types
             with local NVMe storage, where a key does not encrypt it.
         :param _config: internal; use ``PeagleEndpoint.from_config``.
@@ -571,11 +574,12 @@ class PeagleEndpoint(Construct):
         https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-sagemaker-model-vpcconfig.html)
         requires both lists: SecurityGroupIds "Required: Yes ... Minimum: 1 Maximum: 5", Subnets "Required: Yes
         ... Minimum: 1 Maximum: 16". Subnets default as CDK's own ``select_subnets()`` picks them (private with
-        egress, else isolated; aws-cdk-lib aws-ec2 vpc.ts, ``reifySelectionDefaults``), but never public ones:
-        a model's instances get no public address there. Without ``security_groups`` one is created, as
-        @aws-cdk/aws-sagemaker-alpha's ``Model`` does (lib/model.ts, ``configureNetworking``: "new
+        egress, else isolated; aws-cdk-lib aws-ec2 vpc.ts, ``reifySelectionDefaults``), and are never public
+        ones, by default or chosen (_refuse_public_subnets says why). Without ``security_groups`` one is created,
+        as @aws-cdk/aws-sagemaker-alpha's ``Model`` does (lib/model.ts, ``configureNetworking``: "new
         ec2.SecurityGroup(this, 'SecurityGroup', ...)"), here least-privilege: no ingress, HTTPS out only (to
-        the VPC endpoints or a NAT: S3, ECR, CloudWatch, the Hub)."""
+        the VPC endpoints or a NAT: S3, ECR, CloudWatch, the Hub); groups given are refused when they are known
+        to be of another VPC (_refuse_groups_of_other_vpcs)."""
         path = self.node.path
         if vpc is None and vpc_subnets is None:
             if security_groups:
@@ -583,7 +587,10 @@ class PeagleEndpoint(Construct):
             return None, None
         if vpc is not None:
             selection = vpc_subnets or _default_subnets(vpc, path)
-            subnet_ids = list(vpc.select_subnets(**_selection_kwargs(selection)).subnet_ids)
+            selected = vpc.select_subnets(**_selection_kwargs(selection))
+            _refuse_public_subnets(vpc, selected.subnets, path)
+            subnet_ids = list(selected.subnet_ids)
+            _refuse_groups_of_other_vpcs(self, vpc, security_groups or [], path)
         elif vpc_subnets.subnets:
             subnet_ids = [subnet.subnet_id for subnet in vpc_subnets.subnets]
         else:
@@ -820,6 +827,16 @@ def _check_prop_types(owner: str, props: dict[str, Any]) -> None:
     prop_types.check_interfaces(owner, "security_groups", props["security_groups"], "ISecurityGroup")
 
 
+# Why a model never runs in public subnets. SageMaker: "The ENIs provide your model containers with a network
+# connection within your VPC that is not connected to the internet" (SageMaker Developer Guide, "Give SageMaker
+# Hosted Endpoints Access to Resources in Your Amazon VPC", https://docs.aws.amazon.com/sagemaker/latest/dg/host-vpc.html),
+# and "If your model needs access to ... a resource outside of AWS, create a NAT gateway" (same page). A public
+# subnet's internet gateway does not help them: it "enables resources in your public subnets (such as EC2 instances)
+# to connect to the internet if the resource has a public IPv4 address or an IPv6 address" (Amazon VPC User Guide,
+# "Connect to the internet using an internet gateway", https://docs.aws.amazon.com/vpc/latest/userguide/VPC_Internet_Gateway.html).
+_PUBLIC_SUBNETS_REACH_NOTHING = "where the model's instances get no public address to reach anything"
+
+
 def _default_subnets(vpc: ec2.IVpc, path: str) -> ec2.SubnetSelection:
     """Private subnets with egress, else isolated ones (CDK's default order, public ones left out)."""
     if vpc.private_subnets:
@@ -828,9 +845,66 @@ def _default_subnets(vpc: ec2.IVpc, path: str) -> ec2.SubnetSelection:
         return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
     raise ValueError(
         f"PeagleEndpoint {path}: the VPC has no private subnets (with egress or isolated), only public ones, "
-        "where the model's instances get no public address to reach anything; add private subnets, or pass "
-        "vpc_subnets=ec2.SubnetSelection(...) to choose"
+        f"{_PUBLIC_SUBNETS_REACH_NOTHING}; add private subnets, or pass a vpc that has them (PrivateNetwork(scope, "
+        "id) makes one); vpc_subnets=... cannot choose its public ones either"
     )
+
+
+def _refuse_public_subnets(vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet], path: str) -> None:
+    """``vpc_subnets`` may not choose what the default never does: the VPC's public subnets (by type, group name
+    or as subnet objects), for the reason above."""
+    public_ids = {subnet.subnet_id for subnet in vpc.public_subnets}
+    public = [s for s in subnets if s.subnet_id in public_ids or isinstance(s, ec2.PublicSubnet)]
+    if public:
+        raise ValueError(
+            f"PeagleEndpoint {path}: vpc_subnets selects public subnets of vpc ({len(public)} of the "
+            f"{len(subnets)} selected), {_PUBLIC_SUBNETS_REACH_NOTHING}; choose private ones, e.g. "
+            "vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS) (or PRIVATE_ISOLATED "
+            "with the VPC endpoints in peagle_cdk.INTERFACE_ENDPOINTS), or leave vpc_subnets out (vpc's private "
+            "subnets are chosen)"
+        )
+
+
+def _refuse_groups_of_other_vpcs(
+    scope: Construct, vpc: ec2.IVpc, security_groups: Sequence[ec2.ISecurityGroup], path: str
+) -> None:
+    """A security group known at synth to be of another VPC than ``vpc``. SageMaker's VpcConfig: SecurityGroupIds
+    "Specify the security groups for the VPC that is specified in the Subnets field" (SageMaker API Reference,
+    VpcConfig, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_VpcConfig.html; botocore 1.44.5). EC2
+    lets a group serve another VPC only once associated with it: AssociateSecurityGroupVpc "Associates a security
+    group with another VPC in the same Region. This enables you to use the same security group with network
+    interfaces and instances in the specified VPC" (Amazon EC2 API Reference,
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AssociateSecurityGroupVpc.html), so a group this app
+    associates with ``vpc`` (ec2.CfnSecurityGroupVpcAssociation) is taken (whether SageMaker accepts such a group
+    is not verified). Known means: both VPC ids are given as text (vpc-...), or both are VPCs (ec2.Vpc) of this app;
+    a group imported by id, or a VPC of unknown id, is not checked."""
+    constructs = scope.node.root.node.find_all()
+    app_vpcs = {found.vpc_id: found.node.path for found in constructs if isinstance(found, ec2.Vpc)}
+    associated = {
+        (found.group_id, found.vpc_id) for found in constructs if isinstance(found, ec2.CfnSecurityGroupVpcAssociation)
+    }
+
+    def known(vpc_id: str) -> tuple[str, str] | None:
+        if not Token.is_unresolved(vpc_id):
+            return "id", vpc_id
+        return ("app", app_vpcs[vpc_id]) if vpc_id in app_vpcs else None
+
+    ours = known(vpc.vpc_id)
+    for index, group in enumerate(security_groups):
+        resource = group.node.default_child if isinstance(group, ec2.SecurityGroup) else None
+        group_vpc_id = getattr(resource, "vpc_id", None)
+        if ours is None or group_vpc_id is None or group_vpc_id == vpc.vpc_id:
+            continue
+        theirs = known(group_vpc_id)
+        if theirs is None or theirs[0] != ours[0] or (group.security_group_id, vpc.vpc_id) in associated:
+            continue
+        raise ValueError(
+            f"PeagleEndpoint {path}: security_groups[{index}] ({group.node.path}) is in another VPC ({theirs[1]}) "
+            f"than vpc ({ours[1]}), and a SageMaker VPC config takes security groups of its subnets' VPC; pass "
+            "security groups of vpc, or leave security_groups out and one without ingress is made in vpc (a group "
+            "you associated with vpc through AssociateSecurityGroupVpc: declare its ec2.CfnSecurityGroupVpcAssociation "
+            "in this app, or pass the group by id, ec2.SecurityGroup.from_security_group_id)"
+        )
 
 
 def _selection_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:

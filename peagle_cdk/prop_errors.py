@@ -86,6 +86,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"endpoint\.mode: inference_components", "mode=EndpointMode.inference_components(...)"),
     (r"endpoint\.inference_components\.min_copies: 0", "Autoscaling(min_capacity=0)"),
     (r"under custom_instances", "with instance_facts"),
+    # observability.metric_publish_frequency_seconds in seconds; the prop metric_publish_frequency is a Duration.
+    (
+        r"set 10, 30 or 60 \(the default\)",
+        "pass Duration.seconds(10), Duration.seconds(30) or Duration.minutes(1) (the default)",
+    ),
     (r"(?<![\w.])custom_instances(?!\w)", "instance_facts"),
     (r"(?<![\w.])custom_pairs(?!\w)", "custom_pair"),
     (r"(?<![\w.])profile_overrides\.(\w+)", r"ProfileOverrides(\1=...)"),

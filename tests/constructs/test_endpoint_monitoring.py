@@ -4,6 +4,7 @@ that the endpoint's update rolls back on."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -169,7 +170,100 @@ def _dashboard_has(template: Template, fragment: str) -> None:
     )
 
 
-def test_cost_of_copies_is_their_share_of_an_instance_and_the_budget_alarms_on_the_whole_fleet():
+def _pair_of_one_gpu_copies(stack: Stack, **props) -> PeagleEndpoint:
+    """qwen3-8b as inference components on ml.g6e.12xlarge: one GPU per copy, four copies to an instance."""
+    return _endpoint(
+        stack,
+        model="qwen3-8b",
+        instance_type="ml.g6e.12xlarge",
+        mode=EndpointMode.inference_components(),
+        autoscaling=Autoscaling(min_capacity=0),
+        price_per_hour_usd=10.0,
+        **props,
+    )
+
+
+def _dashboard_widgets(template: Template) -> list[dict]:
+    """The dashboard's widgets: its body (an Fn::Join of JSON text and tokens) with each token as text."""
+    (dashboard,) = template.find_resources("AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    return json.loads("".join(part if isinstance(part, str) else "TOKEN" for part in parts))["widgets"]
+
+
+def _cost_per_hour_graph(template: Template) -> dict:
+    (graph,) = [w for w in _dashboard_widgets(template) if w["properties"].get("title", "").startswith("Cost per hour")]
+    return graph
+
+
+def _expressions(widget: dict) -> dict[str, str]:
+    """A graph's metric-math lines, label -> expression."""
+    return {
+        line[0]["label"]: line[0]["expression"]
+        for line in widget["properties"]["metrics"]
+        if len(line) == 1 and "expression" in line[0]
+    }
+
+
+def _metric_math(expression: str, *, period: int, **values: float) -> float:
+    """CloudWatch metric math of one datapoint, in Python: + - * / and the functions the cost figures use
+    (CEIL, FLOOR: "the smallest integer greater than or equal to", "the largest integer less than or equal to each
+    value"; PERIOD: "the period of the metric in seconds"; CloudWatch User Guide, "Using metric math")."""
+    assert re.fullmatch(r"[A-Za-z0-9_ .()*/+-]+", expression), expression
+    functions = {"CEIL": math.ceil, "FLOOR": math.floor, "PERIOD": lambda _metric: period}
+    return eval(expression, {"__builtins__": {}}, {**functions, **values})  # noqa: S307 - checked above
+
+
+# copies serving -> the instances billed for them: four one-GPU copies to a 4-GPU instance, each instance whole.
+COPIES_AND_INSTANCES = [(0, 0), (1, 1), (3, 1), (4, 1), (5, 2), (8, 2), (9, 3)]
+
+
+@pytest.mark.parametrize(("copies", "instances"), COPIES_AND_INSTANCES)
+def test_cost_of_copies_is_the_whole_instances_they_need(copies, instances):
+    """Before: each copy cost a quarter of its instance ((10 / 4) * copies), so one copy serving on a 4-GPU
+    instance, billed whole, read 4x low on the dashboard and in the budget alarm."""
+    stack = Stack(App(), "Consumer")
+    endpoint = _pair_of_one_gpu_copies(stack)
+    EndpointMonitoring(
+        stack,
+        "ChatMonitoring",
+        endpoint=endpoint,
+        thresholds=AlarmThresholds(max_cost_per_million_output_tokens_usd=2.5),
+    )
+    assert (endpoint.plan.components.copies_per_instance, endpoint.plan.components.accelerators_per_copy) == (4, 1)
+    template = Template.from_stack(stack)
+    # The arithmetic of what was synthesized. Every copy logs a KPI line a minute, so SampleCount(KpiReports) is
+    # copies x 15 over the graph's 15 minutes, and copies x 60 over the alarm's hour, in which each copy generating
+    # 50 tokens/s sums GenerationTokensPerSecond to copies x 60 x 50.
+    ((label, per_hour),) = _expressions(_cost_per_hour_graph(template)).items()
+    assert _metric_math(per_hour, period=900, reports0=copies * 15) == 10.0 * instances
+    (alarm,) = [
+        a for a in template.find_resources("AWS::CloudWatch::Alarm").values() if a["Properties"].get("Threshold") == 2.5
+    ]
+    (per_million,) = [m["Expression"] for m in alarm["Properties"]["Metrics"] if m.get("ReturnData", True)]
+    if copies:
+        dollars = _metric_math(per_million, period=3600, reports0=copies * 60, tokens0=copies * 60 * 50)
+        assert dollars == pytest.approx(10.0 * instances / (copies * 50 * 3600) * 1e6)
+    # And its text.
+    instances_of = "CEIL(FLOOR(reports0 * 60 / PERIOD(reports0) + 0.5) / 4)"
+    assert (label, per_hour) == ("chat-primary: instances (copies / 4, rounded up) x $10/hour", f"10 * {instances_of}")
+    assert per_million == f"(10 * {instances_of}) / ((tokens0) * 60 / PERIOD(tokens0) * 3600) * 1000000"
+
+
+def test_a_kpi_line_more_or_less_in_a_period_does_not_add_an_instance():
+    """The copies are counted from KPI lines; a copy whose lines drift logs 61 in one hour and 59 in the next:
+    4.02 copies are still the one instance that holds 4, not two."""
+    stack = Stack(App(), "Consumer")
+    EndpointMonitoring(stack, "ChatMonitoring", endpoint=_pair_of_one_gpu_copies(stack))
+    per_hour = _cost_per_hour_graph(Template.from_stack(stack))
+    (expression,) = _expressions(per_hour).values()
+    assert _metric_math(expression, period=3600, reports0=4 * 60 + 1) == 10.0
+    assert _metric_math(expression, period=3600, reports0=4 * 60 - 1) == 10.0
+    assert _metric_math(expression, period=3600, reports0=5 * 60 - 1) == 20.0
+
+
+def test_components_with_a_baseline_are_priced_on_instances_of_their_own_and_the_budget_alarms_on_both():
+    """Assumed: each component's copies fill instances of their own (the conservative reading: two components
+    that share an instance are priced as two instances)."""
     stack = Stack(App(), "Consumer")
     endpoint = _components_with_a_baseline(stack, price_per_hour_usd=30.0)
     monitoring = EndpointMonitoring(
@@ -180,12 +274,16 @@ def test_cost_of_copies_is_their_share_of_an_instance_and_the_budget_alarms_on_t
     )
     assert (endpoint.plan.price_per_hour_usd, endpoint.plan.price_source) == (30.0, "instance.price_per_hour_usd")
     primary, baseline = (
-        f"(30 / {plan.components.copies_per_instance})" for plan in (endpoint.plan, endpoint.baseline_plan)
+        f"30 * CEIL(FLOOR(reports{index} * 60 / PERIOD(reports{index}) + 0.5) / {plan.components.copies_per_instance})"
+        for index, plan in enumerate((endpoint.plan, endpoint.baseline_plan))
     )
     template = Template.from_stack(stack)
     _dashboard_has(template, "## Cost (on-demand price, $30/instance-hour, instance.price_per_hour_usd)")
-    _dashboard_has(template, f'"expression":"({primary} * reports0) * 60 / PERIOD(reports0)"')
-    _dashboard_has(template, f'"expression":"({baseline} * reports1) / ((tokens1) * 3600) * 1000000"')
+    per_hour = _cost_per_hour_graph(template)
+    lines = _expressions(per_hour)
+    assert lines["all units"] == f"{primary} + {baseline}"
+    assert _metric_math(lines["all units"], period=900, reports0=15, reports1=15) == 60.0  # one copy each: 2 instances
+    _dashboard_has(template, f'"expression":"({baseline}) / ((tokens1) * 60 / PERIOD(tokens1) * 3600) * 1000000"')
     assert monitoring.cost_alarm is not None and monitoring.cost_alarm in monitoring.alarms
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
@@ -195,8 +293,8 @@ def test_cost_of_copies_is_their_share_of_an_instance_and_the_budget_alarms_on_t
                 [
                     Match.object_like(
                         {
-                            "Expression": f"({primary} * reports0 + {baseline} * reports1) "
-                            "/ ((tokens0 + tokens1) * 3600) * 1000000"
+                            "Expression": f"({primary} + {baseline}) "
+                            "/ ((tokens0 + tokens1) * 60 / PERIOD(tokens0) * 3600) * 1000000"
                         }
                     ),
                     Match.object_like(
@@ -225,6 +323,16 @@ def test_cost_of_copies_is_their_share_of_an_instance_and_the_budget_alarms_on_t
     for component in template.find_resources("AWS::SageMaker::InferenceComponent").values():
         rollback = component["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
         assert cost_alarm not in [alarm["AlarmName"] for alarm in rollback]
+
+
+def test_variants_keep_their_instance_price_per_reporting_instance():
+    stack = Stack(App(), "Consumer")
+    endpoint = _endpoint(stack, price_per_hour_usd=2.5)
+    EndpointMonitoring(stack, "ChatMonitoring", endpoint=endpoint)
+    per_hour = _cost_per_hour_graph(Template.from_stack(stack))
+    (expression,) = _expressions(per_hour).values()
+    assert expression == "(2.5 * reports0) * 60 / PERIOD(reports0)"
+    assert _metric_math(expression, period=900, reports0=2 * 15) == 5.0  # two instances
 
 
 # The graph period for each KPI interval: the whole minutes that hold one interval. CDK leaves a period of

@@ -13,6 +13,7 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
@@ -114,6 +115,44 @@ def test_weights_from_bucket_grant_read_on_that_prefix_only():
     resource = json.dumps(read["Resource"])
     assert '"/models/pair/*"' in resource
     assert stack.get_logical_id(bucket.node.default_child) in resource
+
+
+def _decrypt_statements(stack: Stack) -> list[dict]:
+    return [s for s in _policy_statements(Template.from_stack(stack)) if s["Sid"] == "DecryptModelWeights"]
+
+
+def _arn_of(stack: Stack, key: kms.IKey) -> dict:
+    return {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}
+
+
+def test_weights_in_a_kms_encrypted_bucket_may_be_decrypted_with_the_buckets_key():
+    """Before: s3:GetObject and s3:ListBucket but no kms:Decrypt unless key= was passed too, so SageMaker
+    could list the weights and read none of them."""
+    stack = _stack()
+    key = kms.Key(stack, "WeightsKey")
+    bucket = s3.Bucket(stack, "Weights", encryption_key=key)
+    _endpoint(stack, bucket=bucket, weights=ModelWeights.from_bucket(bucket, "models/pair/"))
+    (decrypt,) = _decrypt_statements(stack)
+    assert decrypt["Action"] == "kms:Decrypt" and decrypt["Resource"] == _arn_of(stack, key)
+    # encryption=KMS without a key: the bucket makes its own, which the role needs as much.
+    stack = _stack()
+    bucket = s3.Bucket(stack, "Weights", encryption=s3.BucketEncryption.KMS)
+    _endpoint(stack, bucket=bucket, weights=ModelWeights.from_bucket(bucket, "models/pair/"))
+    (decrypt,) = _decrypt_statements(stack)
+    assert decrypt["Resource"] == _arn_of(stack, bucket.encryption_key)
+
+
+def test_an_explicit_weights_key_wins_and_a_bucket_without_one_gets_no_decrypt():
+    stack = _stack()
+    bucket = s3.Bucket(stack, "Weights", encryption_key=kms.Key(stack, "BucketKey"))
+    mine = kms.Key(stack, "ObjectsKey")
+    _endpoint(stack, bucket=bucket, weights=ModelWeights.from_bucket(bucket, "models/pair/", key=mine))
+    (decrypt,) = _decrypt_statements(stack)
+    assert decrypt["Resource"] == _arn_of(stack, mine)
+    stack = _stack()
+    bucket = s3.Bucket(stack, "Weights")  # SSE-S3: nothing to decrypt with a key
+    _endpoint(stack, bucket=bucket, weights=ModelWeights.from_bucket(bucket, "models/pair/"))
+    assert _decrypt_statements(stack) == []
 
 
 def test_an_ecr_image_and_your_own_role():

@@ -94,6 +94,80 @@ def test_a_vpc_with_public_subnets_only_is_refused_with_what_to_do():
         _endpoint(stack, vpc=vpc)
 
 
+def _public_and_private_vpc(stack: Stack, id: str = "Vpc") -> ec2.Vpc:
+    return ec2.Vpc(stack, id, max_azs=2, nat_gateways=1)  # CDK's default: public and private-with-egress subnets
+
+
+def test_public_subnets_chosen_with_vpc_subnets_are_refused_like_a_vpc_with_only_public_ones():
+    """Before: vpc_subnets=SubnetSelection(subnet_type=PUBLIC) was taken, while the same public subnets as a VPC's
+    only ones were refused: instances there get no public address, so they reach nothing outside the VPC."""
+    for selection in (
+        ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC),
+        ec2.SubnetSelection(subnet_group_name="Public"),
+    ):
+        stack = _stack()
+        vpc = _public_and_private_vpc(stack)
+        with pytest.raises(ValueError) as error:
+            _endpoint(stack, vpc=vpc, vpc_subnets=selection)
+        message = str(error.value)
+        assert message.startswith("PeagleEndpoint Consumer/Chat: vpc_subnets selects public subnets of vpc")
+        assert "no public address" in message
+        assert "ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)" in message
+        assert "leave vpc_subnets out" in message
+    stack = _stack()
+    vpc = _public_and_private_vpc(stack)
+    with pytest.raises(ValueError, match=r"vpc_subnets selects public subnets"):
+        _endpoint(stack, vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnets=[vpc.public_subnets[0]]))
+    # Its private subnets, chosen the same way, are taken.
+    stack = _stack()
+    vpc = _public_and_private_vpc(stack)
+    _endpoint(stack, vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS))
+    private = [stack.get_logical_id(subnet.node.default_child) for subnet in vpc.private_subnets]
+    assert [subnet["Ref"] for subnet in _vpc_config(Template.from_stack(stack))["Subnets"]] == private
+
+
+def test_a_security_group_of_another_vpc_is_refused():
+    """Before: taken, and the endpoint failed at deploy: a VPC config's security groups are for the VPC of its
+    subnets."""
+    stack = _stack()
+    vpc, other = _public_and_private_vpc(stack), _public_and_private_vpc(stack, "Other")
+    ours, theirs = ec2.SecurityGroup(stack, "Ours", vpc=vpc), ec2.SecurityGroup(stack, "Theirs", vpc=other)
+    with pytest.raises(ValueError) as error:
+        _endpoint(stack, vpc=vpc, security_groups=[ours, theirs])
+    message = str(error.value)
+    assert message.startswith(
+        "PeagleEndpoint Consumer/Chat: security_groups[1] (Consumer/Theirs) is in another VPC (Consumer/Other) than "
+        "vpc (Consumer/Vpc)"
+    )
+    assert "pass security groups of vpc, or leave security_groups out" in message
+    # Two VPC ids given as text: known at synth as well.
+    stack = _stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack, "Vpc", vpc_id="vpc-0a", availability_zones=["eu-west-1a"], private_subnet_ids=["subnet-0a"]
+    )
+    elsewhere = ec2.Vpc.from_vpc_attributes(stack, "Elsewhere", vpc_id="vpc-0b", availability_zones=["eu-west-1a"])
+    group = ec2.SecurityGroup(stack, "Group", vpc=elsewhere)
+    with pytest.raises(ValueError, match=r"security_groups\[0\] \(Consumer/Group\) is in another VPC \(vpc-0b\)"):
+        _endpoint(stack, vpc=vpc, security_groups=[group])
+
+
+def test_security_groups_whose_vpc_is_not_known_or_that_are_associated_with_vpc_are_taken():
+    """An imported group's VPC is unknown at synth; a group associated with vpc (AssociateSecurityGroupVpc) in the
+    app may be used there; a group made on a VPC imported by vpc's own id is in it."""
+    stack = _stack()
+    vpc, other = _public_and_private_vpc(stack), _public_and_private_vpc(stack, "Other")
+    imported = ec2.SecurityGroup.from_security_group_id(stack, "Imported", "sg-0123456789abcdef0")
+    associated = ec2.SecurityGroup(stack, "Shared", vpc=other)
+    ec2.CfnSecurityGroupVpcAssociation(stack, "SharedInVpc", group_id=associated.security_group_id, vpc_id=vpc.vpc_id)
+    same = ec2.SecurityGroup(
+        stack,
+        "SameVpc",
+        vpc=ec2.Vpc.from_vpc_attributes(stack, "ById", vpc_id=vpc.vpc_id, availability_zones=vpc.availability_zones),
+    )
+    _endpoint(stack, vpc=vpc, security_groups=[imported, associated, same])
+    assert len(_vpc_config(Template.from_stack(stack))["SecurityGroupIds"]) == 3
+
+
 def test_subnets_without_a_vpc_need_security_groups_and_too_many_groups_are_refused():
     stack = _stack()
     subnets = ec2.SubnetSelection(subnets=[ec2.Subnet.from_subnet_id(stack, "S", "subnet-0123456789abcdef0")])
@@ -137,6 +211,23 @@ def test_zero_instances_in_variants_mode_says_components_can_scale_to_zero():
     message = _message(autoscaling=Autoscaling(min_capacity=0))
     assert "Autoscaling(min_capacity=...) 0: a production variant keeps at least one instance" in message
     assert "mode=EndpointMode.inference_components(...) with Autoscaling(min_capacity=0)" in message
+
+
+def test_a_metric_publish_frequency_the_alarms_cannot_read_is_refused_in_the_props_words():
+    """Before: Duration.minutes(2) was taken, and the one-minute latency, error and scale-to-zero alarms then had
+    a datapoint in every second minute."""
+    message = _message(metric_publish_frequency=Duration.minutes(2))
+    assert "PeagleEndpoint Consumer/Chat: invalid props" in message
+    assert "metric_publish_frequency: 120 s is longer than" in message
+    assert "pass Duration.seconds(10), Duration.seconds(30) or Duration.minutes(1) (the default)" in message
+    assert "observability." not in message and "set 10, 30 or 60" not in message, message
+    for taken in (Duration.seconds(10), Duration.seconds(30), Duration.minutes(1)):
+        stack = _stack()
+        _endpoint(stack, metric_publish_frequency=taken)
+        Template.from_stack(stack).has_resource_properties(
+            "AWS::SageMaker::EndpointConfig",
+            {"MetricsConfig": Match.object_like({"MetricPublishFrequencyInSeconds": taken.to_seconds()})},
+        )
 
 
 def test_every_field_the_props_write_has_its_prop_name():

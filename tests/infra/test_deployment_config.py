@@ -109,3 +109,31 @@ def test_name_must_fit_stack_and_bucket_naming():
     with pytest.raises(ConfigError, match="name: String should match pattern"):
         config_from_overrides({}, base={"name": "Has_Capitals"})
     assert DeploymentConfig(name="team-a").name == "team-a"
+
+
+@pytest.mark.parametrize("seconds", [10, 30, 60])
+def test_metric_publish_frequencies_the_alarms_read_are_taken(tmp_path, seconds):
+    path = write_deployment(tmp_path, f"observability:\n  metric_publish_frequency_seconds: {seconds}\n")
+    assert load_deployment_config(path).observability.metric_publish_frequency_seconds == seconds
+
+
+@pytest.mark.parametrize("seconds", [120, 180, 240, 300])
+def test_a_metric_publish_frequency_longer_than_the_alarms_minute_is_refused(tmp_path, seconds):
+    """Before: 120-300 s were taken (SageMaker accepts them), and the one-minute alarms and scaling policies then
+    had a datapoint in every second minute or fewer: latency "3 of 5 minutes" could not fire."""
+    path = write_deployment(tmp_path, f"observability:\n  metric_publish_frequency_seconds: {seconds}\n")
+    with pytest.raises(ConfigError) as error:
+        load_deployment_config(path)
+    message = str(error.value)
+    assert f"observability.metric_publish_frequency_seconds: {seconds} s is longer than" in message
+    assert f"a datapoint in one minute of every {seconds // 60}" in message
+    assert message.rstrip().endswith("set 10, 30 or 60 (the default)")
+    assert "(given:" not in message  # the sentence names the value already
+
+
+def test_a_metric_publish_frequency_sagemaker_does_not_take_names_the_allowed_ones(tmp_path):
+    path = write_deployment(tmp_path, "observability:\n  metric_publish_frequency_seconds: 45\n")
+    with pytest.raises(
+        ConfigError, match=r"metric_publish_frequency_seconds: Input should be 10, 30 or 60 \(given: 45\)"
+    ):
+        load_deployment_config(path)
