@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 from peagle.config import CONTEXT_OVERRIDES, DEFAULT_DEPLOYMENT_FILE, load_deployment_config
 from peagle.deployment_rules import plan_checked_deployment
 from peagle.errors import PeagleError
+from peagle_cdk import RuntimeAccessChecks
 from stacks.artifacts_stack import ArtifactsStack
 from stacks.endpoint_stack import EndpointStack
 
@@ -49,7 +50,9 @@ def build_app(app: App) -> App:
     )
     Tags.of(app).add("project", "peagle-sagemaker")
     Tags.of(app).add("peagle:deployment", config.name)
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
+    # cdk-nag's rule packs, and the runtime-access check: the synth fails if a role may not do what AWS will ask
+    # of it once deployed (peagle_cdk/access_checks.py; `peagle access` runs the same check on a cdk.out).
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app), RuntimeAccessChecks())
     return app
 
 

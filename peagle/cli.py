@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "peagle.batch.cli",  # batch
     "peagle.stage.cli",  # stage
     "peagle.preflight.cli",  # preflight
+    "peagle.access.cli",  # access
     "peagle.simulate.cli",  # simulate
     "peagle.smoke.cli",  # smoke
     "peagle.tune.cli",  # tune

@@ -12,6 +12,7 @@ another package in your environment.
 """
 
 from peagle.catalog import InstanceType, ModelPair
+from peagle_cdk.access_checks import RuntimeAccessChecks
 from peagle_cdk.catalog_ids import InstanceTypes, ModelPairs, Profiles
 from peagle_cdk.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
 from peagle_cdk.endpoint_props import (
@@ -50,6 +51,7 @@ __all__ = [
     "ProfileOverrides",
     "Profiles",
     "Rollout",
+    "RuntimeAccessChecks",
     "ScheduledCapacity",
     "ServingImage",
     "SloSettings",

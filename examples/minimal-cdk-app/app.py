@@ -14,7 +14,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
-from peagle_cdk import EndpointMonitoring, ModelPairs, ModelWeights, PeagleEndpoint, ServingImage
+from peagle_cdk import EndpointMonitoring, ModelPairs, ModelWeights, PeagleEndpoint, RuntimeAccessChecks, ServingImage
 
 app = cdk.App()
 stack = cdk.Stack(app, "MinimalChat")
@@ -30,6 +30,8 @@ endpoint = PeagleEndpoint(
 )
 EndpointMonitoring(stack, "ChatMonitoring", endpoint=endpoint)
 # cdk-nag 3 runs as a policy-validation plugin (Aspects.of(app).add(...) fails on it): a finding that no
-# acknowledgement covers fails the synth with the rule and the resource.
-cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+# acknowledgement covers fails the synth with the rule and the resource. Beside it, the runtime-access check: a
+# role that could not do what AWS will ask of it once deployed (pull the image, read and decrypt the weights, write
+# its logs, build the image) fails the synth with the principal, action, resource and the prop that grants it.
+cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), RuntimeAccessChecks())
 app.synth()

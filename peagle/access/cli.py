@@ -1,0 +1,55 @@
+"""`peagle access`: the runtime-access check on a synthesized app (docs/security.md, "What AWS will allow").
+
+Reads a cloud assembly (`cdk synth`'s cdk.out, any app's: the YAML app's, or your own with PeagleEndpoint), lists
+what each principal must be able to do once deployed and decides each request as IAM would from the templates'
+policies. Exit codes: 0 every request granted (some may be reported as not checked), 1 a grant is missing,
+2 no readable cloud assembly.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from peagle.cli_errors import run_reporting_errors
+
+EXIT_OK, EXIT_MISSING, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "access",
+        help="check that every role of a synthesized app may do what AWS will ask of it at runtime",
+        description="From a cloud assembly (cdk.out), list what each principal must be able to do at runtime (the "
+        "SageMaker execution role: pull its image, list and read its weights and decrypt them, write its logs and "
+        "metrics, read a Hub token, its rollback alarms, async results; the image build's roles: read the build "
+        "context, pull the base, push the image, start the build) and evaluate each request against the templates' "
+        "identity, key, bucket and repository policies as IAM does (an explicit deny wins; wildcards; the "
+        "conditions the templates use). A missing grant is printed with the principal, action, resource, what "
+        "decided and the prop or deployment-file key that fixes it. Exit 0 all granted, 1 missing, 2 bad input.",
+    )
+    parser.add_argument(
+        "--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="also list every granted request and what allowed it")
+    parser.set_defaults(handler=run_access)
+
+
+def run_access(args: argparse.Namespace) -> int:
+    from peagle.access.assembly import AssemblyError
+
+    return run_reporting_errors(_access, args, [(AssemblyError, EXIT_BAD_INPUT)])
+
+
+def _access(args: argparse.Namespace) -> int:
+    from peagle.access.assembly import Assembly
+    from peagle.access.check import check_runtime_access, report_lines
+
+    outcomes = check_runtime_access(Assembly.from_cdk_out(args.cdk_out))
+    if args.verbose:
+        for outcome in outcomes:
+            if outcome.granted:
+                print(f"granted  {outcome.principal} {outcome.need.action} on {outcome.need.resource}")
+    for line in report_lines(outcomes):
+        print(line)
+    return EXIT_MISSING if any(outcome.missing for outcome in outcomes) else EXIT_OK

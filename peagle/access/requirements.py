@@ -1,0 +1,435 @@
+"""What each principal of a synthesized app must be able to do at runtime, read from the templates.
+
+The requests AWS will make once the stacks are deployed, each derived from a resource that causes it:
+
+- A SageMaker Model's execution role (``ExecutionRoleArn``), which SageMaker uses to serve it: pull its image,
+  list and read its weights and decrypt them with the bucket's key, write the container's logs, put metrics,
+  read a Hub token secret, attach to a VPC, read the endpoint's auto-rollback alarms, write async results and
+  notifications. The list and its scoping come from "CreateModel API: Execution Role Permissions" (SageMaker
+  Developer Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html#sagemaker-roles-createmodel-perms):
+  "cloudwatch:PutMetricData, logs:CreateLogStream, logs:PutLogEvents, logs:CreateLogGroup, logs:DescribeLogStreams,
+  s3:GetObject, s3:ListBucket, ecr:GetAuthorizationToken, ecr:BatchCheckLayerAvailability,
+  ecr:GetDownloadUrlForLayer, ecr:BatchGetImage", "Scope Amazon ECR permissions to a specific registry path that
+  you specify as the PrimaryContainer.Image"; "ensure that your execution role has permission to perform the
+  cloudwatch:DescribeAlarms action on your auto-rollback alarms"; "If you specify a private VPC for your model,
+  add the following permissions: ec2:CreateNetworkInterface, ..."; and for SSE-KMS inputs "kms:Decrypt" (same page,
+  CreateTrainingJob: "If your input is encrypted using server-side encryption with an AWS KMS-managed key
+  (SSE-KMS), add the following permissions").
+- The in-account image build (peagle_cdk/serving_image_build.py): its CodeBuild role reads the build context
+  and pushes the image ("IAM permissions for pushing an image to an Amazon ECR private repository",
+  https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html: "ecr:CompleteLayerUpload,
+  ecr:UploadLayerPart, ecr:InitiateLayerUpload, ecr:BatchCheckLayerAvailability, ecr:PutImage, ecr:BatchGetImage"
+  on the repository, "ecr:GetAuthorizationToken" on "*"), pulls the base (through a pull-through cache: "ecr:
+  BatchImportUpstreamImage" and "ecr:CreateRepository", ECR User Guide, pull-through-cache-iam.html) and writes its
+  logs; its handler asks ECR for the tag and starts the build; EventBridge invokes the handler when a build ends
+  (the function's resource policy must allow events.amazonaws.com from the rule: "Amazon EventBridge (CloudWatch
+  Events) ... permission to invoke your function", Lambda Developer Guide, "Using resource-based policies").
+
+Each need carries what it is for and the prop or deployment-file key that grants it, so a missing grant can be
+fixed in the caller's terms. Requests to S3 carry ``aws:SecureTransport: true`` (SageMaker and CodeBuild call S3
+over HTTPS), which is what a bucket's enforce-SSL deny tests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from peagle.access.assembly import Assembly, AssemblyStack
+
+# What `peagle stage` writes under a weights prefix (peagle/stage), and what the launcher reads first.
+STAGED_OBJECTS = ("target/config.json", "drafter/config.json")
+# The container's Hugging Face token secret (inference_image/peagle_serve/contract.py ENV_HF_TOKEN_SECRET_ARN).
+HF_TOKEN_VARIABLE = "PEAGLE_HF_TOKEN_SECRET_ARN"
+# <account>.dkr.ecr.<region>.<suffix>/<repository>[:tag|@digest]; any part may hold placeholders ("${AWS::Region}").
+_PART = r"(?:\$\{[^}]*\}|[^.$])+"
+ECR_IMAGE = re.compile(
+    rf"^(?P<account>{_PART})\.dkr\.ecr\.(?P<region>{_PART})\.[^/]+/(?P<repository>(?:\$\{{[^}}]*\}}|[^:@$])+)"
+)
+# s3://<bucket>/<key>, where the bucket may be a placeholder with a '/' of its own ("${Stack/LogicalId}").
+S3_URI = re.compile(r"^s3://(?P<bucket>(?:\$\{[^}]*\}|[^/$])+)/?(?P<key>.*)$")
+EC2_NETWORK_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+)
+ECR_PULL = ("ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage")
+ECR_PUSH = (
+    "ecr:CompleteLayerUpload",
+    "ecr:UploadLayerPart",
+    "ecr:InitiateLayerUpload",
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:PutImage",
+    "ecr:BatchGetImage",
+)
+HTTPS = {"aws:SecureTransport": True}
+
+# The prop or deployment-file key that grants each kind of need, in the caller's words.
+FIXES = {
+    "image": "PeagleEndpoint grants its execution role pulls from the serving image's repository (ServingImage); "
+    "with a role of your own (role=...), grant them: repository.grant_pull(role)",
+    "weights": "ModelWeights.from_bucket(bucket, prefix) grants read on the prefix (deployment file: "
+    "artifacts.s3_uri); with a role of your own, grant s3:GetObject on <prefix>* and s3:ListBucket on the bucket",
+    "weights-key": "ModelWeights.from_bucket(bucket, prefix) takes the bucket's encryption_key (or key=...); "
+    "deployment file: artifacts.kms_key_arn; the key's policy must allow the role or its account",
+    "logs": "PeagleEndpoint grants its log groups; with a role of your own, grant logs:CreateLogStream and "
+    "logs:PutLogEvents on the endpoint's log group",
+    "metrics": "PeagleEndpoint grants cloudwatch:PutMetricData; with a role of your own, grant it on '*'",
+    "hub-token": "ModelWeights.from_hub(token_secret_arn=...) grants it (deployment file: artifacts.hf_token_secret_arn)",
+    "vpc": "PeagleEndpoint grants them when it gets vpc= or vpc_subnets= (deployment file: network.vpc)",
+    "rollback-alarms": "PeagleEndpoint.add_rollback_alarms(alarms) grants them (EndpointMonitoring calls it); "
+    "for alarms set on cfn_endpoint directly, grant cloudwatch:DescribeAlarms on each",
+    "async": "PeagleEndpoint.add_async_endpoint(bucket_name=..., bucket_key=...) grants them",
+    "build": "peagle_cdk/serving_image_build.py grants it to the stack's image builder: a missing grant here is a "
+    "fault of the library, please report it",
+}
+
+
+@dataclass(frozen=True)
+class Need:
+    """One request AWS will make at runtime, and what it is for."""
+
+    stack: AssemblyStack  # where the principal is named
+    principal: Any  # the template value naming the role (a Ref/GetAtt/ARN), or a service principal string
+    action: str
+    resource: str  # the symbolic ARN (peagle.access.assembly)
+    why: str
+    fix: str  # a FIXES key
+    context: dict[str, Any] = field(default_factory=dict)
+    # The resource whose policy also decides (a bucket, key, repository, secret, topic, function), if in the app.
+    resource_in: tuple[AssemblyStack, str] | None = None
+    key_policy: bool = False  # a KMS key: its policy must allow (directly or through the account)
+    service_principal: bool = False  # the caller is an AWS service (EventBridge), decided by resource policy alone
+
+
+def runtime_needs(assembly: Assembly) -> list[Need]:
+    """Every request the assembly's resources will make at runtime, in template order."""
+    needs: list[Need] = []
+    for stack in assembly.stacks:
+        for logical_id, model in stack.resources("AWS::SageMaker::Model").items():
+            needs += _model_needs(assembly, stack, logical_id, model)
+        needs += _rollback_alarm_needs(assembly, stack)
+        needs += _async_needs(assembly, stack)
+        for logical_id, build in stack.resources("Custom::PeagleServingImageBuild").items():
+            needs += _build_needs(assembly, stack, logical_id, build)
+    return needs
+
+
+# --- SageMaker models ----------------------------------------------------------------------------------------
+
+
+def _model_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, model: dict) -> list[Need]:
+    properties = model.get("Properties", {})
+    role = properties.get("ExecutionRoleArn")
+    if role is None:
+        return []
+    needs = []
+    containers = (
+        [properties["PrimaryContainer"]] if "PrimaryContainer" in properties else properties.get("Containers", [])
+    )
+    for container in containers:
+        needs += _image_needs(assembly, stack, role, logical_id, container)
+        needs += _weights_needs(assembly, stack, role, logical_id, container)
+        secret = (container.get("Environment") or {}).get(HF_TOKEN_VARIABLE)
+        if secret is not None:
+            arn = assembly.resolve(stack, secret)
+            if arn is not None:
+                needs.append(
+                    Need(
+                        stack,
+                        role,
+                        "secretsmanager:GetSecretValue",
+                        arn,
+                        f"the container of Model {logical_id} reads the Hugging Face token at start-up",
+                        "hub-token",
+                        resource_in=assembly.find_resource(stack, secret),
+                    )
+                )
+    metrics_why = f"SageMaker's execution role permissions for Model {logical_id} (cloudwatch:PutMetricData)"
+    needs.append(Need(stack, role, "cloudwatch:PutMetricData", "*", metrics_why, "metrics"))
+    if properties.get("VpcConfig"):
+        why = f"SageMaker attaches Model {logical_id}'s instances to its VPC subnets"
+        needs += [Need(stack, role, action, "*", why, "vpc") for action in EC2_NETWORK_ACTIONS]
+    for group in _log_groups_of(assembly, stack, logical_id):
+        stream = f"{group}:log-stream:instance"
+        why = f"Model {logical_id}'s container writes its logs (and KPI lines) to {group.split(':log-group:')[-1]}"
+        needs += [
+            Need(stack, role, action, stream, why, "logs") for action in ("logs:CreateLogStream", "logs:PutLogEvents")
+        ]
+    return needs
+
+
+def _image_needs(assembly: Assembly, stack: AssemblyStack, role: Any, model_id: str, container: dict) -> list[Need]:
+    image = assembly.resolve(stack, container.get("Image"))
+    found = ECR_IMAGE.match(image or "")
+    if found is None:
+        return []
+    arn = f"arn:aws:ecr:{found['region']}:{found['account']}:repository/{found['repository']}"
+    why = f"SageMaker pulls Model {model_id}'s image {image}"
+    repository = assembly.find_resource(stack, arn)
+    return [Need(stack, role, "ecr:GetAuthorizationToken", "*", why, "image")] + [
+        Need(stack, role, action, arn, why, "image", resource_in=repository) for action in ECR_PULL
+    ]
+
+
+def _weights_needs(assembly: Assembly, stack: AssemblyStack, role: Any, model_id: str, container: dict) -> list[Need]:
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    uri = assembly.resolve(stack, source.get("S3Uri") or container.get("ModelDataUrl"))
+    found = S3_URI.match(uri or "")
+    if found is None:
+        return []
+    bucket_name, prefix = found["bucket"], found["key"]
+    bucket_arn = f"arn:aws:s3:::{bucket_name}"
+    bucket = assembly.find_resource(stack, bucket_arn)
+    why = f"SageMaker lists and reads Model {model_id}'s weights under {uri}"
+    objects = [prefix + name for name in STAGED_OBJECTS] if source.get("S3DataType") == "S3Prefix" else [prefix]
+    needs = [Need(stack, role, "s3:ListBucket", bucket_arn, why, "weights", {**HTTPS, "s3:prefix": prefix}, bucket)] + [
+        Need(stack, role, "s3:GetObject", f"{bucket_arn}/{key}", why, "weights", dict(HTTPS), bucket) for key in objects
+    ]
+    key = _bucket_key(assembly, bucket)
+    if key is not None:
+        key_stack, key_value = key
+        key_arn = assembly.resolve(key_stack, key_value)
+        needs.append(
+            Need(
+                stack,
+                role,
+                "kms:Decrypt",
+                key_arn or "${?unresolved}",
+                f"{uri} is in a bucket encrypted with a KMS key: reading it needs kms:Decrypt on that key",
+                "weights-key",
+                {"kms:ViaService": "s3.${AWS::Region}.amazonaws.com"},
+                assembly.find_resource(key_stack, key_value),
+                key_policy=True,
+            )
+        )
+    return needs
+
+
+def _bucket_key(assembly: Assembly, bucket: tuple[AssemblyStack, str] | None) -> tuple[AssemblyStack, Any] | None:
+    """The KMS key a bucket of the app encrypts objects with by default (its template value), if any."""
+    if bucket is None:
+        return None
+    stack, logical_id = bucket
+    encryption = stack.template["Resources"][logical_id].get("Properties", {}).get("BucketEncryption") or {}
+    for rule in encryption.get("ServerSideEncryptionConfiguration", []):
+        default = rule.get("ServerSideEncryptionByDefault") or {}
+        if default.get("SSEAlgorithm") in ("aws:kms", "aws:kms:dsse") and default.get("KMSMasterKeyID"):
+            return stack, default["KMSMasterKeyID"]
+    return None
+
+
+def _log_groups_of(assembly: Assembly, stack: AssemblyStack, model_id: str) -> Iterator[str]:
+    """The log groups SageMaker writes a Model's container logs to: /aws/sagemaker/Endpoints/<endpoint> for each
+    endpoint whose config serves it, /aws/sagemaker/InferenceComponents/<component> for each component that runs it
+    (peagle_cdk/endpoint_logs.py says where each comes from)."""
+    prefix = "arn:aws:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+    for config_id, config in stack.resources("AWS::SageMaker::EndpointConfig").items():
+        variants = config.get("Properties", {}).get("ProductionVariants", [])
+        if any(_points_at(assembly, stack, variant.get("ModelName"), model_id) for variant in variants):
+            for name in _endpoints_of(assembly, stack, config_id):
+                yield _in_stack(stack, prefix) + f"/aws/sagemaker/Endpoints/{name}"
+    for component in stack.resources("AWS::SageMaker::InferenceComponent").values():
+        properties = component.get("Properties", {})
+        if _points_at(assembly, stack, (properties.get("Specification") or {}).get("ModelName"), model_id):
+            name = assembly.resolve(stack, properties.get("InferenceComponentName"))
+            if name is not None:
+                yield _in_stack(stack, prefix) + f"/aws/sagemaker/InferenceComponents/{name}"
+
+
+def _endpoints_of(assembly: Assembly, stack: AssemblyStack, config_id: str) -> Iterator[str]:
+    for endpoint in stack.resources("AWS::SageMaker::Endpoint").values():
+        properties = endpoint.get("Properties", {})
+        if _points_at(assembly, stack, properties.get("EndpointConfigName"), config_id):
+            name = assembly.resolve(stack, properties.get("EndpointName"))
+            if name is not None:
+                yield name
+
+
+def _points_at(assembly: Assembly, stack: AssemblyStack, value: Any, logical_id: str) -> bool:
+    found = assembly.find_resource(stack, value) if value is not None else None
+    return found is not None and found[0] is stack and found[1] == logical_id
+
+
+def _in_stack(stack: AssemblyStack, arn_prefix: str) -> str:
+    return arn_prefix.replace("${AWS::Region}", stack.region or "${AWS::Region}").replace(
+        "${AWS::AccountId}", stack.account or "${AWS::AccountId}"
+    )
+
+
+# --- endpoints: rollback alarms, asynchronous results ------------------------------------------------------------
+
+
+def _roles_of_endpoint(assembly: Assembly, stack: AssemblyStack, config_value: Any) -> list[Any]:
+    """The execution roles of the Models an endpoint config serves (its variants' models, or its own role)."""
+    found = assembly.find_resource(stack, config_value)
+    if found is None:
+        return []
+    config = found[0].template["Resources"][found[1]].get("Properties", {})
+    roles = [config["ExecutionRoleArn"]] if config.get("ExecutionRoleArn") else []
+    for variant in config.get("ProductionVariants", []):
+        model = assembly.find_resource(found[0], variant.get("ModelName")) if variant.get("ModelName") else None
+        if model is not None:
+            role = model[0].template["Resources"][model[1]].get("Properties", {}).get("ExecutionRoleArn")
+            if role is not None and role not in roles:
+                roles.append(role)
+    return roles
+
+
+def _rollback_alarm_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
+    needs = []
+    deployments = [
+        (endpoint.get("Properties", {}).get("DeploymentConfig") or {}, endpoint["Properties"].get("EndpointConfigName"))
+        for endpoint in stack.resources("AWS::SageMaker::Endpoint").values()
+    ]
+    roles_of = [(deployment, _roles_of_endpoint(assembly, stack, config)) for deployment, config in deployments]
+    # An inference component rolls out on its own, under its own DeploymentConfig, with its Model's role.
+    for component in stack.resources("AWS::SageMaker::InferenceComponent").values():
+        properties = component.get("Properties", {})
+        model = assembly.find_resource(stack, (properties.get("Specification") or {}).get("ModelName"))
+        role = model and model[0].template["Resources"][model[1]].get("Properties", {}).get("ExecutionRoleArn")
+        roles_of.append((properties.get("DeploymentConfig") or {}, [role] if role is not None else []))
+    for deployment, roles in roles_of:
+        alarms = (deployment.get("AutoRollbackConfiguration") or {}).get("Alarms", [])
+        for role in roles:
+            for alarm in alarms:
+                name = assembly.resolve(stack, alarm.get("AlarmName"))
+                arn = _in_stack(stack, f"arn:aws:cloudwatch:${{AWS::Region}}:${{AWS::AccountId}}:alarm:{name}")
+                why = f"SageMaker reads auto-rollback alarm {name} during an endpoint update"
+                needs.append(Need(stack, role, "cloudwatch:DescribeAlarms", arn, why, "rollback-alarms"))
+    return needs
+
+
+def _async_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
+    needs = []
+    for config_id, config in stack.resources("AWS::SageMaker::EndpointConfig").items():
+        settings = config.get("Properties", {}).get("AsyncInferenceConfig")
+        if not settings:
+            continue
+        roles = _roles_of_endpoint(assembly, stack, {"Ref": config_id})
+        output = settings.get("OutputConfig") or {}
+        for path_key in ("S3OutputPath", "S3FailurePath"):
+            found = S3_URI.match(assembly.resolve(stack, output.get(path_key)) or "")
+            if found is None:
+                continue
+            arn = f"arn:aws:s3:::{found['bucket']}/{found['key'].rstrip('/')}/result.out"
+            bucket = assembly.find_resource(stack, f"arn:aws:s3:::{found['bucket']}")
+            why = (
+                f"SageMaker writes asynchronous results of {config_id} under {output.get(path_key) and found.group(0)}"
+            )
+            needs += [Need(stack, role, "s3:PutObject", arn, why, "async", dict(HTTPS), bucket) for role in roles]
+        topics = output.get("NotificationConfig") or {}
+        for topic_key in ("SuccessTopic", "ErrorTopic"):
+            if topic_key not in topics:
+                continue
+            arn = assembly.resolve(stack, topics[topic_key]) or "${?unresolved}"
+            topic = assembly.find_resource(stack, topics[topic_key])
+            why = f"SageMaker publishes {config_id}'s asynchronous {topic_key} notifications"
+            needs += [Need(stack, role, "sns:Publish", arn, why, "async", resource_in=topic) for role in roles]
+    return needs
+
+
+# --- the in-account image build ------------------------------------------------------------------------------
+
+
+def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, build: dict) -> list[Need]:
+    properties = build.get("Properties", {})
+    project = assembly.find_resource(stack, properties.get("ProjectName"))
+    handler = assembly.find_resource(stack, properties.get("ServiceToken"))
+    if project is None or handler is None:
+        return []
+    project_props = project[0].template["Resources"][project[1]]["Properties"]
+    builder = project_props["ServiceRole"]
+    repository_name = assembly.resolve(stack, properties.get("RepositoryName"))
+    repository_arn = _in_stack(stack, f"arn:aws:ecr:${{AWS::Region}}:${{AWS::AccountId}}:repository/{repository_name}")
+    repository = assembly.find_resource(stack, properties.get("RepositoryName"))
+    why = f"the image build {logical_id}"
+    needs = [Need(stack, builder, "ecr:GetAuthorizationToken", "*", f"{why} logs in to ECR", "build")]
+    needs += [
+        Need(stack, builder, action, repository_arn, f"{why} pushes its image", "build", resource_in=repository)
+        for action in ECR_PUSH
+    ]
+    source = S3_URI.match(assembly.resolve(stack, properties.get("SourceS3Url")) or "")
+    if source is not None:
+        context = f"arn:aws:s3:::{source['bucket']}/{source['key']}"
+        needs.append(
+            Need(stack, builder, "s3:GetObject", context, f"{why} reads its build context", "build", dict(HTTPS))
+        )
+    needs += _base_needs(assembly, stack, builder, why, assembly.resolve(stack, properties.get("BaseImage")) or "")
+    group = assembly.resolve(
+        stack, ((project_props.get("LogsConfig") or {}).get("CloudWatchLogs") or {}).get("GroupName")
+    )
+    if group:
+        stream = _in_stack(
+            stack, f"arn:aws:logs:${{AWS::Region}}:${{AWS::AccountId}}:log-group:{group}:log-stream:build"
+        )
+        needs += [
+            Need(stack, builder, action, stream, f"{why} writes its log", "build")
+            for action in ("logs:CreateLogStream", "logs:PutLogEvents")
+        ]
+    function = handler[0].template["Resources"][handler[1]]["Properties"]
+    runner = function["Role"]
+    project_arn = assembly.resolve(project[0], {"Fn::GetAtt": [project[1], "Arn"]})
+    needs += [
+        Need(
+            stack, runner, "ecr:DescribeImages", repository_arn, f"{why}'s handler asks whether the tag exists", "build"
+        ),
+        Need(stack, runner, "codebuild:StartBuild", project_arn, f"{why}'s handler starts the build", "build"),
+    ]
+    needs += _build_ended_needs(assembly, stack, handler, project)
+    return needs
+
+
+def _base_needs(assembly: Assembly, stack: AssemblyStack, builder: Any, why: str, base: str) -> list[Need]:
+    found = ECR_IMAGE.match(base)
+    if found is None:
+        return []  # Docker Hub, anonymously: nothing to grant
+    repository = found["repository"]
+    arn = f"arn:aws:ecr:{found['region']}:{found['account']}:repository/{repository}"
+    needs = [Need(stack, builder, action, arn, f"{why} pulls its base {base}", "build") for action in ECR_PULL]
+    cached = any(
+        repository.startswith((assembly.resolve(rule_stack, rule["Properties"].get("EcrRepositoryPrefix")) or "") + "/")
+        for rule_stack in assembly.stacks
+        for rule in rule_stack.resources("AWS::ECR::PullThroughCacheRule").values()
+    )
+    if cached:  # through a pull-through cache: the first pull imports the upstream image into a new repository
+        needs += [
+            Need(stack, builder, action, arn, f"{why} pulls its base through the pull-through cache", "build")
+            for action in ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
+        ]
+    return needs
+
+
+def _build_ended_needs(assembly: Assembly, stack: AssemblyStack, handler: tuple, project: tuple) -> list[Need]:
+    """EventBridge invokes the handler when a build ends: the function's policy must allow the rule."""
+    needs = []
+    function_arn = assembly.resolve(handler[0], {"Fn::GetAtt": [handler[1], "Arn"]})
+    project_name = assembly.resolve(project[0], {"Ref": project[1]})
+    for rule_id, rule in stack.resources("AWS::Events::Rule").items():
+        properties = rule.get("Properties", {})
+        names = ((properties.get("EventPattern") or {}).get("detail") or {}).get("project-name", [])
+        if project_name not in [assembly.resolve(stack, name) for name in names]:
+            continue
+        rule_arn = assembly.resolve(stack, {"Fn::GetAtt": [rule_id, "Arn"]})
+        needs.append(
+            Need(
+                stack,
+                "events.amazonaws.com",
+                "lambda:InvokeFunction",
+                function_arn or "${?unresolved}",
+                f"rule {rule_id} invokes the image build's handler when a build ends",
+                "build",
+                {"aws:SourceArn": rule_arn},
+                handler,
+                service_principal=True,
+            )
+        )
+    return needs
