@@ -50,6 +50,8 @@ ECR_IMAGE = re.compile(
 )
 # s3://<bucket>/<key>, where the bucket may be a placeholder with a '/' of its own ("${Stack/LogicalId}").
 S3_URI = re.compile(r"^s3://(?P<bucket>(?:\$\{[^}]*\}|[^/$])+)/?(?P<key>.*)$")
+# The needs are written here from their sources, not imported from the constructs that grant them
+# (peagle_cdk/execution_role.py has the same lists): a need shared with its grant could never find the grant wrong.
 EC2_NETWORK_ACTIONS = (
     "ec2:CreateNetworkInterface",
     "ec2:CreateNetworkInterfacePermission",
