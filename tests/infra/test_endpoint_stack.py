@@ -68,7 +68,7 @@ def test_container_environment_carries_the_plan_and_p_eagle_parallel_drafting(de
 def test_no_secrets_or_hub_tokens_reach_the_template(default_synth):
     text = json.dumps(default_synth.templates).lower()
     # The in-account image build's spec logs Docker in to ECR with a token it fetches at build time: command
-    # names, no secret (cdklabs/deploy-time-build src/container-image-build.ts).
+    # names, no secret (peagle_cdk/serving_image_build.py BUILD_SPEC).
     for command in ("get-login-password", "--password-stdin"):
         text = text.replace(command, "")
     for needle in ("hf_token", "hugging_face_hub_token", "secret_access_key", "password"):
