@@ -208,7 +208,7 @@ def _weights_needs(assembly: Assembly, stack: AssemblyStack, role: Any, model_id
                 key_arn or "${?unresolved}",
                 f"{uri} is in a bucket encrypted with a KMS key: reading it needs kms:Decrypt on that key",
                 "weights-key",
-                {"kms:ViaService": "s3.${AWS::Region}.amazonaws.com"},
+                {"kms:ViaService": _in_stack(stack, "s3.${AWS::Region}.amazonaws.com")},
                 assembly.find_resource(key_stack, key_value),
                 key_policy=True,
             )
