@@ -11,7 +11,6 @@ from aws_cdk import App, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from peagle.config import CONTEXT_OVERRIDES, DEFAULT_DEPLOYMENT_FILE, load_deployment_config
-from peagle.deployment_rules import plan_checked_deployment
 from peagle.errors import PeagleError
 from peagle_cdk import RuntimeAccessChecks
 from stacks.artifacts_stack import ArtifactsStack
@@ -22,9 +21,6 @@ def build_app(app: App) -> App:
     deployment_file = app.node.try_get_context("deployment") or DEFAULT_DEPLOYMENT_FILE
     overrides = {key: app.node.try_get_context(key) for key in CONTEXT_OVERRIDES}
     config = load_deployment_config(deployment_file, overrides)
-    # Plans every variant and checks SageMaker's rules (GPU driver vs image, rollout limits, ...).
-    # Planned here too so a bad file exits with its message before any construct is built.
-    plan = plan_checked_deployment(config).plan
     # Optional: pin both stacks to one account/region (README, context keys); unset = environment-agnostic.
     env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 
@@ -39,14 +35,19 @@ def build_app(app: App) -> App:
             deployment_name=config.name,
             description="P-EAGLE model artifacts bucket (weights staged with `peagle stage`)",
         )
-    EndpointStack(
+    # Planned once, by the endpoint construct (PeagleEndpoint.from_config), which also checks SageMaker's rules
+    # (GPU driver vs image, rollout limits, ...) and raises with every violation before anything synthesizes.
+    endpoint_stack = EndpointStack(
         app,
         "PeagleEndpoint",
         stack_name=f"{config.name}-endpoint",
         env=env,
-        description=f"P-EAGLE endpoint: {plan.pair_id} on {plan.instance_count} x {plan.instance_type}",
         config=config,
         artifacts_key=artifacts_stack.artifacts.key if artifacts_stack else None,
+    )
+    plan = endpoint_stack.plan
+    endpoint_stack.template_options.description = (
+        f"P-EAGLE endpoint: {plan.pair_id} on {plan.instance_count} x {plan.instance_type}"
     )
     Tags.of(app).add("project", "peagle-sagemaker")
     Tags.of(app).add("peagle:deployment", config.name)

@@ -25,8 +25,10 @@ from constructs import Construct, IValidation
 
 from peagle.catalog import InstanceType, ModelPair
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
-from peagle.deployment_rules import DeploymentPlans, check_deployment, volume_key_allowed
+from peagle.deployment_rules import DeploymentPlans, DeploymentRuleError, check_deployment, volume_key_allowed
 from peagle.errors import PeagleError
+from peagle.plan_record import METADATA_KEY as PLAN_METADATA_KEY
+from peagle.plan_record import plan_metadata
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
 from peagle_cdk import prop_types
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
@@ -294,6 +296,13 @@ class PeagleEndpoint(Construct):
                 raise
             raise type(error)(in_props(str(error), owner=owner)) from None
         self._in_props_words = in_props_words
+        if not in_props_words:
+            # The file door (from_config) checks SageMaker's rules now, so a bad deployment file stops the app before
+            # it synthesizes anything, with every violation (what `cdk synth` of the YAML app exits 2 with); the
+            # construct's own validation below then finds nothing more. The one plan the app uses is this one.
+            violations = check_deployment(self.plans)
+            if violations:
+                raise DeploymentRuleError(violations)
         self.node.add_validation(_SageMakerRules(self))
         self._config = config
         self.endpoint_name = endpoint_name or config.endpoint_name
@@ -336,6 +345,12 @@ class PeagleEndpoint(Construct):
             )
         self.endpoint: ServingUnits = self._component_endpoint() if components else self._variant_endpoint()
         self._acknowledge_nvme(self.endpoint.endpoint_config)
+        # The plan travels with the template (peagle/plan_record.py): the tools read it, not a deployment file.
+        self._door = "props" if in_props_words else "file"
+        unit_plans = dict(zip(self.unit_names, [plan, baseline_plan], strict=False))
+        self.endpoint.endpoint.add_metadata(
+            PLAN_METADATA_KEY, plan_metadata(self._door, self.endpoint_name, unit_plans)
+        )
         self.kpi = {
             unit: KpiMetrics(
                 self,
@@ -545,6 +560,9 @@ class PeagleEndpoint(Construct):
             log_retention_days=self._config.observability.log_retention_days,
         )
         self._acknowledge_nvme(self.async_endpoint.endpoint.endpoint_config)
+        self.async_endpoint.endpoint.endpoint.add_metadata(
+            PLAN_METADATA_KEY, plan_metadata(self._door, name, {DEFAULT_VARIANT_NAME: self.plan})
+        )
         return self.async_endpoint
 
     def _prop_problems(self) -> list[str]:

@@ -146,6 +146,7 @@ class StackTemplate:
         if not isinstance(resources, Mapping):
             raise TemplateError(f"{source} is not a CloudFormation template: it has no Resources section")
         self.source = source
+        self.body = body
         self.resources: dict[str, Mapping[str, Any]] = {
             logical_id: resource for logical_id, resource in resources.items() if isinstance(resource, Mapping)
         }

@@ -12,10 +12,14 @@ import itertools
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from peagle.client.cold_start import COLD_START_DEFAULT_HELP
 from peagle.config import DEFAULT_DEPLOYMENT_FILE
 from peagle.simulate.service import READING_FIELDS, READINGS
+
+if TYPE_CHECKING:
+    from peagle.planner import Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -38,9 +42,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--deployment",
-        help=f"the deployment YAML the template was synthesized from (default {DEFAULT_DEPLOYMENT_FILE})",
+        help="only for a template that records no plan (synthesized by an earlier peagle): the deployment YAML it "
+        f"was synthesized from (e.g. {DEFAULT_DEPLOYMENT_FILE}). A PeagleEndpoint records its plan in the template, "
+        "whichever door made it, and simulate reads that",
     )
-    parser.add_argument("--template", type=Path, help="the endpoint stack's template (JSON or YAML)")
+    parser.add_argument(
+        "--template",
+        type=Path,
+        help="the endpoint stack's template (JSON or YAML); default: the stack in --cdk-out that records a plan "
+        "(the YAML app's PeagleEndpoint, or your app's)",
+    )
+    parser.add_argument(
+        "--endpoint", help="with several endpoints in the template: simulate only this one (default: every one)"
+    )
     parser.add_argument("--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output (default cdk.out)")
     parser.add_argument(
         "--traffic",
@@ -121,8 +135,6 @@ def _readings(args: argparse.Namespace) -> list[dict]:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from peagle.cli_config import load_cli_config
-    from peagle.planner import plan_deployment
     from peagle.preflight.cli import _new_template
     from peagle.preflight.template import load_template_file
     from peagle.simulate import report, scenarios
@@ -139,12 +151,15 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.attainment is not None and not 0 < args.attainment <= 1:
         raise TrafficError(f"--attainment is a share of requests, above 0 and at most 1, not {args.attainment:g}")
     startup, startup_seconds = _startup(args.startup)
-    config = load_cli_config(args.deployment, {})
-    plan = plan_deployment(config)
-    template_path, _ = _new_template(
-        argparse.Namespace(new=args.template, cdk_out=args.cdk_out, deployment=args.deployment), flag="--template"
+    template_path = (
+        args.template
+        or _template_with_plan(args.cdk_out)
+        or _new_template(
+            argparse.Namespace(new=None, cdk_out=args.cdk_out, deployment=args.deployment), flag="--template"
+        )[0]
     )
     template = load_template_file(template_path)
+    planned = _plans(template, args)
     shapes, traces = [], []
     for item in args.traffic or []:
         if item == "all":
@@ -157,26 +172,31 @@ def _simulate(args: argparse.Namespace) -> int:
             raise TrafficError(
                 f"--traffic {item!r} is neither a built-in shape ({', '.join(SHAPES)}), `all`, nor a CSV file"
             )
-    base = scenarios.base_assumptions(
-        plan,
-        startup=startup,
-        startup_seconds=startup_seconds,
-        startup_basis="--startup" if startup_seconds is not None else None,
-        instance_launch_seconds=args.instance_launch_seconds,
-        request_seconds=args.request_seconds,
-        output_tokens=args.output_tokens,
-        clients=args.clients,
-        cold_start_wait_seconds=args.cold_start_wait,
-    )
-    results = scenarios.run(
-        template,
-        plan,
-        shapes=shapes if (shapes or traces) else None,
-        traces=traces,
-        assumptions=base,
-        readings=_readings(args),
-        attainment=args.attainment,
-    )
+    results, assumed = [], []
+    for plan, door, endpoint in planned:
+        base = scenarios.base_assumptions(
+            plan,
+            startup=startup,
+            startup_seconds=startup_seconds,
+            startup_basis="--startup" if startup_seconds is not None else None,
+            instance_launch_seconds=args.instance_launch_seconds,
+            request_seconds=args.request_seconds,
+            output_tokens=args.output_tokens,
+            clients=args.clients,
+            cold_start_wait_seconds=args.cold_start_wait,
+        )
+        assumed.append((endpoint, base))
+        results += scenarios.run(
+            template,
+            plan,
+            door=door,
+            endpoint=endpoint,
+            shapes=shapes if (shapes or traces) else None,
+            traces=traces,
+            assumptions=base,
+            readings=_readings(args),
+            attainment=args.attainment,
+        )
     path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots)
     found = report.scenarios(results)
     rows = report.summary_rows(found)
@@ -191,9 +211,60 @@ def _simulate(args: argparse.Namespace) -> int:
                 print(f"     {verdict.detail}")
                 if verdict.fix:
                     print(f"     change: {verdict.fix}")
-    print(f"assumptions: {'; '.join(base.fixed())}")
+    for endpoint, base in assumed:
+        print(f"assumptions{f' ({endpoint})' if endpoint and len(assumed) > 1 else ''}: {'; '.join(base.fixed())}")
     print(f"timelines, plots and the summary: {path}")
     return EXIT_OK if all(result.passed for result in results) else EXIT_FAILED
+
+
+def _template_with_plan(cdk_out: Path) -> Path | None:
+    """The template in ``cdk_out`` that records a P-EAGLE plan: the YAML app's endpoint stack, else the only stack
+    of the app that records one; None when none does (an assembly of an earlier peagle)."""
+    from peagle.access.assembly import Assembly, AssemblyError
+    from peagle.plan_record import read_records
+    from peagle.preflight.cli import ENDPOINT_STACK_ID
+    from peagle.simulate.scaling_template import SimulationInputError
+
+    try:
+        stacks = Assembly.from_cdk_out(cdk_out).stacks
+    except AssemblyError:
+        return None  # _new_template says what is wrong with cdk_out
+    recording = [stack for stack in stacks if read_records(stack.template, source=str(stack.path))]
+    if not recording:
+        return None
+    preferred = [stack for stack in recording if stack.id == ENDPOINT_STACK_ID]
+    if len(recording) > 1 and not preferred:
+        names = ", ".join(f"{stack.id} ({stack.path})" for stack in recording)
+        raise SimulationInputError(f"{cdk_out} has several stacks with P-EAGLE endpoints: {names}; pass --template")
+    return (preferred or recording)[0].path
+
+
+def _plans(template, args: argparse.Namespace) -> list[tuple[Plan, str, str | None]]:
+    """(plan, door, endpoint name) of each endpoint to simulate: the plans the template records (every endpoint, or
+    --endpoint's), else, for a template of an earlier peagle, the plan of --deployment."""
+    from peagle.cli_config import load_cli_config
+    from peagle.plan_record import read_records
+    from peagle.planner import plan_deployment
+    from peagle.simulate.scaling_template import SimulationInputError
+
+    records = read_records(template.body, source=template.source)
+    if records:
+        if args.deployment:
+            print(
+                f"note: {template.source} records the plan it was built from; --deployment is not read", file=sys.stderr
+            )
+        chosen = [record for record in records if args.endpoint in (None, record.endpoint_name)]
+        if not chosen:
+            names = ", ".join(record.endpoint_name for record in records)
+            raise SimulationInputError(f"--endpoint {args.endpoint!r} is not in {template.source} (it has: {names})")
+        return [(record.primary, record.door, record.endpoint_name) for record in chosen]
+    if args.deployment:
+        return [(plan_deployment(load_cli_config(args.deployment, {})), "file", None)]
+    raise SimulationInputError(
+        f"{template.source} records no P-EAGLE plan (a PeagleEndpoint records the plan it was built from in its "
+        "endpoint's Metadata, peagle:plan): synthesize the app again with this peagle, or pass --deployment FILE, "
+        "the deployment file an earlier peagle synthesized it from; nothing is assumed in their place"
+    )
 
 
 def _startup(value: str) -> tuple[str, float | None]:

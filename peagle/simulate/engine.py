@@ -26,12 +26,15 @@ def one_unit(unit: str) -> str:
 
 @dataclass(frozen=True)
 class SettingKeys:
-    """Where the deployment file sets this target's bounds, for the report's suggested changes."""
+    """Where the caller sets this target's bounds, for the report's suggested changes: the deployment file's keys,
+    or the construct's props (whichever door made the endpoint, peagle/plan_record.py)."""
 
     min_units: str
     max_units: str
     target: str | None = None
     idle_minutes: str | None = None
+    max_instances: str | None = None  # the instances a component's copies may use
+    scale_in_cooldown: str | None = None
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,62 @@ def base_assumptions(plan: Plan, *, startup: str = "typical", **overrides) -> As
     return Assumptions(**values)
 
 
-def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
-    targets = scaling_of(template)
+# Where each door sets a target's bounds: the deployment file's keys, or the construct's props.
+SETTING_KEYS: dict[str, dict[str, SettingKeys]] = {
+    "file": {
+        "copies": SettingKeys(
+            min_units="endpoint.inference_components.min_copies",
+            max_units="endpoint.inference_components.max_copies",
+            target="endpoint.inference_components.target_concurrency_per_copy",
+            idle_minutes="endpoint.inference_components.scale_to_zero_after_idle_minutes",
+            max_instances="endpoint.inference_components.max_instances",
+            scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
+        ),
+        "instances": SettingKeys(
+            "autoscaling.min_instances",
+            "autoscaling.max_instances",
+            "autoscaling.target_concurrency_per_instance",
+            scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
+        ),
+        "async": SettingKeys(
+            "async_inference.min_instances",
+            "async_inference.max_instances",
+            "async_inference.target_backlog_per_instance",
+            scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
+        ),
+    },
+    "props": {
+        "copies": SettingKeys(
+            min_units="Autoscaling(min_capacity=...)",
+            max_units="Autoscaling(max_capacity=...)",
+            target="Autoscaling(target_concurrency=...)",
+            idle_minutes="EndpointMode.inference_components(scale_to_zero_after=...)",
+            max_instances="EndpointMode.inference_components(max_instances=...)",
+            scale_in_cooldown="Autoscaling(scale_in_cooldown=...)",
+        ),
+        "instances": SettingKeys(
+            "Autoscaling(min_capacity=...)",
+            "Autoscaling(max_capacity=...)",
+            "Autoscaling(target_concurrency=...)",
+            scale_in_cooldown="Autoscaling(scale_in_cooldown=...)",
+        ),
+        "async": SettingKeys(
+            "add_async_endpoint(min_instances=...)",
+            "add_async_endpoint(max_instances=...)",
+            "add_async_endpoint(target_backlog_per_instance=...)",
+            scale_in_cooldown="add_async_endpoint(scale_in_cooldown=...)",
+        ),
+    },
+}
+
+
+def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint: str | None = None) -> list[Setup]:
+    """The template's scalable targets with the plan's unit shapes; ``endpoint``: only those of the endpoint of
+    that name and its components (a template with several endpoints, each with its own plan); ``door``: the words
+    of the suggested changes (``file`` keys or ``props``)."""
+    targets = [
+        target for target in scaling_of(template) if endpoint is None or _of_endpoint(template, target, endpoint)
+    ]
     if not targets:
         raise SimulationInputError(
             f"{template.source} registers no SageMaker scalable target: nothing scales (autoscaling.enabled false?)"
@@ -87,12 +141,7 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
             )
             initial, share, name = components.initial_copies, 1.0, target.name
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
-            keys = SettingKeys(
-                min_units="endpoint.inference_components.min_copies",
-                max_units="endpoint.inference_components.max_copies",
-                target="endpoint.inference_components.target_concurrency_per_copy",
-                idle_minutes="endpoint.inference_components.scale_to_zero_after_idle_minutes",
-            )
+            keys = SETTING_KEYS[door]["copies"]
         else:
             # An asynchronous instance takes MaxConcurrentInvocationsPerInstance requests at a time
             # (AsyncInferenceClientConfig, SageMaker API reference), not the engine's max_num_seqs.
@@ -111,19 +160,7 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
             share = weights.get((endpoint_name, target.name), 1.0)
             idle = 15 if target.min_capacity == 0 else None
             name = f"{endpoint_name}/{target.name}"
-            keys = (
-                SettingKeys(
-                    "async_inference.min_instances",
-                    "async_inference.max_instances",
-                    "async_inference.target_backlog_per_instance",
-                )
-                if per_instance is not None
-                else SettingKeys(
-                    "autoscaling.min_instances",
-                    "autoscaling.max_instances",
-                    "autoscaling.target_concurrency_per_instance",
-                )
-            )
+            keys = SETTING_KEYS[door]["async" if per_instance is not None else "instances"]
         found.append(
             Setup(
                 target=target,
@@ -140,6 +177,18 @@ def setups(template: StackTemplate, plan: Plan) -> list[Setup]:
             )
         )
     return found
+
+
+def _of_endpoint(template: StackTemplate, target, endpoint: str) -> bool:
+    """A variant target of that endpoint (endpoint/<name>/variant/...), or a component hosted on it."""
+    parts = target.resource_id.split("/")
+    if parts[0] == "endpoint":
+        return len(parts) > 1 and parts[1] == endpoint
+    for component in template.of_type("AWS::SageMaker::InferenceComponent").values():
+        props = component.get("Properties") or {}
+        if template.resolve(props.get("InferenceComponentName")) == target.name:
+            return template.resolve(props.get("EndpointName")) == endpoint
+    return False
 
 
 def _asynchronous_endpoints(template: StackTemplate) -> dict[str, int]:
@@ -165,6 +214,8 @@ def run(
     template: StackTemplate,
     plan: Plan,
     *,
+    door: str = "file",
+    endpoint: str | None = None,
     shapes: Sequence[str] | None = None,
     traces: Sequence[Trace] = (),
     assumptions: Assumptions | None = None,
@@ -177,7 +228,7 @@ def run(
     base = assumptions or base_assumptions(plan)
     variants = [base.but(**choice) for choice in (ALL_READINGS if readings is None else readings)]
     results = []
-    for setup in setups(template, plan):
+    for setup in setups(template, plan, door=door, endpoint=endpoint):
         if attainment is not None:
             setup = replace(setup, slo_attainment=attainment)
         # The shapes load this target at their level whatever its share of the endpoint's traffic.

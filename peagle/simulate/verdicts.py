@@ -167,7 +167,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
         )
         instances = math.ceil(change["max_units"] / setup.shape.units_per_instance)
         if setup.shape.kind == "copies" and instances > setup.shape.max_instances:
-            said[-1] += f" and `endpoint.inference_components.max_instances` to {instances}"
+            said[-1] += f" and `{keys.max_instances}` to {instances}"
     copy_start = timeline.assumptions.startup_seconds / 60
     start = copy_start + timeline.assumptions.instance_launch_seconds / 60
     if "min_units" in change:
@@ -523,7 +523,11 @@ def _gives_back(timeline: Timeline) -> Verdict | None:
         f"{total:,.0f} unit-minutes of them by minute {last}",
         _fix="the scale-in removes capacity more slowly than it arrives: scale in to what the load needs in one "
         f"step rather than one {one_unit(target.unit)} per cooldown"
-        + (", or lower `autoscaling.scale_in_cooldown_seconds`" if target.step_policies else ""),
+        + (
+            f", or lower `{timeline.setup.keys.scale_in_cooldown}`"
+            if target.step_policies and timeline.setup.keys.scale_in_cooldown
+            else ""
+        ),
     )
 
 

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import csv
+import json
+from pathlib import Path
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_s3 as s3
 
+from peagle.catalog import load_catalog
 from peagle.cli import main
+from peagle.plan_record import METADATA_KEY
+from peagle_cdk import Autoscaling, ModelWeights, PeagleEndpoint
 
 
 def _base(found, out) -> list[str]:
@@ -86,7 +93,6 @@ def test_the_readings_can_be_pinned_and_the_budget_start_chosen(synthesized, tmp
         (["--traffic", "{tmp}/bad.csv"], "bad.csv:3: 'x' is not a number of requests"),
         (["--traffic", "{tmp}/unsorted.csv"], "unsorted.csv:3: minute 2 comes after minute 5"),
         (["--traffic", "{tmp}/latin1.csv"], "latin1.csv:2: not UTF-8 text"),
-        (["--deployment", "{tmp}/nope.yaml"], "nope.yaml' not found; pass an existing file with --deployment <path>"),
     ],
     ids=[
         "unknown shape",
@@ -97,7 +103,6 @@ def test_the_readings_can_be_pinned_and_the_budget_start_chosen(synthesized, tmp
         "bad csv row",
         "unsorted",
         "latin-1",
-        "no deployment file",
     ],
 )
 def test_bad_input_exits_2_with_what_to_do(synthesized, tmp_path, capsys, arguments, message):
@@ -112,3 +117,81 @@ def test_bad_input_exits_2_with_what_to_do(synthesized, tmp_path, capsys, argume
     assert main(base + arguments) == 2
     captured = capsys.readouterr()
     assert message in captured.err and "Traceback" not in captured.err
+
+
+# --- any app's template: the plan it records ------------------------------------------------------------------
+
+
+def _without_recorded_plans(template: Path, copy: Path) -> Path:
+    body = json.loads(template.read_text())
+    for resource in body["Resources"].values():
+        (resource.get("Metadata") or {}).pop(METADATA_KEY, None)
+    copy.write_text(json.dumps(body))
+    return copy
+
+
+def test_a_template_without_a_recorded_plan_is_refused_not_given_defaults(synthesized, tmp_path, capsys):
+    """An earlier peagle's template records no plan: simulate says what to do instead of simulating the default
+    deployment's pair and instance as it did."""
+    bare = _without_recorded_plans(synthesized("default").template, tmp_path / "old.template.json")
+    out = ["--out", str(tmp_path / "out"), "--no-plots"]
+    assert main(["simulate", "--template", str(bare), *out]) == 2
+    error = capsys.readouterr().err
+    assert "records no P-EAGLE plan" in error and "pass --deployment FILE" in error and "nothing is assumed" in error
+    assert main(["simulate", "--template", str(bare), "--deployment", str(tmp_path / "nope.yaml"), *out]) == 2
+    assert "nope.yaml' not found; pass an existing file with --deployment <path>" in capsys.readouterr().err
+    found = synthesized("default")
+    assert main(["simulate", "--template", str(bare), "--deployment", str(found.deployment_file), *out]) == 0
+
+
+def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_props(tmp_path, capsys):
+    """gpt-oss-120b on ml.g6e.12xlarge from the construct's props, no deployment file anywhere: the simulation
+    prices that instance ($13.12 an hour, not the default pair's ml.g6e.xlarge at $2.34) and names the props to
+    change."""
+    app = App(outdir=str(tmp_path / "cdk.out"))
+    stack = Stack(app, "Service")
+    PeagleEndpoint(
+        stack,
+        "Big",
+        name="big",
+        model="gpt-oss-120b",
+        instance_type="ml.g6e.12xlarge",
+        weights=ModelWeights.from_bucket(s3.Bucket(stack, "Weights"), "models/gpt-oss-120b/"),
+        autoscaling=Autoscaling(min_capacity=1, max_capacity=1),
+    )
+    app.synth()
+    out = tmp_path / "report"
+    code = main(["simulate", "--cdk-out", str(tmp_path / "cdk.out"), "--traffic", "surge", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 1, printed  # one instance at most cannot carry a surge
+    summary = (out / "simulation.md").read_text()
+    price = load_catalog().instances["ml.g6e.12xlarge"].price_per_hour_usd
+    assert f"on-demand, ${price:,.2f} per instance-hour" in summary
+    assert "raise `Autoscaling(max_capacity=...)` to" in printed
+    assert "autoscaling.max_instances" not in printed + summary
+
+
+def test_each_endpoint_of_a_template_is_simulated_with_its_own_plan(tmp_path, capsys):
+    app = App(outdir=str(tmp_path / "cdk.out"))
+    stack = Stack(app, "Service")
+    bucket = s3.Bucket(stack, "Weights")
+    for id, model, instance in (("Chat", "gpt-oss-20b", "ml.g6e.xlarge"), ("Big", "gpt-oss-120b", "ml.g6e.12xlarge")):
+        PeagleEndpoint(
+            stack,
+            id,
+            name=id.lower(),
+            model=model,
+            instance_type=instance,
+            weights=ModelWeights.from_bucket(bucket, f"models/{model}/"),
+        )
+    app.synth()
+    out = tmp_path / "report"
+    main(["simulate", "--cdk-out", str(tmp_path / "cdk.out"), "--traffic", "surge", "--out", str(out), "--no-plots"])
+    printed = capsys.readouterr().out
+    targets = {row.split()[0] for row in printed.splitlines()[1:] if row.split() and row.split()[1] == "surge"}
+    assert targets == {"chat-endpoint/Primary", "big-endpoint/Primary"}
+    assert "assumptions (chat-endpoint):" in printed and "assumptions (big-endpoint):" in printed
+    code = main(
+        ["simulate", "--cdk-out", str(tmp_path / "cdk.out"), "--endpoint", "nope", "--out", str(out), "--no-plots"]
+    )
+    assert code == 2 and "--endpoint 'nope' is not in" in capsys.readouterr().err

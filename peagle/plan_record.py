@@ -1,0 +1,79 @@
+"""The plan a P-EAGLE endpoint was built from, carried in its template, so the tools that read a synthesized
+app (`peagle simulate`) need no deployment file and work on any app's cdk.out, whichever door made it.
+
+PeagleEndpoint records, in the Metadata of each AWS::SageMaker::Endpoint it creates, under METADATA_KEY: the
+door that made it (``file``: a deployment file through PeagleEndpoint.from_config; ``props``: the construct's
+props), the endpoint's name and the plan of each serving unit (its variants, or its inference components), as
+the planner made it (peagle.planner.Plan, round-tripped by pydantic). CloudFormation keeps a resource's Metadata
+with the template and does not act on it ("Metadata ... associates structured data with a resource",
+CloudFormation User Guide, "Metadata attribute"); the tools read it from the template file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from peagle.errors import PeagleError
+from peagle.planner import Plan
+
+METADATA_KEY = "peagle:plan"
+# Raise when the record's shape changes; a reader refuses a version it does not know, rather than guess.
+RECORD_VERSION = 1
+Door = Literal["file", "props"]
+ENDPOINT = "AWS::SageMaker::Endpoint"
+
+
+class PlanRecordError(PeagleError):
+    """A template whose recorded plan cannot be read."""
+
+
+@lru_cache(maxsize=1)
+def _plans() -> TypeAdapter:
+    return TypeAdapter(Plan)
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    door: Door
+    endpoint_name: str
+    units: Mapping[str, Plan]  # serving unit (variant or component name) -> its plan, the primary first
+    logical_id: str = ""  # the endpoint resource that carries it
+
+    @property
+    def primary(self) -> Plan:
+        return next(iter(self.units.values()))
+
+
+def plan_metadata(door: Door, endpoint_name: str, units: Mapping[str, Plan]) -> dict[str, Any]:
+    """The JSON a PeagleEndpoint puts in its endpoint resource's Metadata."""
+    return {
+        "version": RECORD_VERSION,
+        "door": door,
+        "endpoint_name": endpoint_name,
+        "units": {name: _plans().dump_python(plan, mode="json") for name, plan in units.items()},
+    }
+
+
+def read_records(template: Mapping[str, Any], *, source: str) -> list[PlanRecord]:
+    """Every endpoint's recorded plan in a template body, in template order (empty: none recorded)."""
+    records = []
+    for logical_id, resource in (template.get("Resources") or {}).items():
+        if resource.get("Type") != ENDPOINT or METADATA_KEY not in (resource.get("Metadata") or {}):
+            continue
+        data = resource["Metadata"][METADATA_KEY]
+        if not isinstance(data, Mapping) or data.get("version") != RECORD_VERSION:
+            raise PlanRecordError(
+                f"{source}: endpoint {logical_id} records a plan of version {data.get('version')!r}, this peagle reads "
+                f"version {RECORD_VERSION}: use the peagle that synthesized it, or synthesize again with this one"
+            )
+        try:
+            units = {name: _plans().validate_python(plan) for name, plan in data["units"].items()}
+        except (KeyError, ValidationError) as error:
+            raise PlanRecordError(f"{source}: endpoint {logical_id}'s recorded plan cannot be read ({error})") from None
+        records.append(PlanRecord(data["door"], data["endpoint_name"], units, logical_id))
+    return records
