@@ -4,9 +4,15 @@ app (`peagle simulate`) need no deployment file and work on any app's cdk.out, w
 PeagleEndpoint records, in the Metadata of each AWS::SageMaker::Endpoint it creates, under METADATA_KEY: the
 door that made it (``file``: a deployment file through PeagleEndpoint.from_config; ``props``: the construct's
 props), the endpoint's name and the plan of each serving unit (its variants, or its inference components), as
-the planner made it (peagle.planner.Plan, round-tripped by pydantic). CloudFormation keeps a resource's Metadata
-with the template and does not act on it ("Metadata ... associates structured data with a resource",
-CloudFormation User Guide, "Metadata attribute"); the tools read it from the template file.
+the planner made it (peagle.planner.Plan, round-tripped by pydantic). "The Metadata attribute enables you to
+associate structured data with a resource ... CloudFormation doesn't validate the syntax within the metadata
+attribute" (CloudFormation User Guide, "Metadata attribute",
+https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-metadata.html): nothing is created,
+replaced or billed for it. The tools read it from the synthesized template (cdk.out), not from the deployed stack:
+"During a stack update, you cannot update the Metadata section by itself. You can update it only when you include
+changes that add, modify, or delete resources" (same guide, "CloudFormation template Metadata syntax"), so a deployed
+stack can hold an older record when only the plan's notes changed; the cdk.out you deploy from holds the current one.
+No secret is ever in a plan (the guide: "do not use this section to store sensitive information").
 """
 
 from __future__ import annotations

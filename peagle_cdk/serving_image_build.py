@@ -239,6 +239,9 @@ class BaseImage:
         it pulls through (None: no cache), creating what the source needs (the stack's cache rule)."""
         base, stack = pinned_base(), Stack.of(builds)
         if self.kind == "docker_hub":
+            if builds.said_docker_hub:
+                return "", None
+            builds.said_docker_hub = True  # once per stack, however many endpoints build from Docker Hub
             Annotations.of(builds).add_info(
                 f"The serving image is built in CodeBuild during `cdk deploy`, pulling {base} from Docker Hub "
                 "anonymously: Docker Hub allows 10 unauthenticated pulls an hour per IPv4 address, shared by "
@@ -331,6 +334,7 @@ class ServingImageBuilds(Construct):
         self._repository: ecr.Repository | None = None
         self._builds: dict[tuple[str, str], BuiltImage] = {}
         self._cache_rules: dict[str, tuple[str, ecr.CfnPullThroughCacheRule]] = {}
+        self.said_docker_hub = False
         self.log_group = logs.LogGroup(
             self, "BuildLogs", retention=BUILD_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
         )
@@ -369,6 +373,8 @@ class ServingImageBuilds(Construct):
             "DependsOn",
             [Stack.of(self).get_logical_id(self.handler.role.node.find_child("DefaultPolicy").node.default_child)],
         )
+        # CodeBuild sends "detail-type": "CodeBuild Build State Change", "source": "aws.codebuild", with "build-status"
+        # and "project-name" in its detail (CodeBuild User Guide, "Build notifications input format reference").
         self.build_ended = events.Rule(
             self,
             "BuildEnded",

@@ -29,8 +29,12 @@ import boto3
 from botocore.exceptions import ClientError
 
 # The build's environment variables that carry the request to answer (set by start_build, read back from the
-# build's state-change event).
+# build's state-change event: its detail's "additional-information" holds "environment" with
+# "environment-variables", and "logs" with "deep-link"; CodeBuild User Guide, "Build notifications input format
+# reference", https://docs.aws.amazon.com/codebuild/latest/userguide/sample-build-notifications.html).
 REQUEST_VARIABLES = ("responseURL", "stackId", "requestId", "logicalResourceId", "physicalResourceId")
+# A build's end states: CodeBuild API reference, Build.buildStatus "Valid Values: SUCCEEDED | FAILED | FAULT |
+# TIMED_OUT | IN_PROGRESS | STOPPED", less IN_PROGRESS.
 TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"})
 # A response body over 4096 bytes is refused ("The total size of the response body can't exceed 4096 bytes",
 # CloudFormation User Guide, "Custom resource response objects").
