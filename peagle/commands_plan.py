@@ -13,6 +13,7 @@ from peagle.container_env import container_environment
 from peagle.deployment_rules import plan_checked_deployment
 from peagle.errors import PeagleError
 from peagle.planner import describe_slo
+from peagle.setting_refs import Door
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,7 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fail(error: Exception) -> int:
-    print(f"error: {error}", file=sys.stderr)
+    """The error in this command's words: a setting it has a flag for is named by the flag (--instance), any
+    other by its key in the deployment file (peagle/setting_refs.py)."""
+    message = error.in_words(Door.CLI) if isinstance(error, PeagleError) else str(error)
+    print(f"error: {message}", file=sys.stderr)
     return 2
 
 
@@ -100,11 +104,11 @@ def run_plan(args: argparse.Namespace) -> int:
     assert set(overrides) == set(CONTEXT_OVERRIDES)
     try:
         if args.deployment:
-            config = load_deployment_config(args.deployment, overrides)
+            config = load_deployment_config(args.deployment, overrides, passed_as="--deployment", door=Door.CLI)
         else:
             if not args.model or not args.instance:
                 return _fail(ValueError("give --model and --instance, or --deployment FILE"))
-            config = config_from_overrides(overrides)
+            config = config_from_overrides(overrides, door=Door.CLI)
         plans = plan_checked_deployment(config)
     except PeagleError as error:
         return _fail(error)
@@ -174,7 +178,7 @@ def run_plan(args: argparse.Namespace) -> int:
         print(
             f"peak fleet      {args.peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each: "
             f"{measured.requests_per_second:g} measured x headroom {measured.headroom:g}){cost}; "
-            f"set autoscaling.max_instances to at least {fleet}"
+            f"set autoscaling.max_capacity to at least {fleet}"
             if plan.scaling.unit == "instance"
             else f"peak fleet      {args.peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each)"
         )

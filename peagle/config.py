@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import Field, PositiveInt, ValidationError, field_validator, model_validator
 
 from peagle.catalog import InstanceType, ModelPair, ProfileName, StrictModel, load_catalog
 from peagle.errors import ConfigError
+from peagle.setting_refs import Door, duration, field_words, in_words, setting, spelled
 from peagle_serve.contract import ScheduleBand, schedule_problems
 
 DEFAULT_DEPLOYMENT_FILE = "deployments/default.yaml"
@@ -33,15 +34,21 @@ CONTEXT_OVERRIDES: dict[str, tuple[str, ...]] = {
 
 
 class InstanceSettings(StrictModel):
-    type: str = Field("ml.g6e.xlarge", description="SageMaker instance type (see `peagle catalog`)")
+    type: str = Field(
+        "ml.g6e.xlarge",
+        description="SageMaker instance type (see `peagle catalog`)",
+        json_schema_extra=spelled("instance_type", flag="--instance"),
+    )
     count: PositiveInt = Field(
         1,
         le=100,
-        description="initial instances (within autoscaling.min_instances..max_instances; in inference_components "
+        description="initial instances (within autoscaling.min_capacity..max_capacity; in inference_components "
         "mode within endpoint.inference_components.min_instances..max_instances)",
+        json_schema_extra=spelled("instance_count", flag="--instance-count"),
     )
     ami_version: str | None = Field(
         None,
+        json_schema_extra=spelled("inference_ami_version"),
         description="ProductionVariant.InferenceAmiVersion (the GPU host's NVIDIA driver); unset: the one the "
         "serving image needs (peagle/catalog/runtime.yaml). A driver too old for the image fails synth",
     )
@@ -49,6 +56,7 @@ class InstanceSettings(StrictModel):
         None,
         gt=0,
         allow_inf_nan=False,
+        json_schema_extra=spelled("price_per_hour_usd"),
         description="on-demand price per instance-hour in USD, overriding the catalog's (e.g. for a savings plan "
         "or another region); `peagle plan`, the dashboard's cost widgets and the cost alarm use it. Null: the "
         "price in peagle/catalog/instances.yaml (or in custom_instances)",
@@ -72,11 +80,13 @@ class SpeculationSettings(StrictModel):
         None,
         ge=0,
         le=64,
+        json_schema_extra=spelled("Speculation.fixed(...)", flag="--speculative-tokens", **{"0": "Speculation.off()"}),
         description="K, draft tokens per step; 0 turns speculation off; "
         "unset = the pair's recommended K for the profile (or, with a schedule, its largest K)",
     )
     schedule: list[SpeculationBand] | None = Field(
         None,
+        json_schema_extra=spelled("Speculation.by_batch_size(bands)"),
         description="K by batch size (vLLM's num_speculative_tokens_per_batch_size): bands covering "
         "1..max_num_seqs without gaps or overlap (vLLM would silently fill a gap with the previous band's K), "
         "each K at most the drafter's trained K, K > 0 at batch size 1 (the start-up self-check's warm-up "
@@ -88,6 +98,8 @@ class SpeculationSettings(StrictModel):
 
 class ProfileOverrides(StrictModel):
     """Any profile field, overridden for this deployment only."""
+
+    PROP_TYPE: ClassVar[str] = "ProfileOverrides"  # a construct user passes it whole (peagle/setting_refs.py)
 
     temperature: float | None = Field(
         None,
@@ -129,6 +141,8 @@ class SloSettings(StrictModel):
     """The profile's SLO, overridden bound by bound for this deployment (`peagle plan` prints the result).
     Bounds are per request, as `vllm bench serve` measures them; null leaves the profile's value."""
 
+    PROP_TYPE: ClassVar[str] = "SloSettings"
+
     ttft_seconds: float | None = Field(None, gt=0, description="time to first token")
     tpot_seconds: float | None = Field(None, gt=0, description="time per output token after the first")
     e2e_seconds: float | None = Field(None, gt=0, description="end-to-end latency of the request")
@@ -141,12 +155,16 @@ _S3_PREFIX = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/[^\s]*)?/$")
 class ArtifactsSettings(StrictModel):
     source: Literal["s3", "hub"] = Field(
         "s3",
+        json_schema_extra=spelled(
+            "weights", **{'"hub"': "weights=ModelWeights.from_hub()", '"s3"': "weights=ModelWeights.from_bucket(...)"}
+        ),
         description="s3: weights staged under one S3 prefix (the default, works with network isolation); "
         "hub: the container downloads target and drafter from the Hugging Face Hub at start-up "
         "(needs network.isolation: false)",
     )
     hf_token_secret_arn: str | None = Field(
         None,
+        json_schema_extra=spelled("ModelWeights.from_hub(token_secret_arn=...)"),
         pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$",
         description="with source hub: Secrets Manager secret holding a Hugging Face token (plain text); "
         "the execution role may read it, the container reads it at start-up",
@@ -197,7 +215,11 @@ class VpcSettings(StrictModel):
 
 
 class NetworkSettings(StrictModel):
-    isolation: bool = Field(True, description="no network and no AWS credentials in the container")
+    isolation: bool = Field(
+        True,
+        description="no network and no AWS credentials in the container",
+        json_schema_extra=spelled("network_isolation"),
+    )
     vpc: VpcSettings | None = Field(
         None,
         description="private subnets for the model; the execution role then gets the ENI permissions SageMaker needs",
@@ -299,6 +321,7 @@ class ImageSettings(StrictModel):
 class TimeoutSettings(StrictModel):
     container_startup_seconds: int | None = Field(
         None,
+        json_schema_extra=spelled("container_startup_timeout"),
         ge=60,
         le=3600,
         description="the launcher's whole start-up budget: engine load, then the speculation self-check (300 s), "
@@ -306,20 +329,35 @@ class TimeoutSettings(StrictModel):
         "sized from the weights (600-3600 s)",
     )
     model_download_seconds: int | None = Field(
-        None, ge=60, le=3600, description="unset: sized from the weights (600-3600 s, SageMaker's range)"
+        None,
+        json_schema_extra=spelled("model_download_timeout"),
+        ge=60,
+        le=3600,
+        description="unset: sized from the weights (600-3600 s, SageMaker's range)",
     )
 
 
 class ScheduledScaling(StrictModel):
     """Capacity bounds from a schedule, e.g. fewer instances off-peak."""
 
+    PROP_TYPE: ClassVar[str] = "ScheduledCapacity"
+
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$", description="PascalCase id, stable across deploys")
     schedule: str = Field(
         pattern=r"^(cron\(.+\)|rate\(.+\)|at\(.+\))$", description="e.g. 'cron(0 20 * * ? *)' (UTC unless time_zone)"
     )
-    min_instances: PositiveInt
-    max_instances: PositiveInt
+    min_capacity: PositiveInt = Field(description="the scaling floor while the schedule holds (formerly min_instances)")
+    max_capacity: PositiveInt = Field(
+        description="the scaling ceiling while the schedule holds (formerly max_instances)"
+    )
     time_zone: str | None = Field(None, description="IANA name, e.g. Europe/Berlin")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(
+            data, "autoscaling.schedules[]", {"min_instances": "min_capacity", "max_instances": "max_capacity"}
+        )
 
 
 class MeasuredCapacity(StrictModel):
@@ -361,44 +399,69 @@ class AutoscalingSettings(StrictModel):
     ``sagemaker:variant:DesiredInstanceCount``; SageMaker Developer Guide, "Automatic scaling of
     Amazon SageMaker AI models", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
-    enabled: bool = Field(True, description="false: instance.count instances, not scaled")
-    min_instances: int = Field(
-        1,
-        ge=0,
-        description="variants mode only, at least 1 (components: endpoint.inference_components, which may scale to "
-        "zero)",
+    enabled: bool = Field(
+        True,
+        description="false: fixed capacity (instance.count instances, or initial_copies copies), not scaled",
+        json_schema_extra=spelled("autoscaling", false="autoscaling=None", true="autoscaling=Autoscaling(...)"),
     )
-    max_instances: PositiveInt = Field(
-        2, le=100, description="variants mode only (components: endpoint.inference_components)"
+    min_capacity: int | None = Field(
+        None,
+        ge=0,
+        description="the scaling floor in serving units: instances (variants, at least 1) or copies "
+        "(inference_components, 0 scales the component to zero); unset: 1 instance, or 0 copies (with autoscaling "
+        "off: the units the deploy starts). Formerly autoscaling.min_instances and "
+        "endpoint.inference_components.min_copies",
+        json_schema_extra=spelled("Autoscaling(min_capacity=...)"),
+    )
+    max_capacity: PositiveInt | None = Field(
+        None,
+        le=100,
+        description="the scaling ceiling in serving units; unset: 2 instances, or as many copies as "
+        "endpoint.inference_components.max_instances hold. Formerly autoscaling.max_instances and "
+        "endpoint.inference_components.max_copies",
+        json_schema_extra=spelled("Autoscaling(max_capacity=...)"),
     )
     target: Literal["concurrency", "invocations"] = Field(
         "concurrency",
         description="concurrency: target tracking on SageMakerVariantConcurrentRequestsPerModelHighResolution, "
-        "in-flight requests per instance (10 s metric, counts queued and streaming requests); "
-        "invocations: requests per minute per instance, target max_rps_per_instance x headroom x 60, "
-        "needs max_rps_per_instance",
+        "in-flight requests per unit (10 s metric, counts queued and streaming requests); "
+        "invocations (variants): requests per minute per instance, target max_requests_per_second x headroom x 60, "
+        "needs max_requests_per_second",
+        json_schema_extra=spelled(
+            "Autoscaling(max_requests_per_second=...)",
+            **{
+                '"concurrency"': "Autoscaling(target_concurrency=...)",
+                '"invocations"': "Autoscaling(max_requests_per_second=...)",
+            },
+        ),
     )
-    target_concurrency_per_instance: float | None = Field(
+    target_concurrency: float | None = Field(
         None,
         gt=0,
-        description="the concurrency target; `peagle capacity`'s snippet sets it to the concurrency measured "
-        "within the SLO x headroom; unset: 75% of the plan's max_num_seqs (a guess)",
+        description="requests in flight per unit (instance or copy) to scale on; `peagle capacity`'s snippet sets it "
+        "to the concurrency measured within the SLO x headroom; unset: 75% of the plan's max_num_seqs (a guess). "
+        "Formerly target_concurrency_per_instance and endpoint.inference_components.target_concurrency_per_copy",
+        json_schema_extra=spelled("Autoscaling(target_concurrency=...)"),
     )
-    max_rps_per_instance: float | None = Field(
+    max_requests_per_second: float | None = Field(
         None,
         gt=0,
-        description="the highest requests/s per instance that meets the SLO, measured with `peagle capacity`",
+        description="the highest requests/s per instance that meets the SLO, measured with `peagle capacity` "
+        "(formerly max_rps_per_instance)",
+        json_schema_extra=spelled("Autoscaling(max_requests_per_second=...)"),
     )
     headroom: float = Field(
         0.5,
         gt=0,
         le=1,
-        description="share of max_rps_per_instance the invocations target aims at (formerly safety_factor)",
+        description="share of max_requests_per_second the invocations target aims at (formerly safety_factor)",
+        json_schema_extra=spelled("Autoscaling(headroom=...)"),
     )
     measured_capacity: MeasuredCapacity | None = Field(
         None,
         description="written by `peagle capacity`: where the targets above came from; with no concurrency target "
         "set, the target is its concurrency x headroom",
+        json_schema_extra=spelled("Autoscaling(measured_capacity=...)"),
     )
     gpu_utilization_target_percent: float | None = Field(
         80,
@@ -406,25 +469,49 @@ class AutoscalingSettings(StrictModel):
         le=100,
         description="GPU utilization target tracking, per GPU (multiplied by the GPU count, because the metric "
         "sums GPUs); null: no GPU policy",
+        json_schema_extra=spelled("Autoscaling(gpu_utilization_percent=...)"),
     )
     latency_step_scaling: bool = Field(
         True,
         description="step scaling while p90 ModelLatency exceeds the SLA: +1 instance, +2 at twice the SLA; never "
         "scales in (target tracking does); waits an instance's whole start budget (the plan's timeouts + 600 s) "
         "between steps, because its alarm acts every minute it is in ALARM",
+        json_schema_extra=spelled("Autoscaling(latency_step_scaling=...)"),
     )
     scale_in_cooldown_seconds: int = Field(
-        900, ge=0, le=3600, description="target tracking's scale-in cooldown; GPU instances are slow to replace"
+        900,
+        ge=0,
+        le=3600,
+        description="target tracking's scale-in cooldown; GPU instances are slow to replace",
+        json_schema_extra=spelled("Autoscaling(scale_in_cooldown=...)"),
     )
-    scale_out_cooldown_seconds: int = Field(120, ge=0, le=3600, description="target tracking's scale-out cooldown")
+    scale_out_cooldown_seconds: int = Field(
+        120,
+        ge=0,
+        le=3600,
+        description="target tracking's scale-out cooldown",
+        json_schema_extra=spelled("Autoscaling(scale_out_cooldown=...)"),
+    )
     schedules: list[ScheduledScaling] = Field(
-        [], description="cron-based capacity (min/max instances by schedule), e.g. fewer instances at night"
+        [],
+        description="cron-based capacity (min/max capacity by schedule), e.g. fewer instances at night",
+        json_schema_extra=spelled("Autoscaling(schedules=...)"),
     )
 
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return _renamed(data, "autoscaling", {"safety_factor": "headroom"})
+        return _renamed(
+            data,
+            "autoscaling",
+            {
+                "safety_factor": "headroom",
+                "min_instances": "min_capacity",
+                "max_instances": "max_capacity",
+                "target_concurrency_per_instance": "target_concurrency",
+                "max_rps_per_instance": "max_requests_per_second",
+            },
+        )
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -433,6 +520,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 class AlarmSettings(StrictModel):
     """Alarm thresholds; unset ones come from the profile."""
 
+    PROP_TYPE: ClassVar[str] = "AlarmThresholds"  # EndpointMonitoring's thresholds (peagle_cdk/endpoint_monitoring.py)
+
     enabled: bool = Field(True, description="the alarms and their SNS topic")
     emails: list[str] = Field(
         [], description="subscribed to the alarm topic (one KMS-encrypted, SSL-only SNS topic; each must confirm)"
@@ -440,6 +529,7 @@ class AlarmSettings(StrictModel):
     latency_sla_p90_seconds: float | None = Field(
         None,
         gt=0,
+        json_schema_extra=spelled("latency_sla"),
         description="the p90 ModelLatency the latency alarm and step scaling act on (formerly latency_p90_seconds); "
         "unset: the profile's latency SLA",
     )
@@ -449,7 +539,13 @@ class AlarmSettings(StrictModel):
     error_4xx_rate_percent: float = Field(
         10.0, gt=0, le=100, description="4xx share that alarms (client errors, e.g. prompts over max_model_len)"
     )
-    gpu_memory_percent: float = Field(95.0, gt=0, le=100, description="per GPU")
+    gpu_memory_percent: float = Field(
+        95.0,
+        gt=0,
+        le=100,
+        description="per GPU",
+        json_schema_extra=spelled("AlarmThresholds(gpu_memory_percent_per_gpu=...)"),
+    )
     min_acceptance_rate: float = Field(
         0.2, gt=0, lt=1, description="below it speculation costs more than it saves (drafter mismatch or off)"
     )
@@ -506,17 +602,27 @@ LOG_RETENTION_DAYS = (
 
 class ObservabilitySettings(StrictModel):
     log_retention_days: int = Field(
-        365, description="retention of the endpoint's log group (created by the stack, KMS-encrypted)"
+        365,
+        json_schema_extra=spelled("log_retention_days"),
+        description="retention of the endpoint's log group (created by the stack, KMS-encrypted)",
     )
-    kpi_interval_seconds: int = Field(60, ge=10, le=300, description="how often the launcher logs a KPI line")
+    kpi_interval_seconds: int = Field(
+        60,
+        ge=10,
+        le=300,
+        description="how often the launcher logs a KPI line",
+        json_schema_extra=spelled("kpi_interval"),
+    )
     metric_publish_frequency_seconds: Literal[10, 30, 60] = Field(
         60,
+        json_schema_extra=spelled("metric_publish_frequency"),
         description="EndpointConfig.MetricsConfig.MetricPublishFrequencyInSeconds: how often SageMaker publishes the "
         "endpoint's invocation and utilization metrics. At most 60: the alarms and scaling policies read them in "
         "one-minute periods (SageMaker also takes 120-300, which they could not read)",
     )
     detailed_observability: bool = Field(
         True,
+        json_schema_extra=spelled("detailed_observability"),
         description="SageMaker's detailed observability (EndpointConfig.MetricsConfig) scrapes the container's "
         "/metrics (PromQL)",
     )
@@ -550,12 +656,16 @@ class ObservabilitySettings(StrictModel):
                 f"{value} s is longer than the one-minute period of the alarms and scaling policies that read "
                 "SageMaker's endpoint metrics (latency and error alarms, latency step scaling, the wake-up from and "
                 f"the scale-in to zero copies): they would get a datapoint in one minute of every {value // 60} and "
-                "fire late or not at all; set 10, 30 or 60 (the default)"
+                "fire late or not at all; set "
+                + ", ".join(setting("observability.metric_publish_frequency_seconds", every) for every in (10, 30))
+                + f" or {setting('observability.metric_publish_frequency_seconds', 60)} (the default)"
             )
         return value
 
 
 class BlueGreenSettings(StrictModel):
+    PROP_TYPE: ClassVar[str] = "Rollout.blue_green"
+
     traffic: Literal["auto", "canary", "linear", "all_at_once"] = Field(
         "auto",
         description="auto: canary with two or more instances, all_at_once (with baking) with one, since a "
@@ -565,14 +675,32 @@ class BlueGreenSettings(StrictModel):
         10, ge=1, le=50, description="share of the fleet taking traffic first (SageMaker: at most 50%)"
     )
     linear_step_percent: int = Field(25, ge=10, le=50, description="SageMaker allows 10-50% per step")
-    wait_seconds: int = Field(600, ge=0, le=3600, description="baking time between traffic shifts")
-    termination_wait_seconds: int = Field(600, ge=0, le=3600, description="keep the old fleet this long after 100%")
+    wait_seconds: int = Field(
+        600,
+        ge=0,
+        le=3600,
+        description="baking time between traffic shifts",
+        json_schema_extra=spelled("Rollout.blue_green(wait=...)"),
+    )
+    termination_wait_seconds: int = Field(
+        600,
+        ge=0,
+        le=3600,
+        description="keep the old fleet this long after 100%",
+        json_schema_extra=spelled("Rollout.blue_green(termination_wait=...)"),
+    )
     max_execution_seconds: int = Field(
-        7200, ge=600, le=28800, description="the update's time limit; its waits must fit in it"
+        7200,
+        ge=600,
+        le=28800,
+        description="the update's time limit; its waits must fit in it",
+        json_schema_extra=spelled("Rollout.blue_green(max_execution=...)"),
     )
 
 
 class RollingSettings(StrictModel):
+    PROP_TYPE: ClassVar[str] = "Rollout.rolling"
+
     batch_percent: int = Field(
         25,
         ge=5,
@@ -580,10 +708,20 @@ class RollingSettings(StrictModel):
         description="share of instances (or copies) replaced per step; SageMaker needs each batch to be at least "
         "one instance, so rolling is refused on a fleet that can shrink below 100 / batch_percent instances",
     )
-    wait_seconds: int = Field(600, ge=0, le=3600, description="baking time after each batch")
+    wait_seconds: int = Field(
+        600,
+        ge=0,
+        le=3600,
+        description="baking time after each batch",
+        json_schema_extra=spelled("Rollout.rolling(wait=...)"),
+    )
     rollback_batch_percent: int = Field(100, ge=1, le=100, description="share of instances rolled back per step")
     max_execution_seconds: int = Field(
-        7200, ge=600, le=28800, description="the update's time limit; its waits must fit in it"
+        7200,
+        ge=600,
+        le=28800,
+        description="the update's time limit; its waits must fit in it",
+        json_schema_extra=spelled("Rollout.rolling(max_execution=...)"),
     )
 
 
@@ -602,13 +740,25 @@ class RolloutSettings(StrictModel):
     # (DeploymentConfig._components_roll_by_default).
     strategy: Literal["blue_green", "rolling", "none"] = Field(
         "blue_green",
+        json_schema_extra=spelled(
+            "rollout",
+            **{
+                '"blue_green"': "rollout=Rollout.blue_green(...)",
+                '"rolling"': "rollout=Rollout.rolling(...)",
+                '"none"': "rollout=Rollout.none()",
+            },
+        ),
         description="blue_green: a second fleet takes the traffic under guardrails (the default with variants); "
         "rolling: batches of rolling.batch_percent, no second full GPU fleet (the default with inference "
         "components; not on multi-variant endpoints); none: SageMaker's plain update (above)",
     )
-    blue_green: BlueGreenSettings = BlueGreenSettings()
-    rolling: RollingSettings = RollingSettings()
-    auto_rollback: bool = Field(True, description="roll back when the 5xx or latency alarm fires during the update")
+    blue_green: BlueGreenSettings = Field(BlueGreenSettings(), json_schema_extra=spelled("Rollout.blue_green(...)"))
+    rolling: RollingSettings = Field(RollingSettings(), json_schema_extra=spelled("Rollout.rolling(...)"))
+    auto_rollback: bool = Field(
+        True,
+        description="roll back when the 5xx or latency alarm fires during the update",
+        json_schema_extra=spelled("Rollout...(auto_rollback=...)"),
+    )
 
 
 class InferenceComponentSettings(StrictModel):
@@ -617,24 +767,36 @@ class InferenceComponentSettings(StrictModel):
 
     Copies per instance, GPUs, CPU and memory per copy come from the plan (`peagle plan`)."""
 
-    min_instances: int = Field(0, ge=0, le=100, description="managed instance scaling floor; 0: scale to zero")
-    max_instances: PositiveInt = Field(2, le=100, description="managed instance scaling ceiling")
-    initial_copies: PositiveInt = Field(1, description="copies started by the deploy")
-    min_copies: int = Field(0, ge=0, description="0: no copy runs while the component is idle (cold start)")
-    max_copies: PositiveInt | None = Field(None, description="unset: as many as max_instances hold")
+    min_instances: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="managed instance scaling floor; 0: scale to zero",
+        json_schema_extra=spelled("EndpointMode.inference_components(min_instances=...)"),
+    )
+    max_instances: PositiveInt = Field(
+        2,
+        le=100,
+        description="managed instance scaling ceiling",
+        json_schema_extra=spelled("EndpointMode.inference_components(max_instances=...)"),
+    )
+    initial_copies: PositiveInt = Field(
+        1,
+        description="copies started by the deploy",
+        json_schema_extra=spelled("EndpointMode.inference_components(initial_copies=...)"),
+    )
     accelerators_per_copy: PositiveInt | None = Field(
         None,
+        json_schema_extra=spelled("EndpointMode.inference_components(accelerators_per_copy=...)"),
         description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest on which the profile's full "
         "context fits, else the fewest on which the model fits at all",
-    )
-    target_concurrency_per_copy: float | None = Field(
-        None, gt=0, description="in-flight requests per copy to scale on; unset: 75% of the plan's max_num_seqs"
     )
     scale_to_zero_after_idle_minutes: int | None = Field(
         None,
         ge=5,
         le=1440,
-        description="with min_copies 0: no request (served or refused) for this long removes the last copy; unset: "
+        json_schema_extra=spelled("EndpointMode.inference_components(scale_to_zero_after=...)"),
+        description="with autoscaling.min_capacity 0 (copies): no request (served or refused) for this long removes the last copy; unset: "
         "the copy's start budget + 2 min (`peagle plan` prints it), the shortest window that never removes a copy "
         "before it serves; longer keeps a copy warm longer (cost) and saves cold starts (waits)",
     )
@@ -643,11 +805,20 @@ class InferenceComponentSettings(StrictModel):
 class EndpointSettings(StrictModel):
     mode: Literal["variants", "inference_components"] = Field(
         "variants",
+        json_schema_extra=spelled(
+            "mode",
+            **{
+                '"variants"': "mode=EndpointMode.variants()",
+                '"inference_components"': "mode=EndpointMode.inference_components(...)",
+            },
+        ),
         description="variants: production variants, one model replica per instance, at least one instance "
         "always running; inference_components: the model as a component, several copies per instance, "
         "copies and instances may scale to zero",
     )
-    inference_components: InferenceComponentSettings = InferenceComponentSettings()
+    inference_components: InferenceComponentSettings = Field(
+        InferenceComponentSettings(), json_schema_extra=spelled("mode=EndpointMode.inference_components(...)")
+    )
 
 
 class AbTestSettings(StrictModel):
@@ -655,14 +826,29 @@ class AbTestSettings(StrictModel):
 
     enabled: bool = Field(
         False,
+        json_schema_extra=spelled("ab_baseline", true="ab_baseline=AbBaseline(...)", false="ab_baseline=None"),
         description="adds a Baseline production variant and an A/B dashboard row (the measured speedup, Baseline "
         "TPOT / Primary TPOT); turning it on or off adds or removes a variant: deploy that change with "
         "rollout.strategy none",
     )
-    baseline_speculative_tokens: int = Field(0, ge=0, le=64, description="the Baseline variant's K; 0: no speculation")
-    baseline_traffic_percent: float = Field(50.0, gt=0, lt=100, description="share of traffic the Baseline gets")
+    baseline_speculative_tokens: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="the Baseline variant's K; 0: no speculation",
+        json_schema_extra=spelled("AbBaseline(speculative_tokens=...)"),
+    )
+    baseline_traffic_percent: float = Field(
+        50.0,
+        gt=0,
+        lt=100,
+        description="share of traffic the Baseline gets",
+        json_schema_extra=spelled("AbBaseline(traffic_percent=...)"),
+    )
     baseline_instance_count: PositiveInt = Field(
-        1, description="the Baseline's fixed instance count; autoscaling and alarms follow the Primary variant"
+        1,
+        json_schema_extra=spelled("AbBaseline(instance_count=...)"),
+        description="the Baseline's fixed instance count; autoscaling and alarms follow the Primary variant",
     )
 
 
@@ -706,18 +892,25 @@ class AsyncInferenceSettings(StrictModel):
 class DeploymentConfig(StrictModel):
     name: str = Field(
         "peagle",
+        json_schema_extra=spelled("name"),
         pattern=r"^[a-z][a-z0-9-]{0,23}$",
         description="lower-case prefix of stack, endpoint and bucket names (<name>-endpoint, "
         "<name>-models-<account>-<region>), so several deployments can live in one account",
     )
-    model: str = Field("gpt-oss-20b", description="a catalog pair id or a key of custom_pairs")
+    model: str = Field(
+        "gpt-oss-20b",
+        description="a catalog pair id or a key of custom_pairs",
+        json_schema_extra=spelled("model", flag="--model"),
+    )
     custom_pairs: dict[str, ModelPair] = Field(
         {},
+        json_schema_extra=spelled("custom_pair"),
         description="model pairs only this deployment needs, by id, with the fields of peagle/catalog/pairs.yaml "
         "and the same validation; model may then name one",
     )
     custom_instances: dict[str, InstanceType] = Field(
         {},
+        json_schema_extra=spelled("instance_facts"),
         description="instance types the catalog lacks, by SageMaker name, with their GPU facts (the fields of "
         "peagle/catalog/instances.yaml); instance.type may then name one",
     )
@@ -725,30 +918,73 @@ class DeploymentConfig(StrictModel):
     endpoint: EndpointSettings = EndpointSettings()
     profile: ProfileName = Field(
         ProfileName.CHATBOT,
+        json_schema_extra=spelled("profile", flag="--profile"),
         description="the workload profile (peagle/catalog/profiles.yaml): sampling, context, concurrency, "
         "latency SLA and SLO the planner sizes for",
     )
     profile_overrides: ProfileOverrides = Field(
-        ProfileOverrides(), description="sampling, context, concurrency and SLA of the profile, overridden"
+        ProfileOverrides(),
+        json_schema_extra=spelled("profile_overrides"),
+        description="sampling, context, concurrency and SLA of the profile, overridden",
     )
-    slo: SloSettings = SloSettings()
-    speculation: SpeculationSettings = SpeculationSettings()
-    artifacts: ArtifactsSettings = ArtifactsSettings()
+    slo: SloSettings = Field(SloSettings(), json_schema_extra=spelled("slo"))
+    speculation: SpeculationSettings = Field(SpeculationSettings(), json_schema_extra=spelled("speculation"))
+    artifacts: ArtifactsSettings = Field(ArtifactsSettings(), json_schema_extra=spelled("weights"))
     network: NetworkSettings = NetworkSettings()
     image: ImageSettings = ImageSettings()
     timeouts: TimeoutSettings = Field(
         TimeoutSettings(), description="model download and container start-up; unset: sized from the weights"
     )
-    autoscaling: AutoscalingSettings = AutoscalingSettings()
+    autoscaling: AutoscalingSettings = Field(AutoscalingSettings(), json_schema_extra=spelled("autoscaling"))
     alarms: AlarmSettings = AlarmSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
-    rollout: RolloutSettings = RolloutSettings()
-    ab_test: AbTestSettings = AbTestSettings()
+    rollout: RolloutSettings = Field(RolloutSettings(), json_schema_extra=spelled("rollout"))
+    ab_test: AbTestSettings = Field(AbTestSettings(), json_schema_extra=spelled("ab_baseline"))
     batch: BatchSettings = BatchSettings()
     async_inference: AsyncInferenceSettings = AsyncInferenceSettings()
     vllm_args: dict[str, bool | int | float | str] = Field(
-        {}, description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*"
+        {},
+        json_schema_extra=spelled("vllm_args"),
+        description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _copy_bounds_moved(cls, data: object) -> object:
+        """The copy bounds and target of inference_components mode are the scaling settings of both modes now
+        (autoscaling.min_capacity, max_capacity, target_concurrency); the old keys still load, with a FutureWarning."""
+        if not isinstance(data, dict) or not isinstance(data.get("endpoint"), dict):
+            return data
+        components = data["endpoint"].get("inference_components")
+        if not isinstance(components, dict):
+            return data
+        moves = {
+            "min_copies": "min_capacity",
+            "max_copies": "max_capacity",
+            "target_concurrency_per_copy": "target_concurrency",
+        }
+        if not set(moves) & set(components):
+            return data
+        scaling = data.get("autoscaling", {})
+        scaling = dict(scaling) if isinstance(scaling, dict) else scaling
+        components = dict(components)
+        for old, new in moves.items():
+            if old not in components:
+                continue
+            if isinstance(scaling, dict) and new in scaling:
+                raise ValueError(
+                    f"endpoint.inference_components.{old} is the old place of autoscaling.{new}; give only autoscaling.{new}"
+                )
+            warnings.warn(
+                f"endpoint.inference_components.{old} is deprecated: it is now autoscaling.{new} (the same words in "
+                "both modes: copies here); move it in the deployment file",
+                FutureWarning,
+                stacklevel=2,
+            )
+            value = components.pop(old)
+            if isinstance(scaling, dict):
+                scaling[new] = value
+        return {**data, "endpoint": {**data["endpoint"], "inference_components": components}, "autoscaling": scaling}
 
     @model_validator(mode="before")
     @classmethod
@@ -759,12 +995,9 @@ class DeploymentConfig(StrictModel):
         if not isinstance(data, dict):
             return data
         endpoint, rollout = data.get("endpoint"), data.get("rollout", {})
-        if (
-            isinstance(endpoint, dict)
-            and endpoint.get("mode") == "inference_components"
-            and isinstance(rollout, dict)
-            and "strategy" not in rollout
-        ):
+        # The endpoint section as a file gives it (a mapping) or as the props build it (EndpointSettings).
+        mode = endpoint.get("mode") if isinstance(endpoint, dict) else getattr(endpoint, "mode", None)
+        if mode == "inference_components" and isinstance(rollout, dict) and "strategy" not in rollout:
             return {**data, "rollout": {**rollout, "strategy": "rolling"}}
         return data
 
@@ -774,46 +1007,52 @@ class DeploymentConfig(StrictModel):
         problems = []
         clashes = sorted(set(self.custom_pairs) & set(catalog.pairs))
         if clashes:
-            problems.append(f"custom_pairs redefine catalog pairs {clashes}; pick new ids")
+            problems.append(f"{setting('custom_pairs')} redefine catalog pairs {clashes}; pick new ids")
         pairs = sorted({*catalog.pairs, *self.custom_pairs})
         if self.model not in pairs:
             problems.append(
-                f"model {self.model!r} is not a known pair; use one of {pairs} or declare it under custom_pairs"
+                f"{setting('model')} {self.model!r} is not a known pair; use one of {pairs} or declare it with "
+                f"{setting('custom_pairs')}"
             )
         clashes = sorted(set(self.custom_instances) & set(catalog.instances))
         if clashes:
-            problems.append(f"custom_instances redefine catalog instance types {clashes}; leave them to the catalog")
+            problems.append(
+                f"{setting('custom_instances')} redefine catalog instance types {clashes}; leave them to the catalog"
+            )
         if self.instance.type not in catalog.instances and self.instance.type not in self.custom_instances:
             problems.append(
-                f"instance.type {self.instance.type!r} is not in the instance catalog; "
-                f"use one of {sorted(catalog.instances)}, or give its GPU facts under custom_instances"
+                f"{setting('instance.type')} {self.instance.type!r} is not in the instance catalog; "
+                f"use one of {sorted(catalog.instances)}, or give its GPU facts with {setting('custom_instances')}"
             )
         for name in self.vllm_args:
             if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
-                problems.append(f"vllm_args key {name!r} must be a vLLM flag name like 'max-num-batched-tokens'")
+                problems.append(
+                    f"{setting('vllm_args')} key {name!r} must be a vLLM flag name like 'max-num-batched-tokens'"
+                )
         if self.model in pairs:
             problems += self._speculation_problems()
         problems += self._scaling_problems()
         if self.ab_test.enabled and self.rollout.strategy == "rolling" and not self.uses_inference_components:
             problems.append(
-                "rollout.strategy 'rolling' is not supported on multi-variant endpoints (ab_test.enabled); "
-                "use 'blue_green' or turn the A/B test off"
+                f"{setting('rollout.strategy', 'rolling')} is not supported on multi-variant endpoints "
+                f"({setting('ab_test.enabled', True)}); use {setting('rollout.strategy', 'blue_green')} or turn the "
+                "A/B test off"
             )
         problems += self._rollout_problems()
         problems += self._component_problems()
         if self.artifacts.source == "hub":
             if self.network.isolation:
                 problems.append(
-                    "artifacts.source 'hub' downloads weights inside the container, which network isolation "
-                    "forbids; set network.isolation: false, or stage the weights to S3 with `peagle stage` "
-                    "and use source 's3'"
+                    f"{setting('artifacts.source', 'hub')} downloads weights inside the container, which network "
+                    f"isolation forbids; set {setting('network.isolation', False)}, or stage the weights to S3 with "
+                    f"`peagle stage` and use {setting('artifacts.source', 's3')}"
                 )
             if self.artifacts.s3_uri:
                 problems.append("artifacts.s3_uri is only used with source 's3'; remove it or use source 's3'")
         elif self.artifacts.hf_token_secret_arn:
             problems.append(
-                "artifacts.hf_token_secret_arn is only used with source 'hub' (for S3 weights, `peagle stage` "
-                "reads the token on your machine)"
+                f"{setting('artifacts.hf_token_secret_arn')} is only used with {setting('artifacts.source', 'hub')} "
+                "(for S3 weights, `peagle stage` reads the token on your machine)"
             )
         if self.async_inference.min_instances > self.async_inference.max_instances:
             problems.append(
@@ -832,15 +1071,15 @@ class DeploymentConfig(StrictModel):
             return []
         bands = [band.as_tuple() for band in schedule]
         problems = [
-            f"speculation.schedule: {problem}"
+            f"{setting('speculation.schedule')}: {problem}"
             for problem in schedule_problems(bands, trained_k=self.pair().drafter.trained_k)
         ]
         k, largest = self.speculation.speculative_tokens, max((band[2] for band in bands), default=0)
         if k is not None and k != largest:
             problems.append(
-                f"speculation.speculative_tokens {k} conflicts with speculation.schedule, whose largest K is "
-                f"{largest}: with a schedule, speculative_tokens is that largest K (vLLM's num_speculative_tokens, "
-                f"the most any band may draft); remove speculative_tokens or set it to {largest}"
+                f"{setting('speculation.speculative_tokens', k)} conflicts with {setting('speculation.schedule')}, "
+                f"whose largest K is {largest}: with a schedule, K is that largest K (vLLM's num_speculative_tokens, "
+                f"the most any band may draft); give only the schedule, or K {largest}"
                 + (", or remove the schedule to turn speculation off" if k == 0 else "")
             )
         return problems
@@ -850,36 +1089,61 @@ class DeploymentConfig(StrictModel):
         if not scaling.enabled or self.uses_inference_components:
             return []
         problems = []
-        if scaling.min_instances == 0:
+        low, high = self.min_capacity, self.max_capacity
+        if low == 0:
             problems.append(
-                "autoscaling.min_instances 0: a production variant keeps at least one instance; to scale to zero, "
-                "use endpoint.mode: inference_components with endpoint.inference_components.min_copies: 0"
+                f"{setting('autoscaling.min_capacity', 0)}: a production variant keeps at least one instance; to scale "
+                f"to zero, use {setting('endpoint.mode', 'inference_components')}, whose copies may scale to 0"
             )
-        elif not scaling.min_instances <= count <= scaling.max_instances:
+        elif high is not None and not low <= count <= high:
             problems.append(
-                f"autoscaling.min_instances ({scaling.min_instances}) <= instance.count ({count}) <= "
-                f"autoscaling.max_instances ({scaling.max_instances}) does not hold: the deploy starts instance.count "
-                "instances within the scaling bounds; adjust autoscaling.min_instances or autoscaling.max_instances "
-                "in the deployment file (or set autoscaling.enabled: false)"
+                f"{setting('autoscaling.min_capacity')} ({low}) <= {setting('instance.count')} ({count}) <= "
+                f"{setting('autoscaling.max_capacity')} ({high}) does not hold: the deploy starts that many instances "
+                f"within the scaling bounds; adjust the bounds or the count (or {setting('autoscaling.enabled', False)})"
             )
-        if scaling.target == "invocations" and scaling.max_rps_per_instance is None:
+        if scaling.target == "invocations" and scaling.max_requests_per_second is None:
             problems.append(
-                "autoscaling.target 'invocations' needs autoscaling.max_rps_per_instance: measure it with "
-                "`peagle bench` (the highest requests/s that still meets your latency SLA), or use target 'concurrency'"
+                f"{setting('autoscaling.target', 'invocations')} needs {setting('autoscaling.max_requests_per_second')}: "
+                "measure it with `peagle capacity` (the highest requests/s that still meets your SLO), or scale on "
+                "requests in flight (the default)"
             )
         for schedule in scaling.schedules:
-            if schedule.min_instances > schedule.max_instances:
+            if schedule.min_capacity > schedule.max_capacity:
                 problems.append(
-                    f"autoscaling.schedules[{schedule.name}]: min_instances {schedule.min_instances} > "
-                    f"max_instances {schedule.max_instances}"
+                    f"{setting('autoscaling.schedules')}[{schedule.name}]: min_capacity {schedule.min_capacity} > "
+                    f"max_capacity {schedule.max_capacity}"
                 )
         if len({schedule.name for schedule in scaling.schedules}) != len(scaling.schedules):
-            problems.append("autoscaling.schedules: names must be unique")
+            problems.append(f"{setting('autoscaling.schedules')}: names must be unique")
         return problems
 
     @property
     def uses_inference_components(self) -> bool:
         return self.endpoint.mode == "inference_components"
+
+    @property
+    def min_capacity(self) -> int:
+        """The scaling floor in serving units (instances, or copies in inference_components mode): the one given,
+        else 1 instance or 0 copies; with autoscaling off, the units the deploy starts (nothing scales them)."""
+        given = self.autoscaling.min_capacity
+        if given is not None:
+            return given
+        if not self.autoscaling.enabled:
+            return (
+                self.endpoint.inference_components.initial_copies
+                if self.uses_inference_components
+                else self.instance.count
+            )
+        return 0 if self.uses_inference_components else 1
+
+    @property
+    def max_capacity(self) -> int | None:
+        """The scaling ceiling in serving units: the one given, else 2 instances; copies: None, as many as
+        endpoint.inference_components.max_instances hold (the plan knows how many that is)."""
+        given = self.autoscaling.max_capacity
+        if given is not None or self.uses_inference_components:
+            return given
+        return 2 if self.autoscaling.enabled else self.instance.count
 
     def _component_problems(self) -> list[str]:
         """Settings that mean one mode given in the other, and component bounds that contradict each other.
@@ -888,50 +1152,48 @@ class DeploymentConfig(StrictModel):
         if not self.uses_inference_components:
             if "inference_components" in self.endpoint.model_fields_set:
                 return [
-                    "endpoint.inference_components is set but endpoint.mode is 'variants'; set endpoint.mode: "
-                    "inference_components, or remove endpoint.inference_components"
+                    f"{setting('endpoint.inference_components')} is set but endpoint.mode is 'variants'; set "
+                    f"{setting('endpoint.mode', 'inference_components')}, or remove it"
                 ]
             return []
         problems = []
-        variant_only = sorted(
-            {"min_instances", "max_instances", "target_concurrency_per_instance", "schedules"}
-            & self.autoscaling.model_fields_set
-        )
-        if variant_only:
+        if "schedules" in self.autoscaling.model_fields_set and self.autoscaling.schedules:
             problems.append(
-                f"autoscaling.{', autoscaling.'.join(variant_only)} scale production variants; in "
-                "inference_components mode instances and copies are bounded under endpoint.inference_components "
-                "(min_instances, max_instances, min_copies, max_copies, target_concurrency_per_copy); move them there"
+                f"{setting('autoscaling.schedules')} scale production variants' instances; in inference_components "
+                f"mode bound the copies with {setting('autoscaling.min_capacity')} and "
+                f"{setting('autoscaling.max_capacity')}, and the instances with "
+                f"{setting('endpoint.inference_components.max_instances')}"
             )
         if components.min_instances > components.max_instances:
             problems.append(
-                f"endpoint.inference_components: min_instances {components.min_instances} > max_instances "
-                f"{components.max_instances}"
+                f"{setting('endpoint.inference_components.min_instances')} {components.min_instances} > "
+                f"{setting('endpoint.inference_components.max_instances')} {components.max_instances}"
             )
         if not components.min_instances <= self.instance.count <= components.max_instances:
             problems.append(
-                f"instance.count {self.instance.count} (the instances the deploy starts) must lie within "
-                f"endpoint.inference_components min_instances {components.min_instances} .. max_instances "
-                f"{components.max_instances}"
+                f"{setting('instance.count')} {self.instance.count} (the instances the deploy starts) must lie within "
+                f"{setting('endpoint.inference_components.min_instances')} {components.min_instances} .. "
+                f"{setting('endpoint.inference_components.max_instances')} {components.max_instances}"
             )
-        top = components.max_copies
-        if top is not None and not components.min_copies <= components.initial_copies <= top:
+        low, top, initial = self.min_capacity, self.max_capacity, components.initial_copies
+        if top is not None and not low <= initial <= top:
             problems.append(
-                f"endpoint.inference_components needs min_copies <= initial_copies <= max_copies; given "
-                f"{components.min_copies} <= {components.initial_copies} <= {top}"
+                f"copies need {setting('autoscaling.min_capacity')} <= "
+                f"{setting('endpoint.inference_components.initial_copies')} <= {setting('autoscaling.max_capacity')}; "
+                f"given {low} <= {initial} <= {top}"
             )
-        if components.min_copies > components.initial_copies:
+        elif low > initial:
             problems.append(
-                f"endpoint.inference_components: min_copies {components.min_copies} > initial_copies "
-                f"{components.initial_copies}; raise initial_copies"
+                f"{setting('autoscaling.min_capacity')} {low} copies > "
+                f"{setting('endpoint.inference_components.initial_copies')} {initial}; raise initial_copies"
             )
         # InferenceComponentDeploymentConfig has one policy, RollingUpdatePolicy (botocore 1.44.5 SageMaker
         # model; 'required': ['RollingUpdatePolicy']): a component has no blue/green update.
         if self.rollout.strategy == "blue_green":
             problems.append(
-                "rollout.strategy 'blue_green' shifts traffic between production variants; an inference component "
-                "updates copy by copy: use rollout.strategy 'rolling' (rollout.rolling sets the batch and waits) "
-                "or 'none'"
+                f"{setting('rollout.strategy', 'blue_green')} shifts traffic between production variants; an "
+                f"inference component updates copy by copy: use {setting('rollout.strategy', 'rolling')} or "
+                f"{setting('rollout.strategy', 'none')}"
             )
         # Our choice, not a quoted rule: no AWS document we found describes an asynchronous endpoint
         # beside inference components, and async_inference builds a second, variants-mode endpoint.
@@ -954,9 +1216,9 @@ class DeploymentConfig(StrictModel):
         problems = []
         if self.observability.kpi_interval_seconds * 2 > self.alarms.kpi_missing_minutes * 60:
             problems.append(
-                f"alarms.kpi_missing_minutes {self.alarms.kpi_missing_minutes} is shorter than two KPI intervals "
+                f"{setting('alarms.kpi_missing_minutes')} {self.alarms.kpi_missing_minutes} is shorter than two KPI intervals "
                 f"({self.observability.kpi_interval_seconds} s each): the alarm would fire between lines; raise it "
-                "or lower observability.kpi_interval_seconds"
+                f"or lower {setting('observability.kpi_interval_seconds')}"
             )
         if rollout.strategy == "none":
             return problems
@@ -965,8 +1227,9 @@ class DeploymentConfig(StrictModel):
             traffic = self.blue_green_traffic()
             if traffic in ("canary", "linear") and self.instance.count < 2:
                 problems.append(
-                    f"rollout.blue_green.traffic '{traffic}' needs at least 2 instances (a canary or linear step is "
-                    "at most half the fleet); with instance.count 1 use 'all_at_once' (baking still applies) or 'auto'"
+                    f"{setting('rollout.blue_green.traffic', traffic)} needs at least 2 instances (a canary or linear "
+                    f"step is at most half the fleet); with {setting('instance.count', 1)} use "
+                    f"{setting('rollout.blue_green.traffic', 'all_at_once')} (baking still applies) or 'auto'"
                 )
             shifts = {"canary": 2, "linear": -(-100 // green.linear_step_percent), "all_at_once": 1}[traffic]
             needed = shifts * green.wait_seconds + green.termination_wait_seconds
@@ -978,8 +1241,9 @@ class DeploymentConfig(StrictModel):
             label = "rollout.rolling"
         if needed > green.max_execution_seconds:
             problems.append(
-                f"{label}: the waits add up to {needed} s, more than max_execution_seconds "
-                f"{green.max_execution_seconds}; raise max_execution_seconds (<= 28800) or shorten the waits"
+                f"{setting(label)}: the waits add up to {needed} s, more than "
+                f"{setting(label + '.max_execution_seconds', green.max_execution_seconds)}; raise it (at most "
+                f"{setting(label + '.max_execution_seconds', 28800)}) or shorten the waits"
             )
         return problems
 
@@ -1015,23 +1279,61 @@ def _set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _format_validation_error(source: str, error: ValidationError) -> str:
-    lines = [f"{source}: invalid deployment config ({error.error_count()} problem(s)):"]
+# pydantic's bound errors, reworded so a bound carries the field's unit ("at least Duration.minutes(5)").
+_BOUNDS = {
+    "greater_than_equal": ("ge", "at least"),
+    "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"),
+    "less_than": ("lt", "less than"),
+}
+
+
+def format_validation_error(
+    source: str, error: ValidationError, *, door: Door | str = Door.FILE, prefix: str = ""
+) -> str:
+    """A validation error in the caller's words: each field named as ``door`` spells it (the file's key path,
+    the construct's prop, the CLI's flag), each bound and given value with the field's unit. ``prefix``: the
+    path of the section ``error`` came from when it was built alone (a construct's value type)."""
+    door = Door(door)
+    subject = "invalid props" if door is Door.PROPS else "invalid deployment config"
+    lines = [f"{source}: {subject} ({error.error_count()} problem(s)):"]
     for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        path = ".".join(part for part in [prefix, *(str(p) for p in item["loc"])] if part)
+        words = field_words(path) if path else {}
         message = item["msg"].removeprefix("Value error, ")
         given = item.get("input")
-        shown = "" if isinstance(given, dict) or item["type"] == "value_error" else f" (given: {given!r})"
-        for line in message.splitlines():  # a model-level check may report several problems
-            lines.append(f"  - {line}" if where == "(top level)" else f"  - {where}: {line}{shown}")
+        bound = _BOUNDS.get(item["type"])
+        if bound and words.get("unit"):
+            limit = (item.get("ctx") or {}).get(bound[0])
+            message = f"should be {bound[1]} {_with_unit(limit, words['unit'], door, bound=True)}"
+        shown = (
+            ""
+            if isinstance(given, dict) or item["type"] == "value_error"
+            else f" (given: {_with_unit(given, words.get('unit'), door)})"
+        )
+        where = in_words(setting(path), door) if path else ""
+        for line in in_words(message, door).splitlines():  # a model-level check may report several problems
+            lines.append(f"  - {where}: {line}{shown}" if where else f"  - {line}")
     return "\n".join(lines)
 
 
-def parse_deployment_config(data: dict[str, Any], *, source: str = "deployment config") -> DeploymentConfig:
+def _with_unit(value: Any, unit: str | None, door: Door, *, bound: bool = False) -> str:
+    """A number of a field in seconds or minutes: a Duration for a construct user; for the file and the CLI the
+    key names the unit, so only a bound spells it."""
+    if unit is None or not isinstance(value, int | float) or isinstance(value, bool):
+        return repr(value)
+    if door is Door.PROPS:
+        return duration(value, unit)
+    return f"{value:g} {unit}" if bound else repr(value)
+
+
+def parse_deployment_config(
+    data: dict[str, Any], *, source: str = "deployment config", door: Door | str = Door.FILE
+) -> DeploymentConfig:
     try:
         return DeploymentConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(_format_validation_error(source, error)) from None
+        raise ConfigError(format_validation_error(source, error, door=door)) from None
 
 
 def load_deployment_config(
@@ -1039,11 +1341,13 @@ def load_deployment_config(
     overrides: dict[str, Any] | None = None,
     *,
     passed_as: str = "-c deployment=<path>",
+    door: Door | str = Door.FILE,
 ) -> DeploymentConfig:
     """Read the deployment file and apply CDK-context-style overrides (CONTEXT_OVERRIDES keys).
 
     Overrides whose value is None are ignored, so callers can pass every key. ``passed_as`` is how the
-    caller names the file in a "not found" error: the CDK app's context key, or a CLI's option.
+    caller names the file in a "not found" error: the CDK app's context key, or a CLI's option; ``door``
+    how errors name settings (peagle/setting_refs.py).
     """
     path = Path(path)
     try:
@@ -1057,11 +1361,15 @@ def load_deployment_config(
         raise ConfigError(f"{path}: not valid YAML: {error}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(raw).__name__}")
-    return config_from_overrides(overrides, base=raw, source=str(path))
+    return config_from_overrides(overrides, base=raw, source=str(path), door=door)
 
 
 def config_from_overrides(
-    overrides: dict[str, Any] | None, *, base: dict[str, Any] | None = None, source: str = "command line"
+    overrides: dict[str, Any] | None,
+    *,
+    base: dict[str, Any] | None = None,
+    source: str = "command line",
+    door: Door | str = Door.FILE,
 ) -> DeploymentConfig:
     """Apply CONTEXT_OVERRIDES-keyed values (None = not given) to ``base`` and validate."""
     raw = dict(base or {})
@@ -1070,4 +1378,4 @@ def config_from_overrides(
             raise ConfigError(f"unknown override {key!r}; allowed: {sorted(CONTEXT_OVERRIDES)}")
         if value is not None:
             _set_path(raw, CONTEXT_OVERRIDES[key], value)
-    return parse_deployment_config(raw, source=source)
+    return parse_deployment_config(raw, source=source, door=door)

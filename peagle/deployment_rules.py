@@ -29,6 +29,7 @@ from peagle.planner import (
     plan_deployment,
     shortest_idle_window_minutes,
 )
+from peagle.setting_refs import setting
 from peagle_serve.contract import schedule_coverage_problems
 
 
@@ -100,7 +101,7 @@ def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
             violations.append(
                 Violation(
                     "gpu-driver",
-                    f"{endpoint}/{variant}: instance.ami_version {ami!r} is not a GPU InferenceAmiVersion SageMaker "
+                    f"{endpoint}/{variant}: {setting('instance.ami_version')} {ami!r} is not a GPU InferenceAmiVersion SageMaker "
                     f"offers; use one of {sorted(runtime.inference_amis)} ({' or '.join(working)} runs the image)",
                 )
             )
@@ -112,8 +113,9 @@ def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
                     "gpu-driver",
                     f"{endpoint}/{variant}: {ami} has NVIDIA driver {host.driver} (CUDA {host.cuda}), but the serving "
                     f"image {image.base} is built for CUDA {image.cuda}; the container would fail to start on "
-                    f"{plan.instance_type} (CannotStartContainerError). Use instance.ami_version "
-                    f"{' or '.join(working)}, or remove instance.ami_version to get {image.inference_ami_version}",
+                    f"{plan.instance_type} (CannotStartContainerError). Use "
+                    f"{' or '.join(setting('instance.ami_version', name) for name in working)}, or leave "
+                    f"{setting('instance.ami_version')} unset to get {image.inference_ami_version}",
                 )
             )
     return violations
@@ -139,18 +141,18 @@ def _rolling_batch(plans: DeploymentPlans) -> list[Violation]:
     percent = config.rollout.rolling.batch_percent
     smallest = config.instance.count
     if config.autoscaling.enabled:
-        smallest = min(smallest, config.autoscaling.min_instances)
+        smallest = min(smallest, config.min_capacity)
     if percent * smallest >= 100:
         return []
     needed = math.ceil(100 / percent)
     return [
         Violation(
             "rolling-batch",
-            f"rollout.strategy 'rolling' replaces {percent}% of the fleet per step, but the fleet can be as small as "
-            f"{smallest} instance(s): a step of {percent * smallest / 100:g} instances; SageMaker needs 5-50% of the "
-            f"variant's instances and at least one per step. Use rollout.strategy 'blue_green' (with one instance "
-            f"it shifts all at once after baking), or keep at least {needed} instances "
-            f"(instance.count and autoscaling.min_instances)",
+            f"{setting('rollout.strategy', 'rolling')} replaces {percent}% of the fleet per step, but the fleet can "
+            f"be as small as {smallest} instance(s): a step of {percent * smallest / 100:g} instances; SageMaker needs "
+            f"5-50% of the variant's instances and at least one per step. Use "
+            f"{setting('rollout.strategy', 'blue_green')} (with one instance it shifts all at once after baking), or "
+            f"keep at least {needed} instances ({setting('instance.count')} and {setting('autoscaling.min_capacity')})",
         )
     ]
 
@@ -176,7 +178,8 @@ def _timeouts(plans: DeploymentPlans) -> list[Violation]:
                     Violation(
                         "variant-timeouts",
                         f"{endpoint}/{variant}: {what} {value} s is outside SageMaker's {low}-{high} s; set "
-                        "timeouts.container_startup_seconds / timeouts.model_download_seconds within it",
+                        f"{setting('timeouts.container_startup_seconds')} / {setting('timeouts.model_download_seconds')} "
+                        "within it",
                     )
                 )
     return violations
@@ -251,7 +254,7 @@ def _launcher_settings(plans: DeploymentPlans) -> list[Violation]:
         except LauncherConfigError as error:
             for problem in error.problems:
                 if "PEAGLE_STARTUP_TIMEOUT_SECONDS" in problem:
-                    problem += " In the deployment file: timeouts.container_startup_seconds (or unset it)."
+                    problem += f" Set {setting('timeouts.container_startup_seconds')} (or leave it unset)."
                 violations.append(Violation("launcher-settings", f"{endpoint}/{variant}: {problem}"))
     return violations
 
@@ -273,7 +276,7 @@ def _speculation_schedule(plans: DeploymentPlans) -> list[Violation]:
         return []
     lowered = plan.max_num_seqs < plan.profile.max_num_seqs
     where = (
-        f"{plans.config.endpoint_name}/{DEFAULT_VARIANT_NAME}: speculation.schedule against the plan's "
+        f"{plans.config.endpoint_name}/{DEFAULT_VARIANT_NAME}: {setting('speculation.schedule')} against the plan's "
         f"max_num_seqs {plan.max_num_seqs}"
         + (" (lowered to what the KV cache holds; see `peagle plan`)" if lowered else "")
     )
@@ -358,9 +361,10 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
         violations.append(
             Violation(
                 "inference-components",
-                "endpoint.inference_components.min_copies 0 (scale to zero) needs autoscaling.enabled: true: "
-                "Application Auto Scaling removes the last copy when idle and adds one when a request finds none; "
-                "turn autoscaling on, or set min_copies to initial_copies for a fixed count",
+                f"{setting('autoscaling.min_capacity', 0)} copies (scale to zero) needs autoscaling on: Application "
+                "Auto Scaling removes the last copy when idle and adds one when a request finds none; turn "
+                f"autoscaling on ({setting('autoscaling.enabled', True)}), or leave the floor unset for a fixed count "
+                "of initial_copies",
             )
         )
     units = plans.variant_plans()
@@ -377,8 +381,9 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
                     f"{p.components.initial_copies} x {p.components.accelerators_per_copy} GPU(s) ({name})"
                     for _, name, p in units
                 )
-                + f" = {gpus_at_start} GPUs, but max_instances {components.max_instances} x {plans.plan.instance_type} "
-                f"have {gpus_at_most}; lower endpoint.inference_components.initial_copies or raise max_instances",
+                + f" = {gpus_at_start} GPUs, but {setting('endpoint.inference_components.max_instances')} "
+                f"{components.max_instances} x {plans.plan.instance_type} have {gpus_at_most}; lower "
+                f"{setting('endpoint.inference_components.initial_copies')} or raise the instances",
             )
         )
     if config.ab_test.enabled and "baseline_traffic_percent" in config.ab_test.model_fields_set:
@@ -388,7 +393,7 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
         violations.append(
             Violation(
                 "inference-components",
-                "ab_test.baseline_traffic_percent splits traffic between production variants; with inference "
+                f"{setting('ab_test.baseline_traffic_percent')} splits traffic between production variants; with inference "
                 "components each request names its component (--inference-component), so remove it and send the "
                 f"share you want to {config.inference_component_name(BASELINE_VARIANT_NAME)}",
             )
@@ -418,12 +423,14 @@ def _idle_window(plans: DeploymentPlans) -> list[Violation]:
     return [
         Violation(
             "scale-to-zero-idle-window",
-            f"endpoint.inference_components.scale_to_zero_after_idle_minutes {given} is shorter than a woken "
+            f"{setting('endpoint.inference_components.scale_to_zero_after_idle_minutes', given)} is shorter than a woken "
             f"copy's start: an instance (allowance {INSTANCE_LAUNCH_ALLOWANCE_S} s), the model download (up to "
             f"{plans.plan.model_download_timeout_seconds} s) and the container start-up (up to "
             f"{plans.plan.container_startup_timeout_seconds} s), {plans.plan.unit_start_budget_seconds / 60:.0f} min "
-            f"in all, so the idle policy could remove the copy before it serves; set it to at least {shortest} "
-            "(or leave it unset for that), or lower timeouts.model_download_seconds / container_startup_seconds",
+            f"in all, so the idle policy could remove the copy before it serves; set "
+            f"{setting('endpoint.inference_components.scale_to_zero_after_idle_minutes', shortest)} or more (or "
+            f"leave it unset for that), or lower {setting('timeouts.model_download_seconds')} / "
+            f"{setting('timeouts.container_startup_seconds')}",
         )
     ]
 

@@ -1,9 +1,23 @@
 """Errors a user can act on. Each message says what was given, what is allowed and
-what to do; the CLI and the CDK app print it as is and exit 2."""
+what to do; the CLI and the CDK app print it as is and exit 2.
+
+A message names settings as references (peagle/setting_refs.py): ``str()`` spells them as the
+deployment file does; ``in_words(door)`` as the construct's props or `peagle plan`'s flags do."""
+
+from __future__ import annotations
+
+from peagle.setting_refs import Door, in_words
 
 
 class PeagleError(Exception):
     """Base for user-facing errors (no traceback is shown for these)."""
+
+    def __str__(self) -> str:
+        return self.in_words(Door.FILE)
+
+    def in_words(self, door: Door | str) -> str:
+        """The message with every setting spelled for ``door`` (file, props or cli)."""
+        return in_words(super().__str__(), door)
 
 
 class ConfigError(PeagleError):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
 from peagle.config import AutoscalingSettings, DeploymentConfig, MeasuredCapacity
 from peagle.errors import InstanceFitError, PlanError
+from peagle.setting_refs import setting
 from peagle_serve.contract import ScheduleBand, describe_schedule
 from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
 
@@ -127,14 +128,9 @@ class ScalingTarget:
 
 def scaling_target(config: DeploymentConfig, max_num_seqs: int) -> ScalingTarget:
     """The concurrency target tracking aims at (with ``autoscaling.target: invocations`` the variant
-    tracks invocations instead, from max_rps_per_instance; this is then the copies' or unused)."""
-    components = config.endpoint.mode == "inference_components"
-    unit = "copy" if components else "instance"
-    given = (
-        config.endpoint.inference_components.target_concurrency_per_copy
-        if components
-        else config.autoscaling.target_concurrency_per_instance
-    )
+    tracks invocations instead, from max_requests_per_second; this is then the copies' or unused)."""
+    unit = "copy" if config.uses_inference_components else "instance"
+    given = config.autoscaling.target_concurrency
     measured = config.autoscaling.measured_capacity
     if given is None and measured is not None:
         # What `peagle capacity` measured at the SLO, with its headroom: the target its snippet would write.
@@ -158,7 +154,7 @@ def scaling_target(config: DeploymentConfig, max_num_seqs: int) -> ScalingTarget
             f"({measured.slo}) x headroom {measured.headroom:g}; {measured.source}",
             measured,
         )
-    return ScalingTarget(given, unit, "set in the deployment file", measured)
+    return ScalingTarget(given, unit, "set, not measured", measured)
 
 
 @dataclass(frozen=True)
@@ -410,7 +406,8 @@ def _resolve_profile(config: DeploymentConfig) -> Profile:
     if profile.min_model_len > profile.max_model_len:
         raise PlanError(
             f"profile {config.profile.value}: min_model_len {profile.min_model_len} exceeds max_model_len "
-            f"{profile.max_model_len}; lower min_model_len or raise max_model_len in profile_overrides"
+            f"{profile.max_model_len}; lower {setting('profile_overrides.min_model_len')} or raise "
+            f"{setting('profile_overrides.max_model_len')}"
         )
     return profile
 
@@ -425,11 +422,11 @@ def _resolve_speculative_tokens(config: DeploymentConfig, pair: ModelPair) -> in
         return min(recommended, pair.drafter.trained_k)
     if k > pair.drafter.trained_k:
         raise PlanError(
-            f"speculative_tokens K={k} exceeds what the {config.model} drafter "
+            f"{setting('speculation.speculative_tokens', k)} exceeds what the {config.model} drafter "
             f"({pair.drafter.hf_id}) was trained for (K <= {pair.drafter.trained_k}); drafts past that "
-            f"position are rarely accepted and only cost compute. Use 1..{pair.drafter.trained_k} "
-            f"(recommended for {config.profile.value}: {recommended}) or 0 to turn speculation off, "
-            f"e.g. -c speculativeTokens={recommended}"
+            f"position are rarely accepted and only cost compute. Use K 1..{pair.drafter.trained_k} "
+            f"(recommended for {config.profile.value}: {setting('speculation.speculative_tokens', recommended)}) or "
+            f"{setting('speculation.speculative_tokens', 0)} to turn speculation off"
         )
     return k
 
@@ -567,7 +564,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
         components=components,
         scaling=scaling_target(config, max_num_seqs),
-        autoscaling=config.autoscaling if config.autoscaling.enabled else None,
+        autoscaling=_resolved_scaling(config, components),
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         latency_sla_p90_seconds=config.alarms.latency_sla_p90_seconds or profile.latency_sla_p90_seconds,
@@ -605,7 +602,7 @@ def _component_fit(
     if wanted is not None:
         if wanted not in options:
             raise PlanError(
-                f"endpoint.inference_components.accelerators_per_copy {wanted} does not split "
+                f"{setting('endpoint.inference_components.accelerators_per_copy')} {wanted} does not split "
                 f"{config.instance.type} ({instance.gpu_count} GPUs) evenly; use one of {options}, or leave it "
                 "unset for the fewest GPUs a copy fits on"
             )
@@ -639,19 +636,20 @@ def _plan_components(
     cpu_cores = max(1, math.floor(instance.vcpus * share))
     memory_mb = math.floor(instance.memory_gib * 1024 * share)
     capacity = per_instance * settings.max_instances
-    max_copies = settings.max_copies or capacity
+    max_copies = config.max_capacity or capacity
     if max_copies > capacity:
         raise PlanError(
-            f"endpoint.inference_components.max_copies {max_copies} do not fit: {settings.max_instances} x "
+            f"{setting('autoscaling.max_capacity')} {max_copies} copies do not fit: {settings.max_instances} x "
             f"{config.instance.type} hold {capacity} copies of {tp} GPU(s) each ({per_instance} per instance); "
-            f"raise max_instances to {math.ceil(max_copies / per_instance)} or lower max_copies to {capacity}"
+            f"raise {setting('endpoint.inference_components.max_instances', math.ceil(max_copies / per_instance))} "
+            f"or lower {setting('autoscaling.max_capacity', capacity)}"
         )
     if settings.initial_copies > per_instance * config.instance.count:
         raise PlanError(
-            f"endpoint.inference_components.initial_copies {settings.initial_copies} need "
+            f"{setting('endpoint.inference_components.initial_copies')} {settings.initial_copies} need "
             f"{math.ceil(settings.initial_copies / per_instance)} x {config.instance.type} ({per_instance} copies "
-            f"of {tp} GPU(s) per instance), but instance.count starts {config.instance.count}; raise instance.count "
-            "or lower initial_copies"
+            f"of {tp} GPU(s) per instance), but {setting('instance.count')} starts {config.instance.count}; raise "
+            "it or lower initial_copies"
         )
     return ComponentPlan(
         accelerators_per_copy=tp,
@@ -659,7 +657,7 @@ def _plan_components(
         cpu_cores_per_copy=cpu_cores,
         memory_mb_per_copy=memory_mb,
         initial_copies=settings.initial_copies,
-        min_copies=settings.min_copies,
+        min_copies=config.min_capacity,
         max_copies=max_copies,
         min_instances=settings.min_instances,
         max_instances=settings.max_instances,
@@ -679,6 +677,15 @@ def smallest_fitting_instance(config: DeploymentConfig) -> str | None:
     return None
 
 
+def _resolved_scaling(config: DeploymentConfig, components: ComponentPlan | None) -> AutoscalingSettings | None:
+    """The scaling settings with their bounds resolved for the mode (the policies read only the plan); None:
+    autoscaling off, fixed capacity."""
+    if not config.autoscaling.enabled:
+        return None
+    top = components.max_copies if components is not None else config.max_capacity
+    return config.autoscaling.model_copy(update={"min_capacity": config.min_capacity, "max_capacity": top})
+
+
 def plan_deployment(config: DeploymentConfig) -> Plan:
     """Plan the deployment, or raise PlanError naming the cheapest instance type that works."""
     try:
@@ -688,14 +695,14 @@ def plan_deployment(config: DeploymentConfig) -> Plan:
         suggestion = smallest_fitting_instance(config)
         if suggestion is None:
             hint = (
-                "No instance type in the catalog fits; use a smaller or quantized pair (custom_pairs), "
-                "or lower profile_overrides.max_model_len"
+                f"No instance type in the catalog fits; use a smaller or quantized pair ({setting('custom_pairs')}), "
+                f"or lower {setting('profile_overrides.max_model_len')}"
             )
         else:
             instance = load_catalog().instances[suggestion]
             hint = (
                 f"Smallest that fits: {suggestion} ({instance.describe()}, ${instance.price_per_hour_usd:g}/hour); "
-                f"set instance.type in the deployment file or pass -c instanceType={suggestion}"
+                f"set {setting('instance.type', suggestion)}"
             )
         raise PlanError(f"{message}. {hint}") from None
 

@@ -1,6 +1,6 @@
-"""PeagleEndpoint's props as the deployment file they amount to (keys as in deployments/*.yaml):
-the construct validates and plans them as peagle.config.DeploymentConfig, so a construct and a file
-share every rule and message (peagle_cdk/prop_errors.py words a message in props for the construct).
+"""PeagleEndpoint's props as the one settings model, peagle.config.DeploymentConfig, built from the sections
+the value types build themselves (no file-shaped dict, no re-parse): the construct and a deployment file
+share every rule, and a rule's message names the prop that sets what it is about (peagle/setting_refs.py).
 """
 
 from __future__ import annotations
@@ -9,59 +9,77 @@ from typing import Any
 
 from aws_cdk import Duration
 
-from peagle_cdk.endpoint_props import Autoscaling, EndpointMode, seconds
+from peagle_cdk.endpoint_props import Autoscaling, EndpointMode
+from peagle_cdk.settings_model import (
+    AlarmSettings,
+    AutoscalingSettings,
+    DeploymentConfig,
+    InstanceSettings,
+    NetworkSettings,
+    ObservabilitySettings,
+    TimeoutSettings,
+    build,
+    whole,
+)
 
 
-def deployment_data(*, mode: EndpointMode, autoscaling: Autoscaling | None, **props: Any) -> dict[str, Any]:
-    """The deployment file PeagleEndpoint's props amount to (keys as in deployments/*.yaml)."""
-    data: dict[str, Any] = {
+def endpoint_settings(
+    *, owner: str, mode: EndpointMode, autoscaling: Autoscaling | None, **props: Any
+) -> DeploymentConfig:
+    """The settings model PeagleEndpoint's props amount to; ConfigError in props words if they break a rule."""
+    instance = {"type": props["instance_type"], "count": props["instance_count"]}
+    if props["inference_ami_version"]:
+        instance["ami_version"] = props["inference_ami_version"]
+    if props["price_per_hour_usd"] is not None:
+        instance["price_per_hour_usd"] = props["price_per_hour_usd"]
+    sections: dict[str, Any] = {
         "name": props["name"],
         "model": props["model"],
-        "instance": {"type": props["instance_type"], "count": props["instance_count"]},
-        "endpoint": {"mode": mode.mode},
+        "instance": build(InstanceSettings, owner=owner, path="instance", **instance),
+        "endpoint": mode.section,
         "profile": props["profile"],
         "speculation": props["speculation"].settings(),
         "artifacts": props["weights"].settings(),
-        "network": {"isolation": props["network_isolation"]},
-        "timeouts": {
-            "container_startup_seconds": seconds(props["container_startup_timeout"]),
-            "model_download_seconds": seconds(props["model_download_timeout"]),
-        },
-        "observability": {
-            "log_retention_days": props["log_retention_days"],
-            "kpi_interval_seconds": seconds(props["kpi_interval"]),
-            "metric_publish_frequency_seconds": seconds(props["metric_publish_frequency"]),
-            "detailed_observability": props["detailed_observability"],
-        },
-        "alarms": {"latency_sla_p90_seconds": _seconds_float(props["latency_sla"])},
+        "network": build(NetworkSettings, owner=owner, path="network", isolation=props["network_isolation"]),
+        "timeouts": build(
+            TimeoutSettings,
+            owner=owner,
+            path="timeouts",
+            container_startup_seconds=whole(
+                owner, "container_startup_timeout", props["container_startup_timeout"], "seconds"
+            ),
+            model_download_seconds=whole(owner, "model_download_timeout", props["model_download_timeout"], "seconds"),
+        ),
+        "observability": build(
+            ObservabilitySettings,
+            owner=owner,
+            path="observability",
+            log_retention_days=props["log_retention_days"],
+            kpi_interval_seconds=whole(owner, "kpi_interval", props["kpi_interval"], "seconds"),
+            metric_publish_frequency_seconds=whole(
+                owner, "metric_publish_frequency", props["metric_publish_frequency"], "seconds"
+            ),
+            detailed_observability=props["detailed_observability"],
+        ),
         "vllm_args": dict(props["vllm_args"] or {}),
+        # Fixed capacity: None turns autoscaling off; the floor is then the units the deploy starts.
+        "autoscaling": autoscaling.settings() if autoscaling is not None else AutoscalingSettings(enabled=False),
     }
+    latency_sla = _seconds_float(props["latency_sla"])
+    if latency_sla is not None:
+        sections["alarms"] = build(AlarmSettings, owner=owner, path="alarms", latency_sla_p90_seconds=latency_sla)
     if props["custom_pair"] is not None:
-        data["custom_pairs"] = {props["model"]: props["custom_pair"].model_dump()}
+        sections["custom_pairs"] = {props["model"]: props["custom_pair"]}
     if props["instance_facts"] is not None:
-        data["custom_instances"] = {props["instance_type"]: props["instance_facts"].model_dump()}
-    if props["inference_ami_version"]:
-        data["instance"]["ami_version"] = props["inference_ami_version"]
-    if props["price_per_hour_usd"] is not None:
-        data["instance"]["price_per_hour_usd"] = props["price_per_hour_usd"]
-    if props["profile_overrides"] is not None:
-        data["profile_overrides"] = props["profile_overrides"].model_dump(exclude_none=True)
-    if props["slo"] is not None:
-        data["slo"] = props["slo"].model_dump(exclude_none=True)
-    unit: dict[str, Any] = {}
-    if autoscaling is None:
-        data["autoscaling"] = {"enabled": False}
-        # Fixed capacity: the copies the deploy starts stay (no copy count of 0 without a policy to wake it).
-        unit = {"min_copies": mode.components.get("initial_copies", 1)}
-    else:
-        data["autoscaling"], unit = autoscaling.settings(mode.mode)
-    if mode.mode == "inference_components":
-        data["endpoint"]["inference_components"] = {**mode.components, **unit}
+        sections["custom_instances"] = {props["instance_type"]: props["instance_facts"]}
+    for name in ("profile_overrides", "slo"):
+        if props[name] is not None:
+            sections[name] = props[name]
     if props["rollout"] is not None:
-        data["rollout"] = props["rollout"].settings()
+        sections["rollout"] = props["rollout"].settings()
     if props["ab_baseline"] is not None:
-        data["ab_test"] = props["ab_baseline"].settings()
-    return data
+        sections["ab_test"] = props["ab_baseline"].settings()
+    return build(DeploymentConfig, owner=owner, **sections)
 
 
 def _seconds_float(duration: Duration | None) -> float | None:

@@ -7,7 +7,6 @@ What each signal means and how to tune it is in docs/observability.md ("Reading 
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -17,14 +16,13 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from peagle.errors import ConfigError
 from peagle_cdk.component_endpoint import id_suffix
 from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
 from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
 from peagle_cdk.fleet_metrics import FleetMetrics
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 from peagle_cdk.prop_types import check_duration
-from peagle_cdk.settings_model import DEFAULTS, parse_deployment_config
+from peagle_cdk.settings_model import DEFAULTS, AlarmSettings, DeploymentConfig, ObservabilitySettings, build
 
 if TYPE_CHECKING:
     from peagle.planner import Plan
@@ -82,13 +80,20 @@ class AlarmThresholds:
     def latency_sla_seconds(self) -> float | None:
         return None if self.latency_sla is None else self.latency_sla.to_milliseconds() / 1000
 
-    def as_alarm_settings(self) -> dict[str, float | int | None]:
-        """The deployment file's ``alarms`` section these thresholds amount to."""
-        settings = {**self.__dict__, "gpu_memory_percent": self.gpu_memory_percent_per_gpu}
-        settings["latency_sla_p90_seconds"] = self.latency_sla_seconds
-        for name in ("gpu_memory_percent_per_gpu", "latency_sla", "latency_p90_seconds"):
-            del settings[name]
-        return settings
+    def settings(self, owner: str = "AlarmThresholds") -> AlarmSettings:
+        """The settings model's ``alarms`` section, built from these thresholds (its bounds, in their words)."""
+        return build(
+            AlarmSettings,
+            owner=owner,
+            path="alarms",
+            latency_sla_p90_seconds=self.latency_sla_seconds,
+            error_5xx_rate_percent=self.error_5xx_rate_percent,
+            error_4xx_rate_percent=self.error_4xx_rate_percent,
+            gpu_memory_percent=self.gpu_memory_percent_per_gpu,
+            min_acceptance_rate=self.min_acceptance_rate,
+            kpi_missing_minutes=self.kpi_missing_minutes,
+            max_cost_per_million_output_tokens_usd=self.max_cost_per_million_output_tokens_usd,
+        )
 
 
 class EndpointMonitoring(Construct):
@@ -526,28 +531,15 @@ class EndpointMonitoring(Construct):
 
 
 def _check_thresholds(thresholds: AlarmThresholds, endpoint: PeagleEndpoint, path: str) -> None:
-    """The thresholds through the deployment file's rules for its alarms section, with its messages
-    (bounds, and kpi_missing_minutes against the endpoint's KPI interval)."""
-    try:
-        parse_deployment_config(
-            {
-                "alarms": {k: v for k, v in thresholds.as_alarm_settings().items() if v is not None},
-                "observability": {"kpi_interval_seconds": endpoint.kpi_interval_seconds},
-            },
-            source=f"EndpointMonitoring {path}",
-        )
-    except ConfigError as error:
-        raise ConfigError(_in_thresholds(str(error))) from None
-
-
-def _in_thresholds(message: str) -> str:
-    """A message about the file's alarms section in AlarmThresholds' words (its fields keep the file's names
-    but one)."""
-    message = re.sub(r"alarms\.gpu_memory_percent\b", "AlarmThresholds(gpu_memory_percent_per_gpu=...)", message)
-    message = re.sub(r"alarms\.latency_sla_p90_seconds\b", "AlarmThresholds(latency_sla=...)", message)
-    message = re.sub(r"alarms\.(\w+)", r"AlarmThresholds(\1=...)", message)
-    message = message.replace("observability.kpi_interval_seconds", "the endpoint's kpi_interval")
-    return message.replace("invalid deployment config", "invalid thresholds")
+    """The thresholds through the settings model's rules for its alarms section (bounds, and kpi_missing_minutes
+    against the endpoint's KPI interval), in AlarmThresholds' words."""
+    owner = f"EndpointMonitoring {path}"
+    build(
+        DeploymentConfig,
+        owner=owner,
+        alarms=thresholds.settings(owner),
+        observability=ObservabilitySettings(kpi_interval_seconds=endpoint.kpi_interval_seconds),
+    )
 
 
 def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:

@@ -3,15 +3,16 @@
 (``s3.IBucket``, ``ecr.IRepository``, ``Duration``) and a ``bind()`` that grants what it needs, as
 @aws-cdk/aws-sagemaker-alpha's ``ModelData.fromBucket`` and ``ContainerImage.fromAsset`` do.
 
-Each type also says how it reads in the deployment file (``settings()``): PeagleEndpoint plans
-through the same validated model (peagle.config.DeploymentConfig) and rules as `cdk synth` of the
-YAML app, so a construct and a file given the same bad input fail with the same message.
+Each type builds its section of the one settings model (``settings()``: peagle.config's
+SpeculationSettings, RolloutSettings, AutoscalingSettings, ...) itself, with no file-shaped dict in
+between: PeagleEndpoint plans those sections through the same rules as `cdk synth` of the YAML app, and
+a rule's message names the prop (peagle/setting_refs.py).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,7 +27,23 @@ from constructs import Construct
 from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 from peagle_cdk.serving_image_build import BaseImage, build_in_account
-from peagle_cdk.settings_model import DEFAULTS, MeasuredCapacity
+from peagle_cdk.settings_model import (
+    DEFAULTS,
+    AbTestSettings,
+    ArtifactsSettings,
+    AutoscalingSettings,
+    BlueGreenSettings,
+    EndpointSettings,
+    InferenceComponentSettings,
+    MeasuredCapacity,
+    RollingSettings,
+    RolloutSettings,
+    ScheduledScaling,
+    SpeculationBand,
+    SpeculationSettings,
+    build,
+    whole,
+)
 
 # The deployment file's defaults are the value types' (one set of numbers, peagle_cdk/settings_model.py).
 _AUTOSCALING, _BLUE_GREEN, _ROLLING = DEFAULTS.autoscaling, DEFAULTS.rollout.blue_green, DEFAULTS.rollout.rolling
@@ -35,11 +52,6 @@ _COMPONENTS, _AB_TEST = DEFAULTS.endpoint.inference_components, DEFAULTS.ab_test
 # The serving image's build context: inference_image/, linked into this package as serving_image/ and
 # shipped in the wheel as package data, so an installed library builds the same image.
 INFERENCE_IMAGE_DIR = (Path(__file__).resolve().parent / "serving_image").resolve()
-
-
-def seconds(duration: Duration | None) -> int | None:
-    """A Duration as the whole seconds the deployment file holds (None stays None)."""
-    return None if duration is None else int(duration.to_seconds())
 
 
 def _check_durations(owner: str, **durations: Any) -> None:
@@ -87,10 +99,16 @@ class ModelWeights:
         template)."""
         return ModelWeights(None, hub_token_secret_arn=token_secret_arn)
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> ArtifactsSettings:
         if self.location is None:
-            return {"source": "hub", "hf_token_secret_arn": self.hub_token_secret_arn}
-        return {"source": "s3"}
+            return build(
+                ArtifactsSettings,
+                owner="ModelWeights.from_hub",
+                path="artifacts",
+                source="hub",
+                hf_token_secret_arn=self.hub_token_secret_arn,
+            )
+        return ArtifactsSettings(source="s3")
 
 
 # --- image -------------------------------------------------------------------------------------
@@ -208,13 +226,30 @@ class Speculation:
         overlap (vLLM's num_speculative_tokens_per_batch_size)."""
         return Speculation(schedule=tuple(tuple(band) for band in bands))
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SpeculationSettings:
+        owner = "Speculation.by_batch_size" if self.schedule is not None else "Speculation.fixed"
         schedule = (
-            [{"min_batch": low, "max_batch": high, "speculative_tokens": k} for low, high, k in self.schedule]
+            [
+                build(
+                    SpeculationBand,
+                    owner=owner,
+                    path="speculation.schedule",
+                    min_batch=low,
+                    max_batch=high,
+                    speculative_tokens=k,
+                )
+                for low, high, k in self.schedule
+            ]
             if self.schedule is not None
             else None
         )
-        return {"speculative_tokens": self.speculative_tokens, "schedule": schedule}
+        return build(
+            SpeculationSettings,
+            owner=owner,
+            path="speculation",
+            speculative_tokens=self.speculative_tokens,
+            schedule=schedule,
+        )
 
 
 # --- rollout -----------------------------------------------------------------------------------
@@ -224,9 +259,11 @@ class Speculation:
 class Rollout:
     """How endpoint updates roll out: blue/green (variants only), rolling, or SageMaker's plain update."""
 
-    strategy: Literal["blue_green", "rolling", "none"]
-    options: dict[str, Any] = field(default_factory=dict)
-    auto_rollback: bool = True
+    section: RolloutSettings
+
+    @property
+    def strategy(self) -> str:
+        return self.section.strategy
 
     @staticmethod
     def blue_green(
@@ -241,21 +278,20 @@ class Rollout:
     ) -> Rollout:
         """A second fleet takes traffic in steps (``traffic`` auto: canary with two or more instances,
         all at once with baking with one), rolled back on the monitoring's alarms."""
-        _check_durations(
-            "Rollout.blue_green", wait=wait, termination_wait=termination_wait, max_execution=max_execution
+        owner = "Rollout.blue_green"
+        _check_durations(owner, wait=wait, termination_wait=termination_wait, max_execution=max_execution)
+        steps = build(
+            BlueGreenSettings,
+            owner=owner,
+            path="rollout.blue_green",
+            traffic=traffic,
+            canary_percent=canary_percent,
+            linear_step_percent=linear_step_percent,
+            wait_seconds=whole(owner, "wait", wait, "seconds"),
+            termination_wait_seconds=whole(owner, "termination_wait", termination_wait, "seconds"),
+            max_execution_seconds=whole(owner, "max_execution", max_execution, "seconds"),
         )
-        return Rollout(
-            "blue_green",
-            {
-                "traffic": traffic,
-                "canary_percent": canary_percent,
-                "linear_step_percent": linear_step_percent,
-                "wait_seconds": seconds(wait),
-                "termination_wait_seconds": seconds(termination_wait),
-                "max_execution_seconds": seconds(max_execution),
-            },
-            auto_rollback,
-        )
+        return Rollout(RolloutSettings(strategy="blue_green", blue_green=steps, auto_rollback=auto_rollback))
 
     @staticmethod
     def rolling(
@@ -267,30 +303,26 @@ class Rollout:
         auto_rollback: bool = True,
     ) -> Rollout:
         """Instances (or component copies) replaced ``batch_percent`` at a time."""
-        _check_durations("Rollout.rolling", wait=wait, max_execution=max_execution)
-        return Rollout(
-            "rolling",
-            {
-                "batch_percent": batch_percent,
-                "wait_seconds": seconds(wait),
-                "rollback_batch_percent": rollback_batch_percent,
-                "max_execution_seconds": seconds(max_execution),
-            },
-            auto_rollback,
+        owner = "Rollout.rolling"
+        _check_durations(owner, wait=wait, max_execution=max_execution)
+        steps = build(
+            RollingSettings,
+            owner=owner,
+            path="rollout.rolling",
+            batch_percent=batch_percent,
+            wait_seconds=whole(owner, "wait", wait, "seconds"),
+            rollback_batch_percent=rollback_batch_percent,
+            max_execution_seconds=whole(owner, "max_execution", max_execution, "seconds"),
         )
+        return Rollout(RolloutSettings(strategy="rolling", rolling=steps, auto_rollback=auto_rollback))
 
     @staticmethod
     def none() -> Rollout:
         """No DeploymentConfig: SageMaker's plain update (needed to add or remove a variant)."""
-        return Rollout("none")
+        return Rollout(RolloutSettings(strategy="none"))
 
-    def settings(self) -> dict[str, Any]:
-        section = {"blue_green": "blue_green", "rolling": "rolling"}.get(self.strategy)
-        return {
-            "strategy": self.strategy,
-            "auto_rollback": self.auto_rollback,
-            **({section: self.options} if section else {}),
-        }
+    def settings(self) -> RolloutSettings:
+        return self.section
 
 
 # --- endpoint mode -----------------------------------------------------------------------------
@@ -301,12 +333,15 @@ class EndpointMode:
     """Production variants (one model replica per instance, at least one instance running) or inference
     components (copies packed per instance, copies and instances may scale to zero)."""
 
-    mode: Literal["variants", "inference_components"]
-    components: dict[str, Any] = field(default_factory=dict)
+    section: EndpointSettings
+
+    @property
+    def mode(self) -> str:
+        return self.section.mode
 
     @staticmethod
     def variants() -> EndpointMode:
-        return EndpointMode("variants")
+        return EndpointMode(EndpointSettings(mode="variants"))
 
     @staticmethod
     def inference_components(
@@ -319,21 +354,21 @@ class EndpointMode:
     ) -> EndpointMode:
         """``min_instances`` 0 lets managed instance scaling release every instance; copy bounds and the
         per-copy target are Autoscaling's (min_capacity 0: the last copy goes after ``scale_to_zero_after``
-        without a request; None: the copy's start budget + 2 min, the shortest window that never removes a
-        copy before it serves; a shorter one fails validation)."""
-        _check_durations("EndpointMode.inference_components", scale_to_zero_after=scale_to_zero_after)
-        return EndpointMode(
-            "inference_components",
-            {
-                "min_instances": min_instances,
-                "max_instances": max_instances,
-                "initial_copies": initial_copies,
-                "accelerators_per_copy": accelerators_per_copy,
-                "scale_to_zero_after_idle_minutes": (
-                    None if scale_to_zero_after is None else int(scale_to_zero_after.to_minutes())
-                ),
-            },
+        without a request, in whole minutes; None: the copy's start budget + 2 min, the shortest window that
+        never removes a copy before it serves; a shorter one fails validation)."""
+        owner = "EndpointMode.inference_components"
+        _check_durations(owner, scale_to_zero_after=scale_to_zero_after)
+        components = build(
+            InferenceComponentSettings,
+            owner=owner,
+            path="endpoint.inference_components",
+            min_instances=min_instances,
+            max_instances=max_instances,
+            initial_copies=initial_copies,
+            accelerators_per_copy=accelerators_per_copy,
+            scale_to_zero_after_idle_minutes=whole(owner, "scale_to_zero_after", scale_to_zero_after, "minutes"),
         )
+        return EndpointMode(EndpointSettings(mode="inference_components", inference_components=components))
 
 
 # --- autoscaling -------------------------------------------------------------------------------
@@ -396,49 +431,40 @@ class Autoscaling:
         for index, schedule in enumerate(self.schedules):
             prop_types.check_instance(owner, f"schedules[{index}]", schedule, ScheduledCapacity, "a ScheduledCapacity")
 
-    def settings(self, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(autoscaling section, inference_components additions) of the deployment file."""
-        components = mode == "inference_components"
-        section: dict[str, Any] = {
-            "enabled": True,
-            "target": "invocations" if self.max_requests_per_second is not None else "concurrency",
-            "max_rps_per_instance": self.max_requests_per_second,
-            "headroom": self.headroom,
-            "measured_capacity": self.measured_capacity.model_dump() if self.measured_capacity else None,
-            "gpu_utilization_target_percent": self.gpu_utilization_percent,
-            "latency_step_scaling": self.latency_step_scaling,
-            "scale_in_cooldown_seconds": seconds(self.scale_in_cooldown),
-            "scale_out_cooldown_seconds": seconds(self.scale_out_cooldown),
-            "schedules": [
-                {
-                    "name": schedule.name,
-                    "schedule": schedule.schedule.expression_string,
-                    "min_instances": schedule.min_capacity,
-                    "max_instances": schedule.max_capacity,
-                    "time_zone": schedule.time_zone.timezone_name if schedule.time_zone else None,
-                }
-                for schedule in self.schedules
-            ],
-        }
-        if not section["schedules"]:
-            del section["schedules"]  # named only when used: in components mode the file's rules refuse it
-        unit: dict[str, Any] = {}
-        if components:
-            unit = {
-                "min_copies": self.min_capacity,
-                "max_copies": self.max_capacity,
-                "target_concurrency_per_copy": self.target_concurrency,
-            }
-        else:
-            section |= {
-                "min_instances": self.min_capacity,
-                "max_instances": self.max_capacity,
-                "target_concurrency_per_instance": self.target_concurrency,
-            }
-        # None means "the default" everywhere but the GPU policy, where it means "no GPU policy".
-        keep = {"gpu_utilization_target_percent"}
-        drop_unset = lambda values: {k: v for k, v in values.items() if v is not None or k in keep}  # noqa: E731
-        return drop_unset(section), drop_unset(unit)
+    def settings(self) -> AutoscalingSettings:
+        """The autoscaling section, the same in both modes (instances or copies)."""
+        owner = "Autoscaling"
+        schedules = [
+            build(
+                ScheduledScaling,
+                owner=f"ScheduledCapacity {schedule.name}",
+                path="autoscaling.schedules",
+                name=schedule.name,
+                schedule=schedule.schedule.expression_string,
+                min_capacity=schedule.min_capacity,
+                max_capacity=schedule.max_capacity,
+                time_zone=schedule.time_zone.timezone_name if schedule.time_zone else None,
+            )
+            for schedule in self.schedules
+        ]
+        return build(
+            AutoscalingSettings,
+            owner=owner,
+            path="autoscaling",
+            enabled=True,
+            min_capacity=self.min_capacity,
+            max_capacity=self.max_capacity,
+            target="invocations" if self.max_requests_per_second is not None else "concurrency",
+            target_concurrency=self.target_concurrency,
+            max_requests_per_second=self.max_requests_per_second,
+            headroom=self.headroom,
+            measured_capacity=self.measured_capacity,
+            gpu_utilization_target_percent=self.gpu_utilization_percent,
+            latency_step_scaling=self.latency_step_scaling,
+            scale_in_cooldown_seconds=whole(owner, "scale_in_cooldown", self.scale_in_cooldown, "seconds"),
+            scale_out_cooldown_seconds=whole(owner, "scale_out_cooldown", self.scale_out_cooldown, "seconds"),
+            **({"schedules": schedules} if schedules else {}),
+        )
 
 
 # --- A/B baseline ------------------------------------------------------------------------------
@@ -455,12 +481,13 @@ class AbBaseline:
     traffic_percent: float | None = None
     instance_count: int = _AB_TEST.baseline_instance_count
 
-    def settings(self) -> dict[str, Any]:
-        section = {
-            "enabled": True,
-            "baseline_speculative_tokens": self.speculative_tokens,
-            "baseline_instance_count": self.instance_count,
-        }
-        if self.traffic_percent is not None:
-            section["baseline_traffic_percent"] = self.traffic_percent
-        return section
+    def settings(self) -> AbTestSettings:
+        return build(
+            AbTestSettings,
+            owner="AbBaseline",
+            path="ab_test",
+            enabled=True,
+            baseline_speculative_tokens=self.speculative_tokens,
+            baseline_instance_count=self.instance_count,
+            **({"baseline_traffic_percent": self.traffic_percent} if self.traffic_percent is not None else {}),
+        )

@@ -30,10 +30,11 @@ from peagle.errors import PeagleError
 from peagle.plan_record import METADATA_KEY as PLAN_METADATA_KEY
 from peagle.plan_record import plan_metadata
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
+from peagle.setting_refs import Door, in_words
 from peagle_cdk import prop_types
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec, id_suffix
-from peagle_cdk.endpoint_config import deployment_data
+from peagle_cdk.endpoint_config import endpoint_settings
 from peagle_cdk.endpoint_props import (
     AbBaseline,
     Autoscaling,
@@ -48,7 +49,6 @@ from peagle_cdk.kpi_metrics import KpiMetrics
 from peagle_cdk.nag import acknowledge
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.planned_scaling import scale_unit
-from peagle_cdk.prop_errors import in_props
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
 from peagle_cdk.settings_model import (
@@ -56,7 +56,6 @@ from peagle_cdk.settings_model import (
     DeploymentConfig,
     ProfileOverrides,
     SloSettings,
-    parse_deployment_config,
 )
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
@@ -76,9 +75,10 @@ class _SageMakerRules:
 
     def validate(self) -> list[str]:
         endpoint = self._endpoint
-        owner = f"PeagleEndpoint {endpoint.node.path}"
-        word = (lambda message: in_props(message, owner=owner)) if endpoint._in_props_words else str
-        messages = [f"[{violation.rule}] {word(violation.message)}" for violation in check_deployment(endpoint.plans)]
+        door = Door.PROPS if endpoint._in_props_words else Door.FILE
+        messages = [
+            f"[{violation.rule}] {in_words(violation.message, door)}" for violation in check_deployment(endpoint.plans)
+        ]
         return messages + endpoint._prop_problems()
 
 
@@ -189,7 +189,8 @@ class PeagleEndpoint(Construct):
                 volume_key=volume_key,
             )
             return
-        data = deployment_data(
+        config = endpoint_settings(
+            owner=owner,
             mode=mode or EndpointMode.variants(),
             autoscaling=autoscaling,
             name=name or _generated_name(self),
@@ -217,10 +218,6 @@ class PeagleEndpoint(Construct):
             detailed_observability=detailed_observability,
             vllm_args=vllm_args,
         )
-        try:
-            config = parse_deployment_config(data, source=owner)
-        except PeagleError as error:
-            raise type(error)(in_props(str(error), owner=owner)) from None
         self._plan_and_build(
             config,
             weights=weights,
@@ -294,7 +291,7 @@ class PeagleEndpoint(Construct):
         except PeagleError as error:
             if not in_props_words:
                 raise
-            raise type(error)(in_props(str(error), owner=owner)) from None
+            raise type(error)(f"{owner}: {error.in_words(Door.PROPS)}") from None
         self._in_props_words = in_props_words
         if not in_props_words:
             # The file door (from_config) checks SageMaker's rules now, so a bad deployment file stops the app before
@@ -825,7 +822,11 @@ def _check_prop_types(owner: str, props: dict[str, Any]) -> None:
         "autoscaling": (Autoscaling, "Autoscaling(...) or None (fixed capacity)"),
         "rollout": (Rollout, "Rollout.blue_green(...), Rollout.rolling(...) or Rollout.none()"),
         "ab_baseline": (AbBaseline, "AbBaseline(...)"),
-        "image": (ServingImage, "ServingImage.from_asset() or ServingImage.from_ecr_repository(repository, tag)"),
+        "image": (
+            ServingImage,
+            "ServingImage.build_in_account(...), ServingImage.from_asset() or "
+            "ServingImage.from_ecr_repository(repository, tag)",
+        ),
         "vpc_subnets": (ec2.SubnetSelection, "an ec2.SubnetSelection"),
         "vllm_args": (Mapping, "a mapping of vLLM option names to values"),
     }

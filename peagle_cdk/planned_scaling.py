@@ -51,12 +51,12 @@ def _scale_instances(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableI
     """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
     the SLA and schedules."""
     autoscaling = plan.autoscaling
-    scaling = endpoint.auto_scale(name, min_capacity=autoscaling.min_instances, max_capacity=autoscaling.max_instances)
+    scaling = endpoint.auto_scale(name, min_capacity=autoscaling.min_capacity, max_capacity=autoscaling.max_capacity)
     cooldowns = _cooldowns(plan)
     if autoscaling.target == "invocations":
         scaling.scale_on_invocations(
             "InvocationsPerInstance",
-            max_requests_per_second=autoscaling.max_rps_per_instance,
+            max_requests_per_second=autoscaling.max_requests_per_second,
             headroom=autoscaling.headroom,
             **cooldowns,
         )
@@ -78,8 +78,8 @@ def _scale_instances(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableI
         scaling.scale_on_schedule(
             schedule.name,
             schedule=appscaling.Schedule.expression(schedule.schedule),
-            min_capacity=schedule.min_instances,
-            max_capacity=schedule.max_instances,
+            min_capacity=schedule.min_capacity,
+            max_capacity=schedule.max_capacity,
             time_zone=_time_zone(schedule.time_zone),
         )
     return scaling

@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser,
         repeatable=False,
         help_text="with --endpoint: measure this inference component (InvokeEndpoint InferenceComponentName); the "
-        "rate is then per copy and the snippet sets endpoint.inference_components.target_concurrency_per_copy",
+        "rate is then per copy and the snippet's autoscaling.target_concurrency is per copy",
     )
     parser.add_argument(
         "--instances",

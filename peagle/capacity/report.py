@@ -107,7 +107,7 @@ def answer(search: CapacitySearch, instances: int) -> Answer | None:
 
 def max_instances_for(peak_rps: float, found: Answer, headroom: float) -> int:
     """Units for ``peak_rps`` at the measured rate x headroom: the planner's rule, so the snippet's
-    max_instances and `peagle plan --peak-rps` on the applied file agree."""
+    max_capacity and `peagle plan --peak-rps` on the applied file agree."""
     from peagle.config import MeasuredCapacity
     from peagle.planner import ScalingTarget
 
@@ -130,18 +130,15 @@ def snippet(found: Answer, context: Context) -> str:
     ]
     target_concurrency = f"{found.concurrency_per_instance * h:.2f}"
     fleet = max_instances_for(context.peak_rps, found, h) if context.peak_rps else None
-    if context.inference_component:
-        # Component mode scales copies (config.py refuses autoscaling.min/max_instances and
-        # target_concurrency_per_instance there): the per-copy target and, for a peak, the copy bounds.
-        lines += ["endpoint:", "  inference_components:", f"    target_concurrency_per_copy: {target_concurrency}"]
-        if fleet:
-            lines += ["    min_copies: 1", f"    max_copies: {fleet}"]
-    lines.append("autoscaling:")
-    if not context.inference_component:
-        lines.append(f"  target_concurrency_per_instance: {target_concurrency}")
-    lines += [f"  max_rps_per_instance: {found.rate_per_instance:.3f}", f"  headroom: {h:g}"]
-    if fleet and not context.inference_component:
-        lines += ["  min_instances: 1", f"  max_instances: {fleet}"]
+    # The same keys in both modes: units are instances, or copies of an inference component.
+    lines += [
+        "autoscaling:",
+        f"  target_concurrency: {target_concurrency}",
+        f"  max_requests_per_second: {found.rate_per_instance:.3f}",
+        f"  headroom: {h:g}",
+    ]
+    if fleet:
+        lines += ["  min_capacity: 1", f"  max_capacity: {fleet}"]
     lines += [
         "  measured_capacity:",
         f"    requests_per_second: {found.rate_per_instance:.3f}",

@@ -143,7 +143,7 @@ def component_instance_type(old: StackTemplate, new: StackTemplate, context: Che
             # inference-components): while it is off, the floor must be a fixed count.
             to_zero = [name for name in scaled if _number(old, targets[name].min_capacity) == 0]
             fixed = (
-                f" with `endpoint.inference_components.min_copies` raised to `initial_copies` (a fixed count; "
+                f" with `autoscaling.min_capacity` unset (a fixed count of `initial_copies`; "
                 f"{', '.join(to_zero)} may scale to zero only with autoscaling on)"
                 if to_zero
                 else ""
@@ -167,7 +167,7 @@ def component_instance_type(old: StackTemplate, new: StackTemplate, context: Che
                         "copy counts stay where autoscaling left them)",
                         f"set `instance.type: {new_type}` and deploy",
                         "set `autoscaling.enabled: true` and deploy (registers the copy counts again)"
-                        + (", with `min_copies` back to 0" if to_zero else ""),
+                        + (", with `autoscaling.min_capacity: 0` again" if to_zero else ""),
                     ),
                 )
             )

@@ -67,17 +67,17 @@ def base_assumptions(plan: Plan, *, startup: str = "typical", **overrides) -> As
 SETTING_KEYS: dict[str, dict[str, SettingKeys]] = {
     "file": {
         "copies": SettingKeys(
-            min_units="endpoint.inference_components.min_copies",
-            max_units="endpoint.inference_components.max_copies",
-            target="endpoint.inference_components.target_concurrency_per_copy",
+            min_units="autoscaling.min_capacity",
+            max_units="autoscaling.max_capacity",
+            target="autoscaling.target_concurrency",
             idle_minutes="endpoint.inference_components.scale_to_zero_after_idle_minutes",
             max_instances="endpoint.inference_components.max_instances",
             scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
         ),
         "instances": SettingKeys(
-            "autoscaling.min_instances",
-            "autoscaling.max_instances",
-            "autoscaling.target_concurrency_per_instance",
+            "autoscaling.min_capacity",
+            "autoscaling.max_capacity",
+            "autoscaling.target_concurrency",
             scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
         ),
         "async": SettingKeys(

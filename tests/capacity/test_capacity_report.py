@@ -46,11 +46,11 @@ def test_the_snippet_has_the_deployment_file_shape():
     assert snippet(found, context(peak_rps=10)) == (
         "# peagle capacity 2026-12-01: endpoint peagle-endpoint, K=4, SLO 95% of requests: TTFT <= 1 s, TPOT <= 100 ms\n"
         "autoscaling:\n"
-        "  target_concurrency_per_instance: 5.12\n"  # 6.4 in flight x headroom 0.8
-        f"  max_rps_per_instance: {rate}\n"
+        "  target_concurrency: 5.12\n"  # 6.4 in flight x headroom 0.8
+        f"  max_requests_per_second: {rate}\n"
         "  headroom: 0.8\n"
-        "  min_instances: 1\n"
-        f"  max_instances: {-(-10 // (found.rate_per_instance * 0.8)):.0f}\n"
+        "  min_capacity: 1\n"
+        f"  max_capacity: {-(-10 // (found.rate_per_instance * 0.8)):.0f}\n"
         "  measured_capacity:\n"
         f"    requests_per_second: {rate}\n"
         "    concurrency: 6.40\n"
@@ -87,7 +87,7 @@ def test_the_snippet_applied_to_a_deployment_file_is_the_measured_target(tmp_pat
     assert plan.scaling.concurrency == 5.12
     assert (
         plan.scaling.fleet_for(10)
-        == yaml.safe_load(snippet(found, context(peak_rps=10)))["autoscaling"]["max_instances"]
+        == yaml.safe_load(snippet(found, context(peak_rps=10)))["autoscaling"]["max_capacity"]
     )
 
 
@@ -95,8 +95,8 @@ def test_a_components_snippet_sets_the_per_copy_target(tmp_path):
     found = answer(searched(), instances=1)
     text = snippet(found, context(inference_component="peagle-s2z-primary", peak_rps=10))
     loaded = yaml.safe_load(text)
-    assert "target_concurrency_per_instance" not in loaded["autoscaling"]
-    assert loaded["endpoint"]["inference_components"]["target_concurrency_per_copy"] == 5.12
+    assert "endpoint" not in loaded  # the same keys in both modes: the unit is a copy here
+    assert loaded["autoscaling"]["target_concurrency"] == 5.12 and loaded["autoscaling"]["max_capacity"] >= 1
     assert "measured_capacity" in loaded["autoscaling"]
     plan = _applied(tmp_path, "scale-to-zero.yaml", text)
     assert plan.scaling.unit == "copy" and plan.scaling.source.startswith("measured")

@@ -360,7 +360,7 @@ def test_thresholds_are_checked_with_the_deployment_files_rules_in_the_threshold
             thresholds=AlarmThresholds(max_cost_per_million_output_tokens_usd=-1),
         )
     message = str(error.value)
-    assert "EndpointMonitoring Consumer/ChatMonitoring: invalid thresholds" in message
+    assert "EndpointMonitoring Consumer/ChatMonitoring: invalid props" in message
     assert (
         "AlarmThresholds(max_cost_per_million_output_tokens_usd=...): Input should be greater than 0 (given: -1)"
         in message

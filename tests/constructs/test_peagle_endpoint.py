@@ -21,6 +21,7 @@ from peagle.catalog import load_catalog
 from peagle.config import config_from_overrides, parse_deployment_config
 from peagle.deployment_rules import DeploymentRuleError, plan_checked_deployment
 from peagle.errors import ConfigError
+from peagle.setting_refs import Door
 from peagle_cdk import (
     AbBaseline,
     Autoscaling,
@@ -31,7 +32,6 @@ from peagle_cdk import (
     ServingImage,
     Speculation,
 )
-from peagle_cdk.prop_errors import in_props
 
 
 def _stack() -> Stack:
@@ -384,12 +384,14 @@ def test_grant_invoke_metric_options_and_escape_hatches():
 
 
 def _file_problem(data: dict) -> str:
-    """What `cdk synth` of the YAML app says for the same input (its first problem line), as the construct
-    words it (peagle_cdk/prop_errors.py): the same rule, the props' names."""
+    """What `cdk synth` of the YAML app says for the same input (its first problem line), spelled for the
+    construct (peagle/setting_refs.py): the same rule, the props' names."""
     try:
-        plan_checked_deployment(parse_deployment_config({"name": "chat", **data}, source="deployment.yaml"))
+        plan_checked_deployment(
+            parse_deployment_config({"name": "chat", **data}, source="deployment.yaml", door=Door.PROPS)
+        )
     except (ConfigError, DeploymentRuleError) as error:
-        return in_props(str(error).splitlines()[1].removeprefix("  - "), owner="PeagleEndpoint Consumer/Chat")
+        return error.in_words(Door.PROPS).splitlines()[1].removeprefix("  - ").removeprefix("[gpu-driver] ")
     raise AssertionError(f"{data} planned without error")
 
 

@@ -10,12 +10,12 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
-from peagle.config import DeploymentConfig, MeasuredCapacity
+from peagle.config import MeasuredCapacity
 from peagle.errors import PeagleError
+from peagle.setting_refs import field_words
 from peagle_cdk import Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint, Rollout
-from peagle_cdk.endpoint_config import deployment_data
+from peagle_cdk.endpoint_config import endpoint_settings
 from peagle_cdk.endpoint_props import AbBaseline, Speculation
-from peagle_cdk.prop_errors import FIELD_PROPS
 
 
 def _stack() -> Stack:
@@ -194,7 +194,7 @@ def test_autoscaling_bounds_are_named_as_the_props_that_set_them():
     false)", and a 400-character legend under every message."""
     message = _message(autoscaling=Autoscaling(min_capacity=3, max_capacity=2))
     assert "Autoscaling(min_capacity=...) (3)" in message and "Autoscaling(max_capacity=...) (2)" in message
-    assert "or pass autoscaling=None" in message
+    assert "(or autoscaling=None)" in message
     for file_word in ("deployment file", "autoscaling.min_instances", "enabled: false", "as deployment-file fields"):
         assert file_word not in message, message
 
@@ -209,8 +209,8 @@ def test_zero_instances_in_variants_mode_says_components_can_scale_to_zero():
     """Before: "autoscaling.min_instances: Input should be greater than 0", naming neither the prop nor the mode
     that can."""
     message = _message(autoscaling=Autoscaling(min_capacity=0))
-    assert "Autoscaling(min_capacity=...) 0: a production variant keeps at least one instance" in message
-    assert "mode=EndpointMode.inference_components(...) with Autoscaling(min_capacity=0)" in message
+    assert "Autoscaling(min_capacity=0): a production variant keeps at least one instance" in message
+    assert "use mode=EndpointMode.inference_components(...), whose copies may scale to 0" in message
 
 
 def test_a_metric_publish_frequency_the_alarms_cannot_read_is_refused_in_the_props_words():
@@ -219,7 +219,10 @@ def test_a_metric_publish_frequency_the_alarms_cannot_read_is_refused_in_the_pro
     message = _message(metric_publish_frequency=Duration.minutes(2))
     assert "PeagleEndpoint Consumer/Chat: invalid props" in message
     assert "metric_publish_frequency: 120 s is longer than" in message
-    assert "pass Duration.seconds(10), Duration.seconds(30) or Duration.minutes(1) (the default)" in message
+    assert (
+        "set metric_publish_frequency=Duration.seconds(10), metric_publish_frequency=Duration.seconds(30) or "
+        "metric_publish_frequency=Duration.seconds(60) (the default)" in message
+    )
     assert "observability." not in message and "set 10, 30 or 60" not in message, message
     for taken in (Duration.seconds(10), Duration.seconds(30), Duration.minutes(1)):
         stack = _stack()
@@ -230,12 +233,13 @@ def test_a_metric_publish_frequency_the_alarms_cannot_read_is_refused_in_the_pro
         )
 
 
-def test_every_field_the_props_write_has_its_prop_name():
-    """in_props can only word what FIELD_PROPS names: every field a construct's props become is there (or its
-    section is), and every entry is a real deployment-file field."""
-    data = deployment_data(
+def test_every_field_the_props_set_is_named_by_its_prop():
+    """A message can only name a setting in props words if its field says how (peagle/setting_refs.py): every
+    field a construct's props set, section by section, has its prop spelling in the model's metadata."""
+    config = endpoint_settings(
+        owner="PeagleEndpoint Consumer/Chat",
         mode=EndpointMode.inference_components(scale_to_zero_after=Duration.minutes(45)),
-        autoscaling=Autoscaling(measured_capacity=None, target_concurrency=3),
+        autoscaling=Autoscaling(measured_capacity=None, target_concurrency=3, min_capacity=0, max_capacity=4),
         name="n",
         model="qwen3-8b",
         custom_pair=None,
@@ -262,29 +266,18 @@ def test_every_field_the_props_write_has_its_prop_name():
         vllm_args={"enforce-eager": True},
     )
 
-    def leaves(node: dict, prefix: str = ""):
-        for key, value in node.items():
-            path = f"{prefix}{key}"
-            if isinstance(value, dict) and value and key != "vllm_args":
-                yield from leaves(value, path + ".")
+    def set_fields(model, prefix: str = ""):
+        for name in model.model_fields_set:
+            value, path = getattr(model, name), f"{prefix}{name}"
+            if hasattr(value, "model_fields_set") and name not in ("measured_capacity",):
+                yield from set_fields(value, path + ".")
             else:
                 yield path
 
-    named = [path for path in leaves(data) if not any(path == f or path.startswith(f + ".") for f in FIELD_PROPS)]
-    assert not named, f"fields without a prop name in peagle_cdk/prop_errors.py FIELD_PROPS: {named}"
-
-    def exists(path: str) -> bool:
-        model = DeploymentConfig
-        for part in path.split("."):
-            field = model.model_fields.get(part)
-            if field is None:
-                return False
-            model = field.annotation if isinstance(field.annotation, type) else None
-            if model is None or not hasattr(model, "model_fields"):
-                return True
-        return True
-
-    assert [path for path in FIELD_PROPS if not exists(path)] == []
+    paths = sorted(set_fields(config))
+    assert "autoscaling.min_capacity" in paths and "rollout.rolling.wait_seconds" in paths
+    unnamed = [path for path in paths if not field_words(path)["own"]]
+    assert unnamed == [], f"fields the props set with no prop spelling (json_schema_extra=spelled(...)): {unnamed}"
 
 
 # --- types checked where props enter ---------------------------------------------------------------
@@ -404,7 +397,60 @@ def test_from_config_plans_the_config_it_is_given_and_speaks_the_files_words():
     endpoint = PeagleEndpoint.from_config(stack, "Chat", config=config, weights=weights)
     assert endpoint.config is config and endpoint.plan.pair_id == "qwen3-8b"
     too_big = parse_deployment_config({"name": "big", "model": "gpt-oss-120b", "instance": {"type": "ml.g5.xlarge"}})
-    with pytest.raises(PeagleError, match=r"set instance\.type in the deployment file"):
+    with pytest.raises(PeagleError, match=r"set instance\.type: ml\.g6\.12xlarge$"):
         PeagleEndpoint.from_config(_stack(), "Big", config=too_big, weights=ModelWeights.from_hub())
     with pytest.raises(TypeError, match="config must be a peagle.config.DeploymentConfig"):
         PeagleEndpoint.from_config(_stack(), "Chat", config={"model": "qwen3-8b"}, weights=ModelWeights.from_hub())
+
+
+# --- messages in the props' words, with units (issue 33) ---------------------------------------------
+
+
+def test_k_above_the_trained_count_names_speculation_fixed():
+    """Before: "e.g. -c speculativeTokens=5", a CDK context key a construct user has no use for."""
+    message = _message(speculation=Speculation.fixed(11))
+    assert "Speculation.fixed(11) exceeds what the gpt-oss-20b drafter" in message
+    assert "Speculation.fixed(7)" in message and "Speculation.off() to turn speculation off" in message
+    assert "-c " not in message and "speculative_tokens" not in message, message
+
+
+def test_a_short_idle_window_is_refused_in_minutes_as_a_duration():
+    """Before: "Input should be greater than or equal to 5 (given: 1)", no unit and no prop."""
+    with pytest.raises(PeagleError) as error:
+        EndpointMode.inference_components(scale_to_zero_after=Duration.minutes(1))
+    message = str(error.value)
+    assert (
+        "EndpointMode.inference_components(scale_to_zero_after=...): should be at least Duration.minutes(5) "
+        "(given: Duration.minutes(1))" in message
+    )
+
+
+def test_a_duration_that_is_not_whole_minutes_names_the_two_around_it():
+    """Before: jsii's raw CannotConvertedIntoWhole from Duration.to_minutes()."""
+    with pytest.raises(PeagleError) as error:
+        EndpointMode.inference_components(scale_to_zero_after=Duration.seconds(90))
+    assert (
+        "EndpointMode.inference_components: scale_to_zero_after is 90 s, not a whole number of minutes; pass "
+        "Duration.minutes(1) or Duration.minutes(2)" in str(error.value)
+    )
+
+
+def test_copies_that_do_not_fit_name_the_autoscaling_and_mode_props():
+    """Before: "raise max_instances to 2 or lower max_copies to 1", two vocabularies and neither a prop."""
+    message = _message(
+        model="qwen3-8b",
+        instance_type="ml.g6e.48xlarge",
+        mode=EndpointMode.inference_components(max_instances=1),
+        autoscaling=Autoscaling(min_capacity=0, max_capacity=20),
+        rollout=Rollout.rolling(),
+    )
+    assert "Autoscaling(max_capacity=...) 20 copies do not fit" in message
+    assert "raise EndpointMode.inference_components(max_instances=3)" in message
+    assert "lower Autoscaling(max_capacity=8)" in message
+    assert "max_copies" not in message and "endpoint.inference_components" not in message, message
+
+
+def test_a_wrong_image_lists_every_way_to_make_one():
+    with pytest.raises(TypeError) as error:
+        _endpoint(_stack(), image="vllm/vllm-openai:latest")
+    assert "ServingImage.build_in_account(...)" in str(error.value)

@@ -33,5 +33,8 @@ def test_only_the_seam_imports_the_settings_model():
 
 def test_the_plan_carries_the_autoscaling_the_constructs_build():
     config = parse_deployment_config({"autoscaling": {"headroom": 0.6, "scale_in_cooldown_seconds": 600}})
-    assert plan_deployment(config).autoscaling is config.autoscaling
+    # The plan's copy, with the bounds resolved for the mode (the policies read only the plan).
+    assert plan_deployment(config).autoscaling == config.autoscaling.model_copy(
+        update={"min_capacity": 1, "max_capacity": 2}
+    )
     assert plan_deployment(parse_deployment_config({"autoscaling": {"enabled": False}})).autoscaling is None

@@ -127,7 +127,10 @@ def test_a_metric_publish_frequency_longer_than_the_alarms_minute_is_refused(tmp
     message = str(error.value)
     assert f"observability.metric_publish_frequency_seconds: {seconds} s is longer than" in message
     assert f"a datapoint in one minute of every {seconds // 60}" in message
-    assert message.rstrip().endswith("set 10, 30 or 60 (the default)")
+    assert message.rstrip().endswith(
+        "set observability.metric_publish_frequency_seconds: 10, observability.metric_publish_frequency_seconds: 30 "
+        "or observability.metric_publish_frequency_seconds: 60 (the default)"
+    )
     assert "(given:" not in message  # the sentence names the value already
 
 
@@ -137,3 +140,31 @@ def test_a_metric_publish_frequency_sagemaker_does_not_take_names_the_allowed_on
         ConfigError, match=r"metric_publish_frequency_seconds: Input should be 10, 30 or 60 \(given: 45\)"
     ):
         load_deployment_config(path)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("autoscaling:\n  min_instances: 1\n  max_instances: 3\n", {"min_capacity": 1, "max_capacity": 3}),
+        ("autoscaling:\n  target_concurrency_per_instance: 6\n", {"target_concurrency": 6}),
+        ("autoscaling:\n  target: invocations\n  max_rps_per_instance: 1.5\n", {"max_requests_per_second": 1.5}),
+    ],
+)
+def test_the_old_scaling_keys_still_load_with_a_deprecation_naming_the_new_one(tmp_path, old, new):
+    """One name per concept in both modes and both doors; a file written for 0.1.0 keeps working."""
+    with pytest.warns(FutureWarning, match=r"deprecated: it is now autoscaling\."):
+        config = load_deployment_config(write_deployment(tmp_path, old))
+    assert {key: getattr(config.autoscaling, key) for key in new} == new
+
+
+def test_the_old_copy_bounds_move_to_autoscaling_with_a_deprecation(tmp_path):
+    text = (
+        "model: qwen3-8b\ninstance: {type: ml.g6e.48xlarge}\nendpoint:\n  mode: inference_components\n"
+        "  inference_components:\n    min_copies: 1\n    max_copies: 4\n    target_concurrency_per_copy: 3\n"
+    )
+    with pytest.warns(FutureWarning, match=r"endpoint.inference_components.min_copies is deprecated"):
+        config = load_deployment_config(write_deployment(tmp_path, text))
+    assert (config.min_capacity, config.max_capacity, config.autoscaling.target_concurrency) == (1, 4, 3)
+    both = text + "autoscaling:\n  max_capacity: 4\n"
+    with pytest.raises(ConfigError, match=r"max_copies is the old place of autoscaling.max_capacity; give only"):
+        load_deployment_config(write_deployment(tmp_path, both))

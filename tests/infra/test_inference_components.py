@@ -282,7 +282,10 @@ def test_an_idle_window_shorter_than_a_copys_start_fails_synth_with_the_shortest
     config = load_deployment_config(
         str(_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 30})), {}
     )
-    with pytest.raises(DeploymentRuleError, match=r"scale_to_zero_after_idle_minutes 30 is shorter .* at least 40"):
+    with pytest.raises(
+        DeploymentRuleError,
+        match=r"scale_to_zero_after_idle_minutes: 30 is shorter .*; set endpoint.inference_components.scale_to_zero_after_idle_minutes: 40 or more",
+    ):
         plan_checked_deployment(config)
 
 
@@ -410,22 +413,30 @@ def test_inference_component_stack_snapshot(s2z, snapshot):
     [
         (
             {"autoscaling.enabled": False},
-            "min_copies 0 (scale to zero) needs autoscaling.enabled: true",
+            "autoscaling.min_capacity: 0 copies (scale to zero) needs autoscaling on",
         ),
         (
-            {"endpoint.inference_components.max_copies": 20},
-            "max_copies 20 do not fit: 2 x ml.g6e.48xlarge hold 16 copies of 1 GPU(s) each (8 per instance); "
-            "raise max_instances to 3 or lower max_copies to 16",
+            {"autoscaling.max_capacity": 20},
+            "autoscaling.max_capacity 20 copies do not fit: 2 x ml.g6e.48xlarge hold 16 copies of 1 GPU(s) each (8 "
+            "per instance); raise endpoint.inference_components.max_instances: 3 or lower autoscaling.max_capacity: 16",
         ),
         (
             {"endpoint.inference_components.accelerators_per_copy": 3},
-            "accelerators_per_copy 3 does not split ml.g6e.48xlarge (8 GPUs) evenly; use one of [1, 2, 4, 8]",
+            "endpoint.inference_components.accelerators_per_copy 3 does not split ml.g6e.48xlarge (8 GPUs) evenly; "
+            "use one of [1, 2, 4, 8]",
         ),
         (
             {"rollout.strategy": "blue_green"},
-            "an inference component updates copy by copy: use rollout.strategy 'rolling'",
+            "an inference component updates copy by copy: use rollout.strategy: rolling",
         ),
-        ({"autoscaling.min_instances": 1}, "move them there"),
+        (
+            {
+                "autoscaling.schedules": [
+                    {"name": "Night", "schedule": "cron(0 20 * * ? *)", "min_capacity": 1, "max_capacity": 1}
+                ]
+            },
+            "autoscaling.schedules scale production variants' instances; in inference_components mode bound the copies",
+        ),
         (
             {"ab_test.enabled": True, "ab_test.baseline_traffic_percent": 20},
             "with inference components each request names its component (--inference-component)",
@@ -438,12 +449,11 @@ def test_inference_component_stack_snapshot(s2z, snapshot):
                 "endpoint.inference_components.max_instances": 1,
             },
             "the components' initial copies need 8 x 1 GPU(s) (peagle-s2z-primary) + 8 x 1 GPU(s) "
-            "(peagle-s2z-baseline) = 16 GPUs, but max_instances 1 x ml.g6e.48xlarge have 8",
+            "(peagle-s2z-baseline) = 16 GPUs, but endpoint.inference_components.max_instances 1 x ml.g6e.48xlarge have 8",
         ),
         (
             {"endpoint.inference_components.initial_copies": 9},
-            "initial_copies 9 need 2 x ml.g6e.48xlarge (8 copies of 1 GPU(s) per instance), but instance.count "
-            "starts 1",
+            "initial_copies 9 need 2 x ml.g6e.48xlarge (8 copies of 1 GPU(s) per instance), but ",
         ),
     ],
 )
@@ -493,4 +503,7 @@ def test_an_ab_test_is_a_second_component_with_its_own_scaling_and_rollback(synt
 def test_component_settings_in_variants_mode_are_refused(tmp_path, capsys):
     deployment = write_deployment(tmp_path, "endpoint: {inference_components: {min_copies: 0}}\n")
     assert main(["plan", "--deployment", deployment]) == 2
-    assert "endpoint.inference_components is set but endpoint.mode is 'variants'" in capsys.readouterr().err
+    assert (
+        "endpoint.inference_components is set but endpoint.mode is 'variants'; set endpoint.mode: "
+        in capsys.readouterr().err
+    )

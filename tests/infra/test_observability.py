@@ -180,7 +180,9 @@ def test_latency_step_scaling_adds_instances_over_the_sla_in_microseconds(defaul
 
 
 def test_invocations_target_needs_a_measured_rps_and_uses_the_headroom(synth, tmp_path):
-    with pytest.raises(ConfigError, match=r"needs autoscaling.max_rps_per_instance: measure it with `peagle bench`"):
+    with pytest.raises(
+        ConfigError, match=r"needs autoscaling.max_requests_per_second: measure it with `peagle capacity`"
+    ):
         config_from_overrides({}, base={"autoscaling": {"target": "invocations"}})
     path = write_deployment(tmp_path, "autoscaling:\n  target: invocations\n  max_rps_per_instance: 2.0\n")
     policies = _policies(synth(deployment=path))
@@ -240,11 +242,9 @@ def test_scaling_validation_reports_every_problem_at_once():
             },
         )
     message = str(error.value)
-    assert (
-        "autoscaling.min_instances (1) <= instance.count (5) <= autoscaling.max_instances (3) does not hold" in message
-    )
-    assert "needs autoscaling.max_rps_per_instance" in message
-    assert "autoscaling.schedules[Night]: min_instances 3 > max_instances 1" in message
+    assert "autoscaling.min_capacity (1) <= instance.count (5) <= autoscaling.max_capacity (3) does not hold" in message
+    assert "needs autoscaling.max_requests_per_second" in message
+    assert "autoscaling.schedules[Night]: min_capacity 3 > max_capacity 1" in message
 
 
 def test_autoscaling_can_be_turned_off(synth, tmp_path):

@@ -46,7 +46,7 @@ def test_gpt_oss_120b_on_one_a10g_fails_naming_the_cheapest_instance_that_fits()
     assert message.startswith("gpt-oss-120b needs ~64 GiB of weights")
     assert "ml.g5.xlarge has 1 x 22.5 GiB A10G" in message
     assert "Smallest that fits: ml.g6.12xlarge (4 x 22.5 GiB L4" in message
-    assert "-c instanceType=ml.g6.12xlarge" in message
+    assert "set instance.type: ml.g6.12xlarge" in message
     # and the suggestion really plans
     assert plan(model="gpt-oss-120b", instanceType="ml.g6.12xlarge").tensor_parallel_size == 4
 
@@ -70,8 +70,12 @@ def test_k_above_the_trained_count_is_rejected_without_an_instance_suggestion():
     with pytest.raises(PlanError) as error:
         plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", speculativeTokens=11)
     message = str(error.value)
-    assert "K=11 exceeds what the gpt-oss-20b drafter (amazon/GPT-OSS-20B-P-EAGLE) was trained for (K <= 10)" in message
-    assert "recommended for chatbot: 7" in message and "or 0 to turn speculation off" in message
+    assert (
+        "speculation.speculative_tokens: 11 exceeds what the gpt-oss-20b drafter (amazon/GPT-OSS-20B-P-EAGLE) was "
+        "trained for (K <= 10)" in message
+    )
+    assert "recommended for chatbot: speculation.speculative_tokens: 7" in message
+    assert "or speculation.speculative_tokens: 0 to turn speculation off" in message
     assert "Smallest that fits" not in message
 
 
@@ -168,3 +172,17 @@ def test_errors_no_instance_type_would_fix_suggest_none():
         plan(model="gpt-oss-20b", instanceType="ml.g6e.xlarge", speculativeTokens=20)
     assert "exceeds what the gpt-oss-20b drafter" in str(error.value)
     assert "Smallest that fits" not in str(error.value) and "No instance type" not in str(error.value)
+
+
+def test_plan_on_the_command_line_names_its_flags(capsys):
+    """Before: `peagle plan --instance` was told to "set instance.type in the deployment file or pass
+    -c instanceType=...": the file's key and the CDK app's context key, neither its own flag."""
+    from peagle.cli import main
+
+    assert main(["plan", "--model", "gpt-oss-120b", "--instance", "ml.g5.xlarge"]) == 2
+    err = capsys.readouterr().err
+    assert "Smallest that fits: ml.g6.12xlarge" in err and "set --instance ml.g6.12xlarge" in err
+    assert "instance.type" not in err and "-c instanceType" not in err, err
+    assert main(["plan", "--model", "gpt-oss-20b", "--instance", "ml.g6e.xlarge", "--speculative-tokens", "11"]) == 2
+    err = capsys.readouterr().err
+    assert "--speculative-tokens 11 exceeds" in err and "--speculative-tokens 0 to turn speculation off" in err

@@ -101,7 +101,9 @@ def test_rollout_ranges_and_combinations_are_validated():
         config_from_overrides({}, base={"rollout": {"blue_green": {"canary_percent": 60}}})
     with pytest.raises(ConfigError, match=r"linear_step_percent: Input should be greater than or equal to 10"):
         config_from_overrides({}, base={"rollout": {"blue_green": {"linear_step_percent": 5}}})
-    with pytest.raises(ConfigError, match=r"the waits add up to 9600 s, more than max_execution_seconds 7200"):
+    with pytest.raises(
+        ConfigError, match=r"the waits add up to 9600 s, more than rollout.blue_green.max_execution_seconds: 7200"
+    ):
         config_from_overrides(
             {"instanceCount": 2},
             base={
@@ -115,9 +117,9 @@ def test_rollout_ranges_and_combinations_are_validated():
                 }
             },
         )
-    with pytest.raises(ConfigError, match=r"traffic 'canary' needs at least 2 instances"):
+    with pytest.raises(ConfigError, match=r"rollout.blue_green.traffic: canary needs at least 2 instances"):
         config_from_overrides({}, base={"rollout": {"blue_green": {"traffic": "canary"}}})
-    with pytest.raises(ConfigError, match=r"rolling' is not supported on multi-variant endpoints"):
+    with pytest.raises(ConfigError, match=r"rollout.strategy: rolling is not supported on multi-variant endpoints"):
         config_from_overrides({}, base={"ab_test": {"enabled": True}, "rollout": {"strategy": "rolling"}})
     with pytest.raises(ConfigError, match=r"kpi_missing_minutes 2 is shorter than two KPI intervals \(300 s each\)"):
         config_from_overrides(
@@ -356,11 +358,11 @@ def test_hub_mode_budgets_the_download_into_the_start_up_timeout():
 def test_hub_mode_needs_network_isolation_off():
     with pytest.raises(
         ConfigError,
-        match=r"artifacts.source 'hub' downloads weights inside the container, which "
+        match=r"artifacts.source: hub downloads weights inside the container, which "
         r"network isolation forbids; set network.isolation: false",
     ):
         config_from_overrides({}, base={"artifacts": {"source": "hub"}})
-    with pytest.raises(ConfigError, match=r"hf_token_secret_arn is only used with source 'hub'"):
+    with pytest.raises(ConfigError, match=r"hf_token_secret_arn is only used with artifacts.source: hub"):
         config_from_overrides({}, base={"artifacts": {"hf_token_secret_arn": HUB_TOKEN_ARN}})
 
 

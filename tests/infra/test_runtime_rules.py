@@ -103,7 +103,7 @@ def test_an_ami_override_whose_driver_is_too_old_is_refused_with_the_fix():
         plan_checked_deployment(config)
     message = str(error.value)
     assert "[gpu-driver]" in message and "driver 550 (CUDA 12.4)" in message and "built for CUDA 13.0" in message
-    assert f"Use instance.ami_version {IMAGE_AMI}" in message
+    assert f"Use instance.ami_version: {IMAGE_AMI}" in message
 
 
 def test_an_unknown_ami_is_refused_with_the_list():
@@ -135,7 +135,7 @@ def test_a_rolling_update_on_one_instance_is_refused_with_the_fix(tmp_path, caps
     assert main(["plan", "--deployment", path]) == 2
     err = capsys.readouterr().err
     assert "[rolling-batch]" in err and "a step of 0.5 instances" in err
-    assert "Use rollout.strategy 'blue_green'" in err and "keep at least 2 instances" in err
+    assert "Use rollout.strategy: blue_green" in err and "keep at least 2 instances" in err
 
 
 def test_a_rolling_update_counts_the_autoscaling_minimum():
@@ -143,12 +143,12 @@ def test_a_rolling_update_counts_the_autoscaling_minimum():
         {"instanceCount": 4},
         base={
             "rollout": {"strategy": "rolling", "rolling": {"batch_percent": 25}},
-            "autoscaling": {"min_instances": 2, "max_instances": 4},
+            "autoscaling": {"min_capacity": 2, "max_capacity": 4},
         },
     )
     with pytest.raises(DeploymentRuleError, match=r"the fleet can be as small as 2 instance\(s\)"):
         plan_checked_deployment(config)
-    fine = config.model_copy(update={"autoscaling": config.autoscaling.model_copy(update={"min_instances": 4})})
+    fine = config.model_copy(update={"autoscaling": config.autoscaling.model_copy(update={"min_capacity": 4})})
     plan_checked_deployment(fine)
 
 

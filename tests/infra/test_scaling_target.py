@@ -66,9 +66,9 @@ def test_without_a_measurement_the_plan_says_the_target_is_a_guess(default_synth
 
 
 def test_a_hand_set_target_says_so(tmp_path, capsys):
-    path = write_deployment(tmp_path, "autoscaling: {target_concurrency_per_instance: 10}\n")
+    path = write_deployment(tmp_path, "autoscaling: {target_concurrency: 10}\n")
     assert main(["plan", "--deployment", path]) == 0
-    assert "10 requests in flight per instance (set in the deployment file)" in capsys.readouterr().out
+    assert "10 requests in flight per instance (set, not measured)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("bad", ["headroom: 1.5", "requests_per_second: 0", "concurrency: -1"])

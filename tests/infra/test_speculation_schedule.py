@@ -69,8 +69,8 @@ def test_k_zero_at_batch_size_1_is_refused_because_the_self_check_runs_alone():
 def test_speculative_tokens_next_to_a_schedule_must_be_its_largest_k():
     assert _config((1, 4, 7), (5, 32, 2), speculative_tokens=7).speculation.speculative_tokens == 7
     message = _problems((1, 4, 7), (5, 32, 2), speculative_tokens=4)
-    assert "speculation.speculative_tokens 4 conflicts with speculation.schedule, whose largest K is 7" in message
-    assert "remove speculative_tokens or set it to 7" in message
+    assert "speculation.speculative_tokens: 4 conflicts with speculation.schedule, whose largest K is 7" in message
+    assert "give only the schedule, or K 7" in message
     # -c speculativeTokens=0 on a file with a schedule: say how to turn speculation off.
     with pytest.raises(ConfigError, match="or remove the schedule to turn speculation off"):
         load_deployment_config(DYNAMIC_K_FILE, {"speculativeTokens": "0"})

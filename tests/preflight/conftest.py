@@ -47,11 +47,9 @@ DEPLOYMENTS = {
     "s2z": _deployment("scale-to-zero.yaml"),
     "s2z-renamed": _deployment("scale-to-zero.yaml", name="peagle-s2z-b"),
     "s2z-other-instance": _deployment("scale-to-zero.yaml", instance__type="ml.g6e.12xlarge"),
-    "s2z-no-autoscaling": _deployment(
-        "scale-to-zero.yaml", autoscaling__enabled=False, endpoint__inference_components__min_copies=1
-    ),
+    "s2z-no-autoscaling": _deployment("scale-to-zero.yaml", autoscaling__enabled=False, autoscaling__min_capacity=None),
     "s2z-new-model": _deployment("scale-to-zero.yaml", speculation__speculative_tokens=3),
-    "s2z-min-one": _deployment("scale-to-zero.yaml", endpoint__inference_components__min_copies=1),
+    "s2z-min-one": _deployment("scale-to-zero.yaml", autoscaling__min_capacity=1),
     # The vLLM base pulled through an ECR pull-through cache rule (a resource named by its prefix).
     "pull-through": _deployment("default.yaml", image__pull_through_cache_secret_arn=PULL_THROUGH_SECRET),
 }

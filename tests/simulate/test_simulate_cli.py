@@ -58,7 +58,7 @@ def test_a_failing_run_exits_1_and_says_what_to_change_with_its_cost(synthesized
     assert code == 1
     assert "FAIL peagle-endpoint/Primary spike" in printed
     assert (
-        "change: " in printed and "set `autoscaling.min_instances` to 2; simulated with it: answered 100.0%" in printed
+        "change: " in printed and "set `autoscaling.min_capacity` to 2; simulated with it: answered 100.0%" in printed
     )
     summary = (out / "simulation.md").read_text()
     assert summary.index("| target |") < summary.index("## What to change") < summary.index("## Assumptions")
@@ -168,7 +168,7 @@ def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_p
     price = load_catalog().instances["ml.g6e.12xlarge"].price_per_hour_usd
     assert f"on-demand, ${price:,.2f} per instance-hour" in summary
     assert "raise `Autoscaling(max_capacity=...)` to" in printed
-    assert "autoscaling.max_instances" not in printed + summary
+    assert "autoscaling.max_capacity" not in printed + summary
 
 
 def test_each_endpoint_of_a_template_is_simulated_with_its_own_plan(tmp_path, capsys):

@@ -125,7 +125,7 @@ def test_a_load_beyond_the_maximum_fails_and_names_the_maximum_to_raise(synthesi
     )
     answers = _verdict(result, ANSWERS)
     assert not answers.passed and "more than the maximum 2" in answers.detail
-    assert "raise `autoscaling.max_instances` to" in answers.fix
+    assert "raise `autoscaling.max_capacity` to" in answers.fix
     assert result.outcome.peak_need_units == 3 and result.outcome.minutes_over_max == 60
 
 
