@@ -68,7 +68,7 @@ from peagle_cdk.endpoint_scaling import ScalableCopyCount, autoscaling_service_r
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import ServingMetrics
-from peagle_cdk.serving_unit import INVOKE_ACTIONS
+from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
@@ -320,3 +320,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
         """Requests refused for lack of a copy (documented on "Scale an endpoint to zero instances",
         https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html)."""
         return self.metric("NoCapacityInvocationFailures", statistic="Sum", **kwargs)
+
+
+# The type checker (`make lint`) verifies here that ComponentEndpoint has every member of ServingUnits, typed alike.
+_IMPLEMENTS: type[ServingUnits] = ComponentEndpoint

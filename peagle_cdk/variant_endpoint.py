@@ -19,7 +19,7 @@ from peagle_cdk.endpoint_scaling import ScalableInstanceCount, autoscaling_servi
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import SAGEMAKER_NAMESPACE, ServingMetrics
-from peagle_cdk.serving_unit import INVOKE_ACTIONS
+from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
 
 
 @dataclass(frozen=True)
@@ -228,3 +228,7 @@ def _check_managed(endpoint: VariantEndpoint, unit_name: str, what: str) -> None
             f"{endpoint.node.path}: variant {unit_name!r} does not {what}; the variants' one managed unit is "
             f"{endpoint.primary_unit!r}"
         )
+
+
+# The type checker (`make lint`) verifies here that VariantEndpoint has every member of ServingUnits, typed alike.
+_IMPLEMENTS: type[ServingUnits] = VariantEndpoint
