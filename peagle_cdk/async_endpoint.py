@@ -63,8 +63,8 @@ class AsyncInferenceEndpoint(Construct):
         self.success = EncryptedTopic(self, "SuccessTopic", display_name="P-EAGLE async inference succeeded")
         self.failure = EncryptedTopic(self, "FailureTopic", display_name="P-EAGLE async inference failed")
         role = execution_role
-        role.grant_publish(self.success.topic, self.success.key, sid="PublishAsyncSuccess")
-        role.grant_publish(self.failure.topic, self.failure.key, sid="PublishAsyncFailure")
+        role.grant_publish(self.success.topic, self.success.key, sid="PublishAsyncSuccess")  # pyright: ignore[reportArgumentType]
+        role.grant_publish(self.failure.topic, self.failure.key, sid="PublishAsyncFailure")  # pyright: ignore[reportArgumentType]
         # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
         role.grant_read_prefix(bucket_name, INPUT_PREFIX, sid="ReadAsyncInput", why="the async-inference input prefix")
         role.grant_write_prefix(

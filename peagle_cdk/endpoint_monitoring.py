@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -104,7 +104,7 @@ class EndpointMonitoring(Construct):
         *,
         endpoint: PeagleEndpoint,
         alarm_action: cloudwatch.IAlarmAction | None = None,
-        alarm_emails: list[str] = (),
+        alarm_emails: Sequence[str] = (),
         dashboard: cloudwatch.Dashboard | None = None,
         thresholds: AlarmThresholds = AlarmThresholds(),
         summary_markdown: str | None = None,
@@ -122,7 +122,7 @@ class EndpointMonitoring(Construct):
         _check_thresholds(thresholds, endpoint, self.node.path)
         thresholds = _with_latency(thresholds, plan.latency_sla_p90_seconds)
         self._fleet = FleetMetrics(endpoint)
-        self.topic = None
+        self.topic: AlarmTopic | None = None
         if alarm_action is None:
             self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
             alarm_action = self.topic.action
@@ -253,14 +253,17 @@ class EndpointMonitoring(Construct):
         thresholds, minute = self._thresholds, Duration.minutes(1)
         suffix = "" if unit_name in (None, endpoint.primary_unit) else id_suffix(unit_name)
         unit = {"unit_name": unit_name} if suffix else {}
-        latency_us = thresholds.latency_sla_seconds * MICROSECONDS_PER_SECOND
+        named = f"{unit_name}: " if suffix else ""
+        latency_sla_seconds = thresholds.latency_sla_seconds
+        assert latency_sla_seconds is not None, "_with_latency gave the plan's SLA"
+        latency_us = latency_sla_seconds * MICROSECONDS_PER_SECOND
         latency = self._factory.alarm(
             f"ModelLatencyP90High{suffix}",
             metric=endpoint.metric_model_latency_microseconds("p90", period=minute, **unit),
             threshold=latency_us,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"{unit_name + ': ' if suffix else ''}p90 ModelLatency over "
-            f"{thresholds.latency_sla_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
+            description=f"{named}p90 ModelLatency over "
+            f"{latency_sla_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
         )
         errors_5xx = self._factory.alarm(
             f"Invocation5xxRateHigh{suffix}",
@@ -271,8 +274,7 @@ class EndpointMonitoring(Construct):
             ),
             threshold=thresholds.error_5xx_rate_percent,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"{unit_name + ': ' if suffix else ''}more than {thresholds.error_5xx_rate_percent:g}% "
-            "of invocations fail with 5xx",
+            description=f"{named}more than {thresholds.error_5xx_rate_percent:g}% of invocations fail with 5xx",
         )
         return latency, errors_5xx
 
