@@ -52,7 +52,7 @@ SERVING_TESTS := tests/serving \
 # tests of the other lane; without PYTEST_ARGS an empty lane is a failure.
 pytest_lane = $(PY) -m pytest $(1) $(PYTEST_ARGS) || { status=$$?; [ $$status -eq 5 ] && [ -n "$(strip $(PYTEST_ARGS))" ] || exit $$status; }
 
-# The fast lane: ruff, then every other test (config, planner, CDK templates, cdk-nag, cfn-lint,
+# The fast lane: ruff and pyright, then every other test (config, planner, CDK templates, cdk-nag, cfn-lint,
 # preflight, simulate, the library wheel, client/bench/batch/stage/tune/smoke against stand-ins),
 # on requirements.txt, -client and -dev plus the CDK CLI only: no torch, no vLLM.
 test-fast: lint $(VENV)/.dev-deps $(VENV)/bin/node $(NODE_DEPS)
@@ -63,10 +63,13 @@ test-fast: lint $(VENV)/.dev-deps $(VENV)/bin/node $(NODE_DEPS)
 test: test-fast $(VENV)/.serving-deps $(VENV)/bin/node $(NODE_DEPS)
 	$(call pytest_lane,$(SERVING_TESTS))
 
-# One linter and formatter (ruff, configured in pyproject.toml); `make format` applies both.
+# One linter and formatter (ruff, configured in pyproject.toml); `make format` applies both. Then the type
+# checker (pyright, configured in pyproject.toml) on the venv's packages; the pin is deliberate, so no
+# new-version check (a PyPI request) and no warning.
 lint: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright --pythonpath $(PY)
 
 format: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check --fix .

@@ -53,14 +53,15 @@ class RuntimeAccessChecks:
         for outcome in outcomes:
             if not outcome.missing:
                 continue
-            need = outcome.need
+            need, decision = outcome.need, outcome.decision
+            assert decision is not None, "a missing grant is a decision that denies"
             logical_id = outcome.principal.split("/", 1)[-1]
             template = next((path for path in paths if Path(path).stem.startswith(need.stack.id)), paths[0])
             violations.append(
                 PolicyViolationBeta1(
                     rule_name=RULE,
                     description=f"{outcome.principal} may not {need.action} on {need.resource}: needed because "
-                    f"{need.why}. {outcome.decision.explain()}",
+                    f"{need.why}. {decision.explain()}",
                     fix=fix_for(outcome),
                     severity="error",
                     violating_resources=[

@@ -62,19 +62,7 @@ class AsyncInferenceEndpoint(Construct):
         self.output_s3_uri = f"s3://{bucket_name}/{OUTPUT_PREFIX}"
         self.success = EncryptedTopic(self, "SuccessTopic", display_name="P-EAGLE async inference succeeded")
         self.failure = EncryptedTopic(self, "FailureTopic", display_name="P-EAGLE async inference failed")
-        role = execution_role
-        role.grant_publish(self.success.topic, self.success.key, sid="PublishAsyncSuccess")
-        role.grant_publish(self.failure.topic, self.failure.key, sid="PublishAsyncFailure")
-        # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
-        role.grant_read_prefix(bucket_name, INPUT_PREFIX, sid="ReadAsyncInput", why="the async-inference input prefix")
-        role.grant_write_prefix(
-            bucket_name, OUTPUT_PREFIX, sid="WriteAsyncOutput", why="the async-inference output prefix"
-        )
-        role.grant_write_prefix(
-            bucket_name, FAILURE_PREFIX, sid="WriteAsyncFailures", why="the async-inference failure prefix"
-        )
-        role.grant_encrypt_with_bucket_key(bucket_key)
-        role.grant_write_logs(endpoint_log_group_name(endpoint_name), sid="WriteAsyncEndpointLogs")
+        self._grant_async_io(execution_role, endpoint_name, bucket_name, bucket_key)
         self.endpoint = VariantEndpoint(
             self,
             "Endpoint",
@@ -82,18 +70,7 @@ class AsyncInferenceEndpoint(Construct):
             variants=[replace(variant, instance_count=1, weight=1.0)],
             volume_key=volume_key,
             log_retention_days=log_retention_days,
-            async_inference=sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty(
-                output_config=sagemaker.CfnEndpointConfig.AsyncInferenceOutputConfigProperty(
-                    s3_output_path=self.output_s3_uri,
-                    s3_failure_path=f"s3://{bucket_name}/{FAILURE_PREFIX}",
-                    notification_config=sagemaker.CfnEndpointConfig.AsyncInferenceNotificationConfigProperty(
-                        success_topic=self.success.topic.topic_arn, error_topic=self.failure.topic.topic_arn
-                    ),
-                ),
-                client_config=sagemaker.CfnEndpointConfig.AsyncInferenceClientConfigProperty(
-                    max_concurrent_invocations_per_instance=max_concurrent_invocations_per_instance
-                ),
-            ),
+            async_inference=self._async_inference_config(bucket_name, max_concurrent_invocations_per_instance),
         )
         self.scaling = self.endpoint.auto_scale(min_capacity=min_instances, max_capacity=max_instances)
         self.scaling.scale_on_backlog(
@@ -109,3 +86,37 @@ class AsyncInferenceEndpoint(Construct):
                 metric=self.endpoint.metric_has_backlog_without_capacity(period=Duration.minutes(1)),
                 cooldown=wake_cooldown,
             )
+
+    def _grant_async_io(
+        self, role: SageMakerExecutionRole, endpoint_name: str, bucket_name: str, bucket_key: kms.IKey | None
+    ) -> None:
+        """The Model role publishes the notifications, reads the inputs, writes results, failures and logs."""
+        role.grant_publish(self.success.topic, self.success.key, sid="PublishAsyncSuccess")  # pyright: ignore[reportArgumentType]
+        role.grant_publish(self.failure.topic, self.failure.key, sid="PublishAsyncFailure")  # pyright: ignore[reportArgumentType]
+        # InvokeEndpointAsync names an S3 input object; SageMaker reads it with this role.
+        role.grant_read_prefix(bucket_name, INPUT_PREFIX, sid="ReadAsyncInput", why="the async-inference input prefix")
+        role.grant_write_prefix(
+            bucket_name, OUTPUT_PREFIX, sid="WriteAsyncOutput", why="the async-inference output prefix"
+        )
+        role.grant_write_prefix(
+            bucket_name, FAILURE_PREFIX, sid="WriteAsyncFailures", why="the async-inference failure prefix"
+        )
+        role.grant_encrypt_with_bucket_key(bucket_key)
+        role.grant_write_logs(endpoint_log_group_name(endpoint_name), sid="WriteAsyncEndpointLogs")
+
+    def _async_inference_config(
+        self, bucket_name: str, max_concurrent_invocations_per_instance: int
+    ) -> sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty:
+        """Where results and failures go, which topics hear of them, and how many requests an instance takes."""
+        return sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty(
+            output_config=sagemaker.CfnEndpointConfig.AsyncInferenceOutputConfigProperty(
+                s3_output_path=self.output_s3_uri,
+                s3_failure_path=f"s3://{bucket_name}/{FAILURE_PREFIX}",
+                notification_config=sagemaker.CfnEndpointConfig.AsyncInferenceNotificationConfigProperty(
+                    success_topic=self.success.topic.topic_arn, error_topic=self.failure.topic.topic_arn
+                ),
+            ),
+            client_config=sagemaker.CfnEndpointConfig.AsyncInferenceClientConfigProperty(
+                max_concurrent_invocations_per_instance=max_concurrent_invocations_per_instance
+            ),
+        )

@@ -68,7 +68,7 @@ from peagle_cdk.endpoint_scaling import ScalableCopyCount, autoscaling_service_r
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import ServingMetrics
-from peagle_cdk.serving_unit import INVOKE_ACTIONS
+from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
@@ -146,17 +146,66 @@ class ComponentEndpoint(Construct, ServingMetrics):
         self.primary_unit = self.units[0]
         self.managed_units = self.managed_of(self.units)
         self._endpoint_name = endpoint_name
-        self.log_groups = {
-            spec.name: EndpointLogGroup(
-                self,
-                "Logs" + self._id_suffix(spec.name),
-                endpoint_name=endpoint_name,
-                retention_days=log_retention_days,
-                log_group_name=component_log_group_name(spec.name),
-            )
-            for spec in components
-        }
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
+        self.log_groups = {spec.name: self._log_group(spec, log_retention_days) for spec in components}
+        self.endpoint_config = self._endpoint_config(
+            instance_type=instance_type,
+            initial_instance_count=initial_instance_count,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            inference_ami_version=inference_ami_version,
+            execution_role=execution_role,
+            network_isolation=network_isolation,
+            subnet_ids=subnet_ids,
+            security_group_ids=security_group_ids,
+            volume_key=volume_key,
+            detailed_observability=detailed_observability,
+            metric_publish_frequency_seconds=metric_publish_frequency_seconds,
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        )
+        # The variant names no Model, so nothing else makes the endpoint wait for the role's permissions
+        # (in variant mode the Model it names does); yet the endpoint is created with the config's role:
+        # "For Amazon SageMaker inference component based endpoint, it will not pass Model names during
+        # endpoint creation. Instead, ExecutionRoleArn will be needed in the endpoint config to create
+        # Endpoint" (aws/sagemaker-python-sdk, sagemaker-core/src/sagemaker/core/helper/session_helper.py,
+        # endpoint_from_production_variants). CDK's SageMaker Model waits on its role for that reason:
+        # "the following line ensures that the role and its AWS::IAM::Policy resource are deployed prior
+        # to model creation" (aws/aws-cdk, packages/@aws-cdk/aws-sagemaker-alpha/lib/model.ts).
+        self.endpoint.node.add_dependency(execution_role)
+        if execution_role_policy is not None:
+            self.endpoint.node.add_dependency(execution_role_policy)
+        self.inference_components = {spec.name: self._inference_component(spec) for spec in components}
+
+    def _log_group(self, spec: ComponentSpec, retention_days: int) -> EndpointLogGroup:
+        return EndpointLogGroup(
+            self,
+            "Logs" + self._id_suffix(spec.name),
+            endpoint_name=self._endpoint_name,
+            retention_days=retention_days,
+            log_group_name=component_log_group_name(spec.name),
+        )
+
+    def _endpoint_config(
+        self,
+        *,
+        instance_type: str,
+        initial_instance_count: int,
+        min_instances: int,
+        max_instances: int,
+        inference_ami_version: str | None,
+        execution_role: iam.IRole,
+        network_isolation: bool,
+        subnet_ids: list[str] | None,
+        security_group_ids: list[str] | None,
+        volume_key: kms.IKey | None,
+        detailed_observability: bool,
+        metric_publish_frequency_seconds: int,
+    ) -> sagemaker.CfnEndpointConfig:
+        return sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
             execution_role_arn=execution_role.role_arn,
@@ -194,51 +243,34 @@ class ComponentEndpoint(Construct, ServingMetrics):
                 )
             ],
         )
-        self.endpoint = sagemaker.CfnEndpoint(
+
+    def _inference_component(self, spec: ComponentSpec) -> sagemaker.CfnInferenceComponent:
+        component = sagemaker.CfnInferenceComponent(
             self,
-            "Endpoint",
-            endpoint_name=endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            "Component" + self._id_suffix(spec.name),
+            endpoint_name=self._endpoint_name,
+            variant_name=POOL_VARIANT_NAME,
+            inference_component_name=spec.name,
+            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                model_name=spec.model.model_name,
+                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=spec.accelerators,
+                    number_of_cpu_cores_required=spec.cpu_cores,
+                    min_memory_required_in_mb=spec.memory_mb,
+                ),
+                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+                    container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
+                    model_data_download_timeout_in_seconds=spec.model_download_timeout_seconds,
+                ),
+            ),
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                copy_count=spec.initial_copies
+            ),
         )
-        # The variant names no Model, so nothing else makes the endpoint wait for the role's permissions
-        # (in variant mode the Model it names does); yet the endpoint is created with the config's role:
-        # "For Amazon SageMaker inference component based endpoint, it will not pass Model names during
-        # endpoint creation. Instead, ExecutionRoleArn will be needed in the endpoint config to create
-        # Endpoint" (aws/sagemaker-python-sdk, sagemaker-core/src/sagemaker/core/helper/session_helper.py,
-        # endpoint_from_production_variants). CDK's SageMaker Model waits on its role for that reason:
-        # "the following line ensures that the role and its AWS::IAM::Policy resource are deployed prior
-        # to model creation" (aws/aws-cdk, packages/@aws-cdk/aws-sagemaker-alpha/lib/model.ts).
-        self.endpoint.node.add_dependency(execution_role)
-        if execution_role_policy is not None:
-            self.endpoint.node.add_dependency(execution_role_policy)
-        self.inference_components: dict[str, sagemaker.CfnInferenceComponent] = {}
-        for spec in components:
-            component = sagemaker.CfnInferenceComponent(
-                self,
-                "Component" + self._id_suffix(spec.name),
-                endpoint_name=endpoint_name,
-                variant_name=POOL_VARIANT_NAME,
-                inference_component_name=spec.name,
-                specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
-                    model_name=spec.model.model_name,
-                    compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-                        number_of_accelerator_devices_required=spec.accelerators,
-                        number_of_cpu_cores_required=spec.cpu_cores,
-                        min_memory_required_in_mb=spec.memory_mb,
-                    ),
-                    startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                        container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
-                        model_data_download_timeout_in_seconds=spec.model_download_timeout_seconds,
-                    ),
-                ),
-                runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-                    copy_count=spec.initial_copies
-                ),
-            )
-            component.node.add_dependency(self.endpoint)
-            # The container logs from its first second; the group must exist (retention, key) first.
-            component.node.add_dependency(self.log_groups[spec.name])
-            self.inference_components[spec.name] = component
+        component.node.add_dependency(self.endpoint)
+        # The container logs from its first second; the group must exist (retention, key) first.
+        component.node.add_dependency(self.log_groups[spec.name])
+        return component
 
     @property
     def endpoint_name(self) -> str:
@@ -320,3 +352,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
         """Requests refused for lack of a copy (documented on "Scale an endpoint to zero instances",
         https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html)."""
         return self.metric("NoCapacityInvocationFailures", statistic="Sum", **kwargs)
+
+
+# The type checker (`make lint`) verifies here that ComponentEndpoint has every member of ServingUnits, typed alike.
+_IMPLEMENTS: type[ServingUnits] = ComponentEndpoint

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -26,7 +28,7 @@ class EncryptedTopic(Construct):
         *,
         display_name: str,
         publisher_service: str | None = None,
-        emails: list[str] = (),
+        emails: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id)
         self.key = kms.Key(self, "Key", enable_key_rotation=True, description=display_name)
@@ -34,20 +36,20 @@ class EncryptedTopic(Construct):
             self.key.add_to_resource_policy(
                 iam.PolicyStatement(
                     sid="AllowServiceToPublish",
-                    principals=[iam.ServicePrincipal(publisher_service)],
+                    principals=[iam.ServicePrincipal(publisher_service)],  # pyright: ignore[reportArgumentType]
                     actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                     resources=["*"],  # in a key policy, '*' means this key
                 )
             )
-        self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name=display_name)
+        self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name=display_name)  # pyright: ignore[reportArgumentType]
         for address in emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(address))
+            self.topic.add_subscription(subscriptions.EmailSubscription(address))  # pyright: ignore[reportArgumentType]
 
 
 class AlarmTopic(EncryptedTopic):
     """The topic every alarm of an endpoint notifies."""
 
-    def __init__(self, scope: Construct, id: str, *, emails: list[str] = ()) -> None:
+    def __init__(self, scope: Construct, id: str, *, emails: Sequence[str] = ()) -> None:
         super().__init__(
             scope,
             id,
@@ -55,7 +57,7 @@ class AlarmTopic(EncryptedTopic):
             publisher_service="cloudwatch.amazonaws.com",
             emails=emails,
         )
-        self.action = cw_actions.SnsAction(self.topic)
+        self.action: cloudwatch.IAlarmAction = cw_actions.SnsAction(self.topic)  # pyright: ignore[reportAttributeAccessIssue, reportArgumentType]
 
 
 class AlarmFactory:

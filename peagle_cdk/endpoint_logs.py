@@ -43,7 +43,7 @@ class EndpointLogGroup(Construct):
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchLogs",
-                principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+                principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],  # pyright: ignore[reportArgumentType]
                 actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
                 resources=["*"],  # in a key policy, '*' means this key
                 conditions={

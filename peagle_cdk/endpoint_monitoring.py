@@ -8,7 +8,7 @@ What each signal means and how to tune it is in docs/observability.md ("Reading 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
 from peagle_cdk.fleet_metrics import FleetMetrics
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 from peagle_cdk.prop_types import check_duration
-from peagle_cdk.settings_model import DEFAULTS, AlarmSettings, DeploymentConfig, ObservabilitySettings, build
+from peagle_cdk.settings_model import DEFAULTS, AlarmSettings, DeploymentConfig, build
 
 if TYPE_CHECKING:
     from peagle.planner import Plan
@@ -109,7 +109,7 @@ class EndpointMonitoring(Construct):
         *,
         endpoint: PeagleEndpoint,
         alarm_action: cloudwatch.IAlarmAction | None = None,
-        alarm_emails: list[str] = (),
+        alarm_emails: Sequence[str] = (),
         dashboard: cloudwatch.Dashboard | None = None,
         thresholds: AlarmThresholds = AlarmThresholds(),
         summary_markdown: str | None = None,
@@ -127,79 +127,17 @@ class EndpointMonitoring(Construct):
         _check_thresholds(thresholds, endpoint, self.node.path)
         thresholds = _with_latency(thresholds, plan.latency_sla_p90_seconds)
         self._fleet = FleetMetrics(endpoint)
-        self.topic = None
+        self.topic: AlarmTopic | None = None
         if alarm_action is None:
             self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
             alarm_action = self.topic.action
         factory = AlarmFactory(self, action=alarm_action, name_prefix=f"P-EAGLE {endpoint.endpoint_name}")
         self._factory, self._thresholds = factory, thresholds
-        minute = Duration.minutes(1)
-        gpu_count = plan.gpus_per_metric
-
         self.latency_alarm, self.error_5xx_alarm = self.rollback_alarms_for(endpoint)
-        self.error_4xx_alarm = factory.alarm(
-            "Invocation4xxRateHigh",
-            metric=rate_percent(
-                endpoint.metric_invocation_4xx_errors(period=minute),
-                endpoint.metric_invocations(period=minute),
-                "4xx %",
-            ),
-            threshold=thresholds.error_4xx_rate_percent,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"more than {thresholds.error_4xx_rate_percent:g}% of invocations are rejected (4xx): "
-            "a client sends bad requests or exceeds max_model_len",
-        )
-        self.gpu_memory_alarm = factory.alarm(
-            "GpuMemoryHigh",
-            metric=endpoint.metric_gpu_memory_utilization_percent(period=minute),
-            threshold=thresholds.gpu_memory_percent_per_gpu * gpu_count,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"GPU memory over {thresholds.gpu_memory_percent_per_gpu:g}% per GPU (metric is 0-100 x "
-            f"{gpu_count} GPUs)",
-        )
-        self.acceptance_alarm = None
-        if plan.speculation_enabled:
-            self.acceptance_alarm = factory.alarm(
-                "SpecAcceptanceRateLow",
-                metric=endpoint.metric_kpi("SpecAcceptanceRate", period=Duration.minutes(5)),
-                threshold=thresholds.min_acceptance_rate,
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                evaluation_periods=3,
-                datapoints_to_alarm=3,
-                description=f"draft acceptance under {thresholds.min_acceptance_rate:g} for 15 minutes: the "
-                "drafter does not match the target or speculation is not running; drafts then cost compute",
-            )
-        reports = endpoint.metric_kpi(
-            KPI_REPORTS_METRIC, statistic="SampleCount", period=Duration.minutes(thresholds.kpi_missing_minutes)
-        )
-        kpi_expected_while = endpoint.metric_units_serving(period=Duration.minutes(thresholds.kpi_missing_minutes))
-        if kpi_expected_while is None:
-            self.kpi_missing_alarm = factory.alarm(
-                "KpiReportsMissing",
-                metric=reports,
-                threshold=1,
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                evaluation_periods=1,
-                datapoints_to_alarm=1,
-                missing_data=cloudwatch.TreatMissingData.BREACHING,
-                description=f"no KPI line for {thresholds.kpi_missing_minutes} minutes: the container is not reporting",
-            )
-        else:
-            self.kpi_missing_alarm = factory.alarm(
-                "KpiReportsMissing",
-                metric=cloudwatch.MathExpression(
-                    expression="IF(FILL(serving, 0) > 0 AND FILL(reports, 0) < 1, 1, 0)",
-                    using_metrics={"serving": kpi_expected_while, "reports": reports},
-                    label="serving without KPI lines",
-                    period=Duration.minutes(thresholds.kpi_missing_minutes),
-                ),
-                threshold=1,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=1,
-                datapoints_to_alarm=1,
-                description=f"copies served requests for {thresholds.kpi_missing_minutes} minutes without a KPI "
-                "line: the container is not reporting (no alarm while scaled to zero)",
-            )
+        self.error_4xx_alarm = self._error_4xx_alarm(endpoint)
+        self.gpu_memory_alarm = self._gpu_memory_alarm(endpoint)
+        self.acceptance_alarm = self._acceptance_alarm(endpoint) if plan.speculation_enabled else None
+        self.kpi_missing_alarm = self._kpi_missing_alarm(endpoint)
         self.cost_alarm = self._cost_alarm(thresholds.max_cost_per_million_output_tokens_usd)
         self.unhealthy = factory.composite(
             "EndpointUnhealthy",
@@ -213,6 +151,80 @@ class EndpointMonitoring(Construct):
         self.alarms: list[cloudwatch.Alarm] = list(factory.alarms.values())
         if endpoint.baseline_unit is not None:
             self.add_variant_comparison(endpoint, baseline_variant=endpoint.baseline_unit)
+
+    def _error_4xx_alarm(self, endpoint: PeagleEndpoint) -> cloudwatch.Alarm:
+        thresholds, minute = self._thresholds, Duration.minutes(1)
+        return self._factory.alarm(
+            "Invocation4xxRateHigh",
+            metric=rate_percent(
+                endpoint.metric_invocation_4xx_errors(period=minute),
+                endpoint.metric_invocations(period=minute),
+                "4xx %",
+            ),
+            threshold=thresholds.error_4xx_rate_percent,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"more than {thresholds.error_4xx_rate_percent:g}% of invocations are rejected (4xx): "
+            "a client sends bad requests or exceeds max_model_len",
+        )
+
+    def _gpu_memory_alarm(self, endpoint: PeagleEndpoint) -> cloudwatch.Alarm:
+        thresholds, gpu_count = self._thresholds, endpoint.plan.gpus_per_metric
+        return self._factory.alarm(
+            "GpuMemoryHigh",
+            metric=endpoint.metric_gpu_memory_utilization_percent(period=Duration.minutes(1)),
+            threshold=thresholds.gpu_memory_percent_per_gpu * gpu_count,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"GPU memory over {thresholds.gpu_memory_percent_per_gpu:g}% per GPU (metric is 0-100 x "
+            f"{gpu_count} GPUs)",
+        )
+
+    def _acceptance_alarm(self, endpoint: PeagleEndpoint) -> cloudwatch.Alarm:
+        thresholds = self._thresholds
+        return self._factory.alarm(
+            "SpecAcceptanceRateLow",
+            metric=endpoint.metric_kpi("SpecAcceptanceRate", period=Duration.minutes(5)),
+            threshold=thresholds.min_acceptance_rate,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            description=f"draft acceptance under {thresholds.min_acceptance_rate:g} for 15 minutes: the "
+            "drafter does not match the target or speculation is not running; drafts then cost compute",
+        )
+
+    def _kpi_missing_alarm(self, endpoint: PeagleEndpoint) -> cloudwatch.Alarm:
+        """No KPI line for kpi_missing_minutes: always, where a unit always serves (variants), else only while
+        copies serve (a component scaled to zero reports nothing)."""
+        thresholds, factory = self._thresholds, self._factory
+        reports = endpoint.metric_kpi(
+            KPI_REPORTS_METRIC, statistic="SampleCount", period=Duration.minutes(thresholds.kpi_missing_minutes)
+        )
+        kpi_expected_while = endpoint.metric_units_serving(period=Duration.minutes(thresholds.kpi_missing_minutes))
+        if kpi_expected_while is None:
+            return factory.alarm(
+                "KpiReportsMissing",
+                metric=reports,
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                evaluation_periods=1,
+                datapoints_to_alarm=1,
+                missing_data=cloudwatch.TreatMissingData.BREACHING,
+                description=f"no KPI line for {thresholds.kpi_missing_minutes} minutes: the container is not reporting",
+            )
+        return factory.alarm(
+            "KpiReportsMissing",
+            metric=cloudwatch.MathExpression(
+                expression="IF(FILL(serving, 0) > 0 AND FILL(reports, 0) < 1, 1, 0)",
+                using_metrics={"serving": kpi_expected_while, "reports": reports},
+                label="serving without KPI lines",
+                period=Duration.minutes(thresholds.kpi_missing_minutes),
+            ),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            description=f"copies served requests for {thresholds.kpi_missing_minutes} minutes without a KPI "
+            "line: the container is not reporting (no alarm while scaled to zero)",
+        )
 
     def _cost_alarm(self, budget_usd: float | None) -> cloudwatch.Alarm | None:
         """The whole fleet's cost per 1M output tokens (every unit's, the A/B baseline's too) above the
@@ -258,14 +270,17 @@ class EndpointMonitoring(Construct):
         thresholds, minute = self._thresholds, Duration.minutes(1)
         suffix = "" if unit_name in (None, endpoint.primary_unit) else id_suffix(unit_name)
         unit = {"unit_name": unit_name} if suffix else {}
-        latency_us = thresholds.latency_sla_seconds * MICROSECONDS_PER_SECOND
+        named = f"{unit_name}: " if suffix else ""
+        latency_sla_seconds = thresholds.latency_sla_seconds
+        assert latency_sla_seconds is not None, "_with_latency gave the plan's SLA"
+        latency_us = latency_sla_seconds * MICROSECONDS_PER_SECOND
         latency = self._factory.alarm(
             f"ModelLatencyP90High{suffix}",
             metric=endpoint.metric_model_latency_microseconds("p90", period=minute, **unit),
             threshold=latency_us,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"{unit_name + ': ' if suffix else ''}p90 ModelLatency over "
-            f"{thresholds.latency_sla_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
+            description=f"{named}p90 ModelLatency over "
+            f"{latency_sla_seconds:g} s ({latency_us:.0f} us) in 3 of 5 minutes",
         )
         errors_5xx = self._factory.alarm(
             f"Invocation5xxRateHigh{suffix}",
@@ -276,8 +291,7 @@ class EndpointMonitoring(Construct):
             ),
             threshold=thresholds.error_5xx_rate_percent,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"{unit_name + ': ' if suffix else ''}more than {thresholds.error_5xx_rate_percent:g}% "
-            "of invocations fail with 5xx",
+            description=f"{named}more than {thresholds.error_5xx_rate_percent:g}% of invocations fail with 5xx",
         )
         return latency, errors_5xx
 
@@ -287,28 +301,9 @@ class EndpointMonitoring(Construct):
         dashboard: cloudwatch.Dashboard | None,
         summary: str,
     ) -> cloudwatch.Dashboard:
-        gpu_count = endpoint.plan.gpus_per_metric
-        minute = Duration.minutes(1)
-        fleet = self._fleet
-        primary = fleet.units[0]
-        # Fleet totals add up each unit's samples, so their period holds at least one KPI interval.
-        fleet_period = fleet.period(minute)
-
-        def kpi_metric(name: str, label: str, statistic: str = "Average") -> cloudwatch.Metric:
-            return endpoint.metric_kpi(name, statistic=statistic, period=minute, label=label)
-
-        def fleet_total(name: str, label: str) -> cloudwatch.MathExpression:
-            return fleet.fleet_total(name, primary, period=fleet_period, label=label)
-
-        def latency_ms(statistic: str) -> cloudwatch.MathExpression:
-            metric_id = "latency_" + statistic.lower()  # ids must differ between lines of one graph
-            return cloudwatch.MathExpression(
-                expression=f"{metric_id} / 1000",
-                using_metrics={metric_id: endpoint.metric_model_latency_microseconds(statistic, period=minute)},
-                label=f"ModelLatency {statistic} (ms)",
-                period=minute,
-            )
-
+        """The endpoint's rows: plan and alarms, latency, tokens and speculation, GPUs and load, invocations
+        and errors, then cost."""
+        widgets = _EndpointWidgets(endpoint, self._fleet)
         dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
         dashboard.add_widgets(
             cloudwatch.TextWidget(markdown=summary, width=16, height=6),
@@ -316,98 +311,10 @@ class EndpointMonitoring(Construct):
                 title="Alarms", alarms=[*self._primary_alarms, self.unhealthy], width=8, height=6
             ),
         )
-        dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Latency per request: ModelLatency (ms)",
-                left=[latency_ms(s) for s in ("Average", "p50", "p90", "p99")],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Streaming latency (s): time to first token, time per output token",
-                left=[
-                    kpi_metric("TimeToFirstTokenSeconds", "TTFT mean"),
-                    kpi_metric("EndToEndLatencySeconds", "end-to-end mean"),
-                ],
-                right=[kpi_metric("TimePerOutputTokenSeconds", "TPOT mean")],
-                width=12,
-            ),
-        )
-        dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Tokens per second (all instances)",
-                left=[
-                    fleet_total("GenerationTokensPerSecond", "generated tokens/s"),
-                    fleet_total("PromptTokensPerSecond", "prompt tokens/s"),
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Speculation: is P-EAGLE paying?",
-                left=[kpi_metric("SpecAcceptanceRate", "acceptance rate (0-1)")],
-                right=[kpi_metric("SpecMeanAcceptanceLength", "mean acceptance length (tokens/step)")],
-                width=12,
-            ),
-        )
-        dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title=f"GPU utilization and memory (% of {gpu_count} GPU(s), averaged per GPU)",
-                left=[
-                    cloudwatch.MathExpression(
-                        expression=f"gpu / {gpu_count}",
-                        using_metrics={"gpu": endpoint.metric_gpu_utilization_percent(period=minute)},
-                        label="GPU utilization % per GPU",
-                        period=minute,
-                    ),
-                    cloudwatch.MathExpression(
-                        expression=f"mem / {gpu_count}",
-                        using_metrics={"mem": endpoint.metric_gpu_memory_utilization_percent(period=minute)},
-                        label="GPU memory % per GPU",
-                        period=minute,
-                    ),
-                ],
-                left_y_axis=cloudwatch.YAxisProps(min=0, max=100),
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Load: instances, requests in flight, KV cache",
-                left=[
-                    fleet.units_reporting(
-                        primary,
-                        period=fleet_period,
-                        label="reporting copies" if endpoint.inference_component_names else "reporting instances",
-                    ),
-                    fleet_total("RequestsRunning", "requests running"),
-                    fleet_total("RequestsWaiting", "requests waiting"),
-                ],
-                right=[kpi_metric("KvCacheUsageRatio", "KV cache usage (0-1)", "Maximum")],
-                width=12,
-            ),
-        )
-        dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Invocations per minute",
-                left=[endpoint.metric_invocations(period=minute, label="invocations")],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Error rates (%)",
-                left=[
-                    rate_percent(
-                        endpoint.metric_invocation_4xx_errors(period=minute),
-                        endpoint.metric_invocations(period=minute),
-                        "4xx %",
-                        "e4xx",
-                    ),
-                    rate_percent(
-                        endpoint.metric_invocation_5xx_errors(period=minute),
-                        endpoint.metric_invocations(period=minute),
-                        "5xx %",
-                        "e5xx",
-                    ),
-                ],
-                width=12,
-            ),
-        )
+        dashboard.add_widgets(widgets.model_latency(), widgets.streaming_latency())
+        dashboard.add_widgets(widgets.tokens_per_second(), widgets.speculation())
+        dashboard.add_widgets(widgets.gpu_use(), widgets.load())
+        dashboard.add_widgets(widgets.invocations(), widgets.error_rates())
         self._cost_widgets(dashboard, endpoint.plan)
         return dashboard
 
@@ -538,8 +445,138 @@ def _check_thresholds(thresholds: AlarmThresholds, endpoint: PeagleEndpoint, pat
         DeploymentConfig,
         owner=owner,
         alarms=thresholds.settings(owner),
-        observability=ObservabilitySettings(kpi_interval_seconds=endpoint.kpi_interval_seconds),
+        # The endpoint's own, validated when it was built.
+        observability=DEFAULTS.observability.model_copy(update={"kpi_interval_seconds": endpoint.kpi_interval_seconds}),
     )
+
+
+class _EndpointWidgets:
+    """The graphs of EndpointMonitoring's dashboard segment, on the primary unit's metrics at a minute's period;
+    fleet totals add up each unit's samples over a period that holds at least one KPI interval."""
+
+    def __init__(self, endpoint: PeagleEndpoint, fleet: FleetMetrics) -> None:
+        self._endpoint, self._fleet = endpoint, fleet
+        self._gpu_count = endpoint.plan.gpus_per_metric
+        self._minute = Duration.minutes(1)
+        self._primary = fleet.units[0]
+        self._fleet_period = fleet.period(self._minute)
+
+    def _kpi(self, name: str, label: str, statistic: str = "Average") -> cloudwatch.Metric:
+        return self._endpoint.metric_kpi(name, statistic=statistic, period=self._minute, label=label)
+
+    def _fleet_total(self, name: str, label: str) -> cloudwatch.MathExpression:
+        return self._fleet.fleet_total(name, self._primary, period=self._fleet_period, label=label)
+
+    def _latency_ms(self, statistic: str) -> cloudwatch.MathExpression:
+        metric_id = "latency_" + statistic.lower()  # ids must differ between lines of one graph
+        return cloudwatch.MathExpression(
+            expression=f"{metric_id} / 1000",
+            using_metrics={metric_id: self._endpoint.metric_model_latency_microseconds(statistic, period=self._minute)},
+            label=f"ModelLatency {statistic} (ms)",
+            period=self._minute,
+        )
+
+    def model_latency(self) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title="Latency per request: ModelLatency (ms)",
+            left=[self._latency_ms(s) for s in ("Average", "p50", "p90", "p99")],
+            width=12,
+        )
+
+    def streaming_latency(self) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title="Streaming latency (s): time to first token, time per output token",
+            left=[
+                self._kpi("TimeToFirstTokenSeconds", "TTFT mean"),
+                self._kpi("EndToEndLatencySeconds", "end-to-end mean"),
+            ],
+            right=[self._kpi("TimePerOutputTokenSeconds", "TPOT mean")],
+            width=12,
+        )
+
+    def tokens_per_second(self) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title="Tokens per second (all instances)",
+            left=[
+                self._fleet_total("GenerationTokensPerSecond", "generated tokens/s"),
+                self._fleet_total("PromptTokensPerSecond", "prompt tokens/s"),
+            ],
+            width=12,
+        )
+
+    def speculation(self) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title="Speculation: is P-EAGLE paying?",
+            left=[self._kpi("SpecAcceptanceRate", "acceptance rate (0-1)")],
+            right=[self._kpi("SpecMeanAcceptanceLength", "mean acceptance length (tokens/step)")],
+            width=12,
+        )
+
+    def gpu_use(self) -> cloudwatch.GraphWidget:
+        endpoint, gpu_count, minute = self._endpoint, self._gpu_count, self._minute
+        return cloudwatch.GraphWidget(
+            title=f"GPU utilization and memory (% of {gpu_count} GPU(s), averaged per GPU)",
+            left=[
+                cloudwatch.MathExpression(
+                    expression=f"gpu / {gpu_count}",
+                    using_metrics={"gpu": endpoint.metric_gpu_utilization_percent(period=minute)},
+                    label="GPU utilization % per GPU",
+                    period=minute,
+                ),
+                cloudwatch.MathExpression(
+                    expression=f"mem / {gpu_count}",
+                    using_metrics={"mem": endpoint.metric_gpu_memory_utilization_percent(period=minute)},
+                    label="GPU memory % per GPU",
+                    period=minute,
+                ),
+            ],
+            left_y_axis=cloudwatch.YAxisProps(min=0, max=100),
+            width=12,
+        )
+
+    def load(self) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title="Load: instances, requests in flight, KV cache",
+            left=[
+                self._fleet.units_reporting(
+                    self._primary,
+                    period=self._fleet_period,
+                    label="reporting copies" if self._endpoint.inference_component_names else "reporting instances",
+                ),
+                self._fleet_total("RequestsRunning", "requests running"),
+                self._fleet_total("RequestsWaiting", "requests waiting"),
+            ],
+            right=[self._kpi("KvCacheUsageRatio", "KV cache usage (0-1)", "Maximum")],
+            width=12,
+        )
+
+    def invocations(self) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title="Invocations per minute",
+            left=[self._endpoint.metric_invocations(period=self._minute, label="invocations")],
+            width=12,
+        )
+
+    def error_rates(self) -> cloudwatch.GraphWidget:
+        endpoint, minute = self._endpoint, self._minute
+        return cloudwatch.GraphWidget(
+            title="Error rates (%)",
+            left=[
+                rate_percent(
+                    endpoint.metric_invocation_4xx_errors(period=minute),
+                    endpoint.metric_invocations(period=minute),
+                    "4xx %",
+                    "e4xx",
+                ),
+                rate_percent(
+                    endpoint.metric_invocation_5xx_errors(period=minute),
+                    endpoint.metric_invocations(period=minute),
+                    "5xx %",
+                    "e5xx",
+                ),
+            ],
+            width=12,
+        )
 
 
 def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:

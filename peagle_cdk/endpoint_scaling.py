@@ -15,6 +15,8 @@ https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -288,7 +290,7 @@ class ScalableCopyCount(_SageMakerCapacity):
     def _scalable_target(self) -> appscaling.ScalableTarget:
         # BaseScalableAttribute keeps its ScalableTarget as the child "Target" (aws-cdk-lib
         # aws-applicationautoscaling/lib/base-scalable-attribute.ts); the step actions below need it.
-        return self.node.find_child("Target")
+        return cast(appscaling.ScalableTarget, self.node.find_child("Target"))
 
     def scale_out_on_refused_requests(
         self,
@@ -465,4 +467,4 @@ class ScalableCopyCount(_SageMakerCapacity):
             treat_missing_data=missing_data,
             alarm_description=f"{self.component_name}: {description}",
         )
-        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
+        alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))  # pyright: ignore[reportArgumentType]

@@ -53,11 +53,11 @@ class SageMakerExecutionRole(Construct):
         self.role = role or iam.Role(
             self,
             "Role",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),  # pyright: ignore[reportArgumentType]
             description="P-EAGLE endpoint execution role: reads model weights, writes logs and metrics",
         )
         # A customer-managed policy rather than an inline one (NIST 800-53 IAMNoInlinePolicy).
-        self.policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])
+        self.policy = iam.ManagedPolicy(self, "Policy", roles=[self.role])  # pyright: ignore[reportArgumentType]
         self._bucket_key = artifacts.key if artifacts is not None else None
         if artifacts is not None:
             self.grant_read_prefix(

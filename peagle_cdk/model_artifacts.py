@@ -81,7 +81,7 @@ class ModelArtifactsBucket(Construct):
             "Bucket",
             bucket_name=bucket_name,
             encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
+            encryption_key=self.key,  # pyright: ignore[reportArgumentType]
             bucket_key_enabled=True,  # one KMS call per object, not per GET range, for 10+ GB weights
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,

@@ -6,25 +6,45 @@ budgets the step cooldowns wait) come from the planner.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from aws_cdk import Duration, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from peagle.planner import Plan
+from peagle.planner import ComponentPlan, Plan, ScalingTarget
+from peagle_cdk.component_endpoint import ComponentEndpoint
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
+from peagle_cdk.variant_endpoint import VariantEndpoint
 
 
 def scale_unit(units: ServingUnits, unit_name: str, plan: Plan) -> ScalableUnitCapacity:
     """The scaling ``plan`` calls for on one managed unit (``plan.autoscaling`` set): a component's copies
     (``plan.components``), or the primary variant's instances."""
-    if plan.components is not None:
-        return _scale_copies(units, unit_name, plan)
-    return _scale_instances(units, unit_name, plan)
+    if plan.scaling is None:
+        raise ValueError(f"unit {unit_name!r}: its plan has no scaling target")
+    if plan.components is not None and isinstance(units, ComponentEndpoint):
+        return _scale_copies(units, unit_name, plan, plan.scaling, plan.components)
+    if plan.components is None and isinstance(units, VariantEndpoint):
+        return _scale_instances(units, unit_name, plan, plan.scaling)
+    mode = "inference components" if plan.components is not None else "production variants"
+    raise TypeError(f"unit {unit_name!r}: a plan for {mode} cannot scale a {type(units).__name__}")
 
 
-def _cooldowns(plan: Plan) -> dict[str, Duration]:
-    autoscaling = plan.autoscaling
+class _Cooldowns(TypedDict):
+    scale_in_cooldown: Duration
+    scale_out_cooldown: Duration
+
+
+def _autoscaling(plan: Plan):  # -> the plan's AutoscalingSettings (peagle.config: only the seam names its types)
+    if plan.autoscaling is None:
+        raise ValueError("the plan calls for no autoscaling")
+    return plan.autoscaling
+
+
+def _cooldowns(plan: Plan) -> _Cooldowns:
+    autoscaling = _autoscaling(plan)
     return {
         "scale_in_cooldown": Duration.seconds(autoscaling.scale_in_cooldown_seconds),
         "scale_out_cooldown": Duration.seconds(autoscaling.scale_out_cooldown_seconds),
@@ -37,7 +57,7 @@ def _scale_on_latency(
     plan: Plan,
     unit: dict[str, str],
 ) -> None:
-    if plan.autoscaling.latency_step_scaling:
+    if _autoscaling(plan).latency_step_scaling:
         scaling.scale_on_model_latency(
             "ModelLatencyOverSla",
             metric=endpoint.metric_model_latency_microseconds("p90", period=Duration.minutes(1), **unit),
@@ -47,13 +67,18 @@ def _scale_on_latency(
         )
 
 
-def _scale_instances(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableInstanceCount:
+def _scale_instances(endpoint: VariantEndpoint, name: str, plan: Plan, target: ScalingTarget) -> ScalableInstanceCount:
     """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
     the SLA and schedules."""
-    autoscaling = plan.autoscaling
-    scaling = endpoint.auto_scale(name, min_capacity=autoscaling.min_capacity, max_capacity=autoscaling.max_capacity)
+    autoscaling = _autoscaling(plan)
+    low, high = autoscaling.min_capacity, autoscaling.max_capacity
+    if low is None or high is None:  # the planner resolves both for the mode (peagle/planner.py _resolved_scaling)
+        raise ValueError("the plan's autoscaling bounds are unresolved")
+    scaling = endpoint.auto_scale(name, min_capacity=low, max_capacity=high)
     cooldowns = _cooldowns(plan)
     if autoscaling.target == "invocations":
+        if autoscaling.max_requests_per_second is None:  # the settings model's validation refuses it first
+            raise ValueError("autoscaling.target 'invocations' needs autoscaling.max_requests_per_second")
         scaling.scale_on_invocations(
             "InvocationsPerInstance",
             max_requests_per_second=autoscaling.max_requests_per_second,
@@ -62,9 +87,7 @@ def _scale_instances(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableI
         )
     else:
         # The planner's target: measured by `peagle capacity`, given, or its stated guess.
-        scaling.scale_on_concurrency(
-            "ConcurrencyPerInstance", target_requests_per_unit=plan.scaling.concurrency, **cooldowns
-        )
+        scaling.scale_on_concurrency("ConcurrencyPerInstance", target_requests_per_unit=target.concurrency, **cooldowns)
     if autoscaling.gpu_utilization_target_percent is not None:
         scaling.scale_on_gpu_utilization(
             "GpuUtilization",
@@ -85,17 +108,23 @@ def _scale_instances(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableI
     return scaling
 
 
-def _scale_copies(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableCopyCount:
+def _scale_copies(
+    endpoint: ComponentEndpoint,
+    name: str,
+    plan: Plan,
+    target: ScalingTarget,
+    components: ComponentPlan,
+) -> ScalableCopyCount:
     """Copy count with load, to zero after the idle time and back on the first refused request
     (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
-    components, autoscaling = plan.components, plan.autoscaling
+    autoscaling = _autoscaling(plan)
     scaling = endpoint.auto_scale(name, min_capacity=components.min_copies, max_capacity=components.max_copies)
     unit = {"unit_name": name}
     to_zero = components.scales_to_zero
     cooldowns = _cooldowns(plan)
     scaling.scale_on_concurrency(
         "ConcurrencyPerCopy",
-        target_requests_per_unit=plan.scaling.concurrency,
+        target_requests_per_unit=target.concurrency,
         disable_scale_in=to_zero,
         **cooldowns,
     )
@@ -135,7 +164,7 @@ def _scale_copies(endpoint: ServingUnits, name: str, plan: Plan) -> ScalableCopy
                 label="copies serving",
                 period=minute,
             ),
-            below=plan.scaling.light_load_below,
+            below=target.light_load_below,
             minutes=components.light_load_minutes,
             cooldown=Duration.seconds(autoscaling.scale_in_cooldown_seconds),
             most_copies=components.max_copies,

@@ -4,7 +4,9 @@ VPC to pull the image (ECR + S3 layers), read weights (S3), and write logs and m
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack
+from typing import cast
+
+from aws_cdk import CfnResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -92,7 +94,9 @@ class PrivateNetwork(Construct):
         # DependsOn its Role that a GetAtt already implies; cfn-lint warns about that (W3005).
         provider = Stack.of(self).node.try_find_child("Custom::VpcRestrictDefaultSGCustomResourceProvider")
         if provider is not None:
-            provider.node.find_child("Handler").add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+            cast(CfnResource, provider.node.find_child("Handler")).add_metadata(
+                "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
+            )
         flow_log_policy = self.vpc.node.find_child("All").node.find_child("IAMRole").node.find_child("DefaultPolicy")
         acknowledge(
             flow_log_policy,

@@ -82,10 +82,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from aws_cdk import (
     Annotations,
     Aws,
+    CfnElement,
+    CfnResource,
     CustomResource,
     Duration,
     FileSystem,
@@ -369,9 +372,9 @@ class ServingImageBuilds(Construct):
         )
         # aws-cdk-lib makes the function depend on its role and the role's policy; its GetAtt of the role already
         # orders the role (cfn-lint W3005 "dependency already enforced"), the policy is the one DependsOn needed.
-        self.handler.node.default_child.add_override(
+        cast(CfnResource, self.handler.node.default_child).add_override(
             "DependsOn",
-            [Stack.of(self).get_logical_id(self.handler.role.node.find_child("DefaultPolicy").node.default_child)],
+            [Stack.of(self).get_logical_id(cast(CfnElement, _default_policy(self.handler.role).node.default_child))],
         )
         # CodeBuild sends "detail-type": "CodeBuild Build State Change", "source": "aws.codebuild", with "build-status"
         # and "project-name" in its detail (CodeBuild User Guide, "Build notifications input format reference").
@@ -387,7 +390,7 @@ class ServingImageBuilds(Construct):
                     "build-status": ["SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"],
                 },
             ),
-            targets=[targets.LambdaFunction(self.handler, retry_attempts=4)],
+            targets=[targets.LambdaFunction(self.handler, retry_attempts=4)],  # pyright: ignore[reportArgumentType]
         )
         _acknowledge_builder(self)
 
@@ -455,7 +458,7 @@ class ServingImageBuilds(Construct):
         )
         # The build reads its context and pushes with the project role's grants (its default policy; the project and
         # the handler themselves are referenced above), and is answered through the rule and its invoke permission.
-        resource.node.add_dependency(self.project.role.node.find_child("DefaultPolicy"), self.build_ended)
+        resource.node.add_dependency(_default_policy(self.project.role), self.build_ended)
         # A first deploy creates the cache rule and starts the build together: the build must wait for its rule.
         for prefix, rule in self._cache_rules.values():
             if cache_prefix == prefix:
@@ -564,9 +567,15 @@ def _nag_place(scope: Construct) -> str:
     return f"{region}:{account}"
 
 
+def _default_policy(role: iam.IRole | None) -> iam.Policy:
+    """The policy where a construct's own role (the project's, the handler's) collects its grants."""
+    assert role is not None, "the construct made its own role"
+    return cast(iam.Policy, role.node.find_child("DefaultPolicy"))
+
+
 def _acknowledge_builder(builds: ServingImageBuilds) -> None:
     """Each cdk-nag finding the builder raises, acknowledged on its resource with the reason."""
-    project_id = Stack.of(builds).get_logical_id(builds.project.node.default_child)
+    project_id = Stack.of(builds).get_logical_id(cast(CfnElement, builds.project.node.default_child))
     place = _nag_place(builds)
     for finding, reason in {
         "AwsSolutions-CB4": "The build produces no CodeBuild artifacts: its one output is the image, pushed to an "

@@ -28,6 +28,9 @@ class ServingMetrics:
     GPU_UTILIZATION = "GPUUtilization"  # 0-100 x number of GPUs per instance
     GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
 
+    def _dimensions(self, unit_name: str | None) -> dict[str, str]:
+        raise NotImplementedError("the endpoint class that mixes ServingMetrics in names its unit's dimensions")
+
     def metric(
         self,
         metric_name: str,

@@ -19,7 +19,7 @@ from peagle_cdk.endpoint_scaling import ScalableInstanceCount, autoscaling_servi
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import SAGEMAKER_NAMESPACE, ServingMetrics
-from peagle_cdk.serving_unit import INVOKE_ACTIONS
+from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,27 @@ class VariantEndpoint(Construct, ServingMetrics):
         self.managed_units = self.managed_of(self.units)
         self._endpoint_name = endpoint_name
         self.log_group = EndpointLogGroup(self, "Logs", endpoint_name=endpoint_name, retention_days=log_retention_days)
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
+        self.endpoint_config = self._endpoint_config(
+            variants, volume_key, detailed_observability, metric_publish_frequency_seconds, async_inference
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        )
+        # The container logs from its first second; the group must exist (with our retention and key) first.
+        self.endpoint.node.add_dependency(self.log_group)
+
+    def _endpoint_config(
+        self,
+        variants: list[VariantSpec],
+        volume_key: kms.IKey | None,
+        detailed_observability: bool | None,
+        metric_publish_frequency_seconds: int | None,
+        async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None,
+    ) -> sagemaker.CfnEndpointConfig:
+        return sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
             kms_key_id=volume_key.key_arn if volume_key else None,
@@ -103,34 +123,9 @@ class VariantEndpoint(Construct, ServingMetrics):
             ),
             async_inference_config=async_inference,
             production_variants=[
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=variant.name,
-                    model_name=variant.model.model_name,
-                    instance_type=variant.instance_type,
-                    initial_instance_count=variant.instance_count,
-                    initial_variant_weight=variant.weight,
-                    container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
-                    model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
-                    inference_ami_version=variant.inference_ami_version,
-                    # LLM requests vary 100x in length: route to the least busy instance
-                    # (real-time only; an async endpoint's queue hands out work itself).
-                    routing_config=(
-                        sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
-                        if async_inference is None
-                        else None
-                    ),
-                )
-                for variant in variants
+                _production_variant(variant, real_time=async_inference is None) for variant in variants
             ],
         )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self,
-            "Endpoint",
-            endpoint_name=endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-        )
-        # The container logs from its first second; the group must exist (with our retention and key) first.
-        self.endpoint.node.add_dependency(self.log_group)
 
     @property
     def endpoint_name(self) -> str:
@@ -222,9 +217,35 @@ class VariantEndpoint(Construct, ServingMetrics):
         )
 
 
+def _production_variant(
+    variant: VariantSpec, *, real_time: bool
+) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+    return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+        variant_name=variant.name,
+        model_name=variant.model.model_name,
+        instance_type=variant.instance_type,
+        initial_instance_count=variant.instance_count,
+        initial_variant_weight=variant.weight,
+        container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
+        model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
+        inference_ami_version=variant.inference_ami_version,
+        # LLM requests vary 100x in length: route to the least busy instance
+        # (real-time only; an async endpoint's queue hands out work itself).
+        routing_config=(
+            sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
+            if real_time
+            else None
+        ),
+    )
+
+
 def _check_managed(endpoint: VariantEndpoint, unit_name: str, what: str) -> None:
     if unit_name not in endpoint.managed_units:
         raise ValueError(
             f"{endpoint.node.path}: variant {unit_name!r} does not {what}; the variants' one managed unit is "
             f"{endpoint.primary_unit!r}"
         )
+
+
+# The type checker (`make lint`) verifies here that VariantEndpoint has every member of ServingUnits, typed alike.
+_IMPLEMENTS: type[ServingUnits] = VariantEndpoint
