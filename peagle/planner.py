@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.config import AutoscalingSettings, DeploymentConfig, MeasuredCapacity
+from peagle.config import AutoscalingSettings, DeploymentConfig, InferenceComponentSettings, MeasuredCapacity
 from peagle.errors import InstanceFitError, PlanError
 from peagle.setting_refs import setting
 from peagle_serve.contract import ScheduleBand, describe_schedule
@@ -171,6 +171,10 @@ class ComponentPlan:
     min_instances: int
     max_instances: int
     scale_to_zero_after_idle_minutes: int
+
+    # The component's settings as the file or the props gave them: a setting that acts only where the component is
+    # built (peagle_cdk/component_endpoint.py) is read from here, so adding one touches the model and that place.
+    settings: InferenceComponentSettings = field(default_factory=InferenceComponentSettings)
 
     @property
     def scales_to_zero(self) -> bool:
@@ -662,6 +666,7 @@ def _plan_components(
         min_instances=settings.min_instances,
         max_instances=settings.max_instances,
         scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes,
+        settings=settings,
     )
 
 

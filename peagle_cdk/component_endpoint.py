@@ -69,6 +69,7 @@ from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import ServingMetrics
 from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
+from peagle_cdk.settings_model import InferenceComponentSettings
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
@@ -92,6 +93,8 @@ class ComponentSpec:
     initial_copies: int
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
+    # The component's settings as given (the plan's ComponentPlan.settings): what acts only here is read from them.
+    settings: InferenceComponentSettings
 
 
 class ComponentEndpoint(Construct, ServingMetrics):

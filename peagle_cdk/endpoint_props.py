@@ -351,13 +351,24 @@ class EndpointMode:
         initial_copies: int = _COMPONENTS.initial_copies,
         accelerators_per_copy: int | None = None,
         scale_to_zero_after: Duration | None = None,
+        **settings: Any,
     ) -> EndpointMode:
         """``min_instances`` 0 lets managed instance scaling release every instance; copy bounds and the
         per-copy target are Autoscaling's (min_capacity 0: the last copy goes after ``scale_to_zero_after``
         without a request, in whole minutes; None: the copy's start budget + 2 min, the shortest window that
-        never removes a copy before it serves; a shorter one fails validation)."""
+        never removes a copy before it serves; a shorter one fails validation). ``settings``: any other field of
+        the deployment file's ``endpoint.inference_components`` section, by the same name and with the same
+        validation (docs/deployment-file.md), so a setting added to the section is a prop here too."""
         owner = "EndpointMode.inference_components"
         _check_durations(owner, scale_to_zero_after=scale_to_zero_after)
+        named = {"min_instances", "max_instances", "initial_copies", "accelerators_per_copy"}
+        others = sorted(set(InferenceComponentSettings.model_fields) - named - {"scale_to_zero_after_idle_minutes"})
+        unknown = sorted(set(settings) - set(others))
+        if unknown:
+            raise TypeError(
+                f"{owner}: no setting named {', '.join(unknown)}; it takes {', '.join(sorted(named))}, "
+                f"scale_to_zero_after{''.join(', ' + name for name in others)}"
+            )
         components = build(
             InferenceComponentSettings,
             owner=owner,
@@ -367,6 +378,7 @@ class EndpointMode:
             initial_copies=initial_copies,
             accelerators_per_copy=accelerators_per_copy,
             scale_to_zero_after_idle_minutes=whole(owner, "scale_to_zero_after", scale_to_zero_after, "minutes"),
+            **settings,
         )
         return EndpointMode(EndpointSettings(mode="inference_components", inference_components=components))
 

@@ -706,6 +706,7 @@ class PeagleEndpoint(Construct):
                 initial_copies=plans[index].components.initial_copies,
                 container_startup_timeout_seconds=plans[index].container_startup_timeout_seconds,
                 model_download_timeout_seconds=plans[index].model_download_timeout_seconds,
+                settings=plans[index].components.settings,
             )
             for index, unit in enumerate(self.unit_names)
         ]
