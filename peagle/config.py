@@ -791,6 +791,19 @@ class InferenceComponentSettings(StrictModel):
         description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest on which the profile's full "
         "context fits, else the fewest on which the model fits at all",
     )
+    # AWS::SageMaker::InferenceComponent InferenceComponentDataCacheConfig EnableCaching: "With caching enabled, the
+    # endpoint caches this data in each instance that it provisions for the inference component. That way, the
+    # inference component deploys faster during the auto scaling process. ... Update requires: No interruption"
+    # (CloudFormation Template Reference, https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/
+    # aws-properties-sagemaker-inferencecomponent-inferencecomponentdatacacheconfig.html).
+    data_cache: bool = Field(
+        False,
+        description="cache the model artifacts and the container image on each instance SageMaker provisions for "
+        "the component, so a copy added on an instance that already hosts one starts without downloading them "
+        "again (InferenceComponentDataCacheConfig.EnableCaching; changing it updates the component without "
+        "interruption). It does not help a copy that needs a new instance",
+        json_schema_extra=spelled("EndpointMode.inference_components(data_cache=...)"),
+    )
     scale_to_zero_after_idle_minutes: int | None = Field(
         None,
         ge=5,

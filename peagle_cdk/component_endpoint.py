@@ -265,6 +265,12 @@ class ComponentEndpoint(Construct, ServingMetrics):
                     container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
                     model_data_download_timeout_in_seconds=spec.model_download_timeout_seconds,
                 ),
+                # Left out unless asked for: a template without it is the one earlier versions synthesized.
+                data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
+                    enable_caching=True
+                )
+                if spec.settings.data_cache
+                else None,
             ),
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=spec.initial_copies

@@ -507,3 +507,15 @@ def test_component_settings_in_variants_mode_are_refused(tmp_path, capsys):
         "endpoint.inference_components is set but endpoint.mode is 'variants'; set endpoint.mode: "
         in capsys.readouterr().err
     )
+
+
+def test_the_data_cache_is_off_unless_asked_for_and_then_on_each_component(synth, tmp_path, s2z):
+    """endpoint.inference_components.data_cache: the file key, read where the component is built."""
+    s2z.template().has_resource_properties(
+        "AWS::SageMaker::InferenceComponent", {"Specification": Match.object_like({"DataCacheConfig": Match.absent()})}
+    )
+    cached = synth(deployment=_deployment(tmp_path, **{"endpoint.inference_components.data_cache": True}))
+    cached.template().has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {"Specification": Match.object_like({"DataCacheConfig": {"EnableCaching": True}})},
+    )
