@@ -35,25 +35,25 @@ CONTEXT_OVERRIDES: dict[str, tuple[str, ...]] = {
 
 class InstanceSettings(StrictModel):
     type: str = Field(
-        "ml.g6e.xlarge",
+        default="ml.g6e.xlarge",
         description="SageMaker instance type (see `peagle catalog`)",
         json_schema_extra=spelled("instance_type", flag="--instance"),
     )
     count: PositiveInt = Field(
-        1,
+        default=1,
         le=100,
         description="initial instances (within autoscaling.min_capacity..max_capacity; in inference_components "
         "mode within endpoint.inference_components.min_instances..max_instances)",
         json_schema_extra=spelled("instance_count", flag="--instance-count"),
     )
     ami_version: str | None = Field(
-        None,
+        default=None,
         json_schema_extra=spelled("inference_ami_version"),
         description="ProductionVariant.InferenceAmiVersion (the GPU host's NVIDIA driver); unset: the one the "
         "serving image needs (peagle/catalog/runtime.yaml). A driver too old for the image fails synth",
     )
     price_per_hour_usd: float | None = Field(
-        None,
+        default=None,
         gt=0,
         allow_inf_nan=False,
         json_schema_extra=spelled("price_per_hour_usd"),
@@ -77,7 +77,7 @@ class SpeculationBand(StrictModel):
 
 class SpeculationSettings(StrictModel):
     speculative_tokens: int | None = Field(
-        None,
+        default=None,
         ge=0,
         le=64,
         json_schema_extra=spelled("Speculation.fixed(...)", flag="--speculative-tokens", **{"0": "Speculation.off()"}),
@@ -85,7 +85,7 @@ class SpeculationSettings(StrictModel):
         "unset = the pair's recommended K for the profile (or, with a schedule, its largest K)",
     )
     schedule: list[SpeculationBand] | None = Field(
-        None,
+        default=None,
         json_schema_extra=spelled("Speculation.by_batch_size(bands)"),
         description="K by batch size (vLLM's num_speculative_tokens_per_batch_size): bands covering "
         "1..max_num_seqs without gaps or overlap (vLLM would silently fill a gap with the previous band's K), "
@@ -102,39 +102,45 @@ class ProfileOverrides(StrictModel):
     PROP_TYPE: ClassVar[str] = "ProfileOverrides"  # a construct user passes it whole (peagle/setting_refs.py)
 
     temperature: float | None = Field(
-        None,
+        default=None,
         ge=0.0,
         le=2.0,
         description="the server's default for requests that omit it (vLLM --override-generation-config)",
     )
     top_p: float | None = Field(
-        None,
+        default=None,
         gt=0.0,
         le=1.0,
         description="the server's default for requests that omit it (vLLM --override-generation-config)",
     )
     max_tokens: PositiveInt | None = Field(
-        None,
+        default=None,
         description="applied by `peagle invoke`, `bench` and `batch` (--profile), not by the server: vLLM 0.32 "
         "would turn a server-side default into a cap on every request",
     )
     max_model_len: PositiveInt | None = Field(
-        None,
+        default=None,
         description="prompt + answer, per request; the planner lowers it in 1024-token steps, not below "
         "min_model_len, if one full-length request would not fit the KV cache",
     )
-    min_model_len: PositiveInt | None = Field(None, description="the floor the planner may lower max_model_len to")
+    min_model_len: PositiveInt | None = Field(
+        default=None, description="the floor the planner may lower max_model_len to"
+    )
     max_num_seqs: PositiveInt | None = Field(
-        None,
+        default=None,
         le=1024,
         description="concurrent sequences per replica; the planner lowers it to what the KV cache holds at "
         "typical_context_tokens plus K speculative slots",
     )
-    typical_context_tokens: PositiveInt | None = Field(None, description="the request length max_num_seqs is sized for")
-    latency_sla_p90_seconds: float | None = Field(
-        None, gt=0, description="p90 ModelLatency the latency alarm and the latency step scaling use"
+    typical_context_tokens: PositiveInt | None = Field(
+        default=None, description="the request length max_num_seqs is sized for"
     )
-    ttft_target_seconds: float | None = Field(None, gt=0, description="the same as slo.ttft_seconds (older name)")
+    latency_sla_p90_seconds: float | None = Field(
+        default=None, gt=0, description="p90 ModelLatency the latency alarm and the latency step scaling use"
+    )
+    ttft_target_seconds: float | None = Field(
+        default=None, gt=0, description="the same as slo.ttft_seconds (older name)"
+    )
 
 
 class SloSettings(StrictModel):
@@ -143,10 +149,12 @@ class SloSettings(StrictModel):
 
     PROP_TYPE: ClassVar[str] = "SloSettings"
 
-    ttft_seconds: float | None = Field(None, gt=0, description="time to first token")
-    tpot_seconds: float | None = Field(None, gt=0, description="time per output token after the first")
-    e2e_seconds: float | None = Field(None, gt=0, description="end-to-end latency of the request")
-    attainment: float | None = Field(None, gt=0, le=1, description="share of requests that must meet every bound")
+    ttft_seconds: float | None = Field(default=None, gt=0, description="time to first token")
+    tpot_seconds: float | None = Field(default=None, gt=0, description="time per output token after the first")
+    e2e_seconds: float | None = Field(default=None, gt=0, description="end-to-end latency of the request")
+    attainment: float | None = Field(
+        default=None, gt=0, le=1, description="share of requests that must meet every bound"
+    )
 
 
 _S3_PREFIX = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/[^\s]*)?/$")
@@ -154,7 +162,7 @@ _S3_PREFIX = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/[^\s]*)?/$")
 
 class ArtifactsSettings(StrictModel):
     source: Literal["s3", "hub"] = Field(
-        "s3",
+        default="s3",
         json_schema_extra=spelled(
             "weights", **{'"hub"': "weights=ModelWeights.from_hub()", '"s3"': "weights=ModelWeights.from_bucket(...)"}
         ),
@@ -163,21 +171,22 @@ class ArtifactsSettings(StrictModel):
         "(needs network.isolation: false)",
     )
     hf_token_secret_arn: str | None = Field(
-        None,
+        default=None,
         json_schema_extra=spelled("ModelWeights.from_hub(token_secret_arn=...)"),
         pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$",
         description="with source hub: Secrets Manager secret holding a Hugging Face token (plain text); "
         "the execution role may read it, the container reads it at start-up",
     )
     s3_uri: str | None = Field(
-        None,
+        default=None,
         description="s3://bucket/prefix/ holding target/ and drafter/ side by side; then no artifacts stack is "
         "created. One prefix because CloudFormation's AWS::SageMaker::Model has no AdditionalModelDataSources "
         "(the channel JumpStart uses for its drafter). "
         "Unset: the project's artifacts bucket (stack <name>-artifacts), prefix models/<pair>/",
     )
     kms_key_arn: str | None = Field(
-        None, description="KMS key the artifacts under s3_uri are encrypted with, if they are; the role may use it"
+        default=None,
+        description="KMS key the artifacts under s3_uri are encrypted with, if they are; the role may use it",
     )
 
     @field_validator("s3_uri")
@@ -196,10 +205,10 @@ class VpcSettings(StrictModel):
     (create: true) with isolated subnets, no NAT, a security group without ingress and the VPC
     endpoints SageMaker needs to pull the image, read weights and write logs and metrics."""
 
-    create: bool = Field(False, description="a new VPC for the model instead of your own subnets")
-    max_azs: int = Field(2, ge=2, le=6, description="with create: availability zones to span")
-    subnet_ids: list[str] = Field([], description="your private subnets for the model")
-    security_group_ids: list[str] = Field([], description="your security groups for the model")
+    create: bool = Field(default=False, description="a new VPC for the model instead of your own subnets")
+    max_azs: int = Field(default=2, ge=2, le=6, description="with create: availability zones to span")
+    subnet_ids: list[str] = Field(default=[], description="your private subnets for the model")
+    security_group_ids: list[str] = Field(default=[], description="your security groups for the model")
 
     @model_validator(mode="after")
     def _one_source(self) -> VpcSettings:
@@ -216,12 +225,12 @@ class VpcSettings(StrictModel):
 
 class NetworkSettings(StrictModel):
     isolation: bool = Field(
-        True,
+        default=True,
         description="no network and no AWS credentials in the container",
         json_schema_extra=spelled("network_isolation"),
     )
     vpc: VpcSettings | None = Field(
-        None,
+        default=None,
         description="private subnets for the model; the execution role then gets the ENI permissions SageMaker needs",
     )
 
@@ -241,26 +250,26 @@ class ImageSettings(StrictModel):
     """How `cdk deploy` gets the serving image (inference_image/: the launcher over the pinned vLLM base)."""
 
     build: Literal["in_account", "local_docker"] = Field(
-        "in_account",
+        default="in_account",
         description="in_account: built in CodeBuild during the deploy, in the endpoint's account and region, from "
         "the build context uploaded as a small S3 asset (no Docker on your machine); local_docker: built by the "
         "CDK CLI with your Docker and pushed from your machine (several GB; the 0.1.0 behaviour)",
     )
     pull_through_cache_secret_arn: str | None = Field(
-        None,
+        default=None,
         description="in_account: pull the vLLM base through an ECR pull-through cache of Docker Hub (created with "
         "the stack) with these Docker Hub credentials, a Secrets Manager secret named ecr-pullthroughcache/..., "
         "instead of anonymously (Docker Hub's limits apply to CodeBuild's shared addresses)",
     )
     pull_through_cache_prefix: str | None = Field(
-        None,
+        default=None,
         description="in_account: the pull-through cache rule's ECR repository prefix. With "
         "pull_through_cache_secret_arn: the prefix of the rule the stack creates (default: derived from the stack "
         "and the secret, so a new secret makes a new rule beside the old one; a rule's prefix is its identity and "
         "cannot change). Alone: a Docker Hub pull-through cache rule you already have, used as it is",
     )
     base_mirror: str | None = Field(
-        None,
+        default=None,
         description="in_account: pull the vLLM base from your ECR copy of it instead, "
         "<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag> (or @sha256:<digest>), in the endpoint's region",
     )
@@ -320,7 +329,7 @@ class ImageSettings(StrictModel):
 
 class TimeoutSettings(StrictModel):
     container_startup_seconds: int | None = Field(
-        None,
+        default=None,
         json_schema_extra=spelled("container_startup_timeout"),
         ge=60,
         le=3600,
@@ -329,7 +338,7 @@ class TimeoutSettings(StrictModel):
         "sized from the weights (600-3600 s)",
     )
     model_download_seconds: int | None = Field(
-        None,
+        default=None,
         json_schema_extra=spelled("model_download_timeout"),
         ge=60,
         le=3600,
@@ -350,7 +359,7 @@ class ScheduledScaling(StrictModel):
     max_capacity: PositiveInt = Field(
         description="the scaling ceiling while the schedule holds (formerly max_instances)"
     )
-    time_zone: str | None = Field(None, description="IANA name, e.g. Europe/Berlin")
+    time_zone: str | None = Field(default=None, description="IANA name, e.g. Europe/Berlin")
 
     @model_validator(mode="before")
     @classmethod
@@ -400,12 +409,12 @@ class AutoscalingSettings(StrictModel):
     Amazon SageMaker AI models", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
     enabled: bool = Field(
-        True,
+        default=True,
         description="false: fixed capacity (instance.count instances, or initial_copies copies), not scaled",
         json_schema_extra=spelled("autoscaling", false="autoscaling=None", true="autoscaling=Autoscaling(...)"),
     )
     min_capacity: int | None = Field(
-        None,
+        default=None,
         ge=0,
         description="the scaling floor in serving units: instances (variants, at least 1) or copies "
         "(inference_components, 0 scales the component to zero); unset: 1 instance, or 0 copies (with autoscaling "
@@ -414,7 +423,7 @@ class AutoscalingSettings(StrictModel):
         json_schema_extra=spelled("Autoscaling(min_capacity=...)"),
     )
     max_capacity: PositiveInt | None = Field(
-        None,
+        default=None,
         le=100,
         description="the scaling ceiling in serving units; unset: 2 instances, or as many copies as "
         "endpoint.inference_components.max_instances hold. Formerly autoscaling.max_instances and "
@@ -422,7 +431,7 @@ class AutoscalingSettings(StrictModel):
         json_schema_extra=spelled("Autoscaling(max_capacity=...)"),
     )
     target: Literal["concurrency", "invocations"] = Field(
-        "concurrency",
+        default="concurrency",
         description="concurrency: target tracking on SageMakerVariantConcurrentRequestsPerModelHighResolution, "
         "in-flight requests per unit (10 s metric, counts queued and streaming requests); "
         "invocations (variants): requests per minute per instance, target max_requests_per_second x headroom x 60, "
@@ -436,7 +445,7 @@ class AutoscalingSettings(StrictModel):
         ),
     )
     target_concurrency: float | None = Field(
-        None,
+        default=None,
         gt=0,
         description="requests in flight per unit (instance or copy) to scale on; `peagle capacity`'s snippet sets it "
         "to the concurrency measured within the SLO x headroom; unset: 75% of the plan's max_num_seqs (a guess). "
@@ -444,27 +453,27 @@ class AutoscalingSettings(StrictModel):
         json_schema_extra=spelled("Autoscaling(target_concurrency=...)"),
     )
     max_requests_per_second: float | None = Field(
-        None,
+        default=None,
         gt=0,
         description="the highest requests/s per instance that meets the SLO, measured with `peagle capacity` "
         "(formerly max_rps_per_instance)",
         json_schema_extra=spelled("Autoscaling(max_requests_per_second=...)"),
     )
     headroom: float = Field(
-        0.5,
+        default=0.5,
         gt=0,
         le=1,
         description="share of max_requests_per_second the invocations target aims at (formerly safety_factor)",
         json_schema_extra=spelled("Autoscaling(headroom=...)"),
     )
     measured_capacity: MeasuredCapacity | None = Field(
-        None,
+        default=None,
         description="written by `peagle capacity`: where the targets above came from; with no concurrency target "
         "set, the target is its concurrency x headroom",
         json_schema_extra=spelled("Autoscaling(measured_capacity=...)"),
     )
     gpu_utilization_target_percent: float | None = Field(
-        80,
+        default=80,
         gt=0,
         le=100,
         description="GPU utilization target tracking, per GPU (multiplied by the GPU count, because the metric "
@@ -472,28 +481,28 @@ class AutoscalingSettings(StrictModel):
         json_schema_extra=spelled("Autoscaling(gpu_utilization_percent=...)"),
     )
     latency_step_scaling: bool = Field(
-        True,
+        default=True,
         description="step scaling while p90 ModelLatency exceeds the SLA: +1 instance, +2 at twice the SLA; never "
         "scales in (target tracking does); waits an instance's whole start budget (the plan's timeouts + 600 s) "
         "between steps, because its alarm acts every minute it is in ALARM",
         json_schema_extra=spelled("Autoscaling(latency_step_scaling=...)"),
     )
     scale_in_cooldown_seconds: int = Field(
-        900,
+        default=900,
         ge=0,
         le=3600,
         description="target tracking's scale-in cooldown; GPU instances are slow to replace",
         json_schema_extra=spelled("Autoscaling(scale_in_cooldown=...)"),
     )
     scale_out_cooldown_seconds: int = Field(
-        120,
+        default=120,
         ge=0,
         le=3600,
         description="target tracking's scale-out cooldown",
         json_schema_extra=spelled("Autoscaling(scale_out_cooldown=...)"),
     )
     schedules: list[ScheduledScaling] = Field(
-        [],
+        default=[],
         description="cron-based capacity (min/max capacity by schedule), e.g. fewer instances at night",
         json_schema_extra=spelled("Autoscaling(schedules=...)"),
     )
@@ -522,36 +531,39 @@ class AlarmSettings(StrictModel):
 
     PROP_TYPE: ClassVar[str] = "AlarmThresholds"  # EndpointMonitoring's thresholds (peagle_cdk/endpoint_monitoring.py)
 
-    enabled: bool = Field(True, description="the alarms and their SNS topic")
+    enabled: bool = Field(default=True, description="the alarms and their SNS topic")
     emails: list[str] = Field(
-        [], description="subscribed to the alarm topic (one KMS-encrypted, SSL-only SNS topic; each must confirm)"
+        default=[],
+        description="subscribed to the alarm topic (one KMS-encrypted, SSL-only SNS topic; each must confirm)",
     )
     latency_sla_p90_seconds: float | None = Field(
-        None,
+        default=None,
         gt=0,
         json_schema_extra=spelled("latency_sla"),
         description="the p90 ModelLatency the latency alarm and step scaling act on (formerly latency_p90_seconds); "
         "unset: the profile's latency SLA",
     )
     error_5xx_rate_percent: float = Field(
-        1.0, gt=0, le=100, description="5xx share of invocations that alarms (and rolls a deploy back)"
+        default=1.0, gt=0, le=100, description="5xx share of invocations that alarms (and rolls a deploy back)"
     )
     error_4xx_rate_percent: float = Field(
-        10.0, gt=0, le=100, description="4xx share that alarms (client errors, e.g. prompts over max_model_len)"
+        default=10.0, gt=0, le=100, description="4xx share that alarms (client errors, e.g. prompts over max_model_len)"
     )
     gpu_memory_percent: float = Field(
-        95.0,
+        default=95.0,
         gt=0,
         le=100,
         description="per GPU",
         json_schema_extra=spelled("AlarmThresholds(gpu_memory_percent_per_gpu=...)"),
     )
     min_acceptance_rate: float = Field(
-        0.2, gt=0, lt=1, description="below it speculation costs more than it saves (drafter mismatch or off)"
+        default=0.2, gt=0, lt=1, description="below it speculation costs more than it saves (drafter mismatch or off)"
     )
-    kpi_missing_minutes: int = Field(10, ge=2, le=60, description="no KPI line for this long: container not reporting")
+    kpi_missing_minutes: int = Field(
+        default=10, ge=2, le=60, description="no KPI line for this long: container not reporting"
+    )
     max_cost_per_million_output_tokens_usd: float | None = Field(
-        None,
+        default=None,
         gt=0,
         allow_inf_nan=False,
         description="a budget: the cost alarm fires when the fleet's cost per 1M generated tokens (on-demand "
@@ -602,26 +614,26 @@ LOG_RETENTION_DAYS = (
 
 class ObservabilitySettings(StrictModel):
     log_retention_days: int = Field(
-        365,
+        default=365,
         json_schema_extra=spelled("log_retention_days"),
         description="retention of the endpoint's log group (created by the stack, KMS-encrypted)",
     )
     kpi_interval_seconds: int = Field(
-        60,
+        default=60,
         ge=10,
         le=300,
         description="how often the launcher logs a KPI line",
         json_schema_extra=spelled("kpi_interval"),
     )
     metric_publish_frequency_seconds: Literal[10, 30, 60] = Field(
-        60,
+        default=60,
         json_schema_extra=spelled("metric_publish_frequency"),
         description="EndpointConfig.MetricsConfig.MetricPublishFrequencyInSeconds: how often SageMaker publishes the "
         "endpoint's invocation and utilization metrics. At most 60: the alarms and scaling policies read them in "
         "one-minute periods (SageMaker also takes 120-300, which they could not read)",
     )
     detailed_observability: bool = Field(
-        True,
+        default=True,
         json_schema_extra=spelled("detailed_observability"),
         description="SageMaker's detailed observability (EndpointConfig.MetricsConfig) scrapes the container's "
         "/metrics (PromQL)",
@@ -667,30 +679,30 @@ class BlueGreenSettings(StrictModel):
     PROP_TYPE: ClassVar[str] = "Rollout.blue_green"
 
     traffic: Literal["auto", "canary", "linear", "all_at_once"] = Field(
-        "auto",
+        default="auto",
         description="auto: canary with two or more instances, all_at_once (with baking) with one, since a "
         "canary must be at most half the fleet",
     )
     canary_percent: int = Field(
-        10, ge=1, le=50, description="share of the fleet taking traffic first (SageMaker: at most 50%)"
+        default=10, ge=1, le=50, description="share of the fleet taking traffic first (SageMaker: at most 50%)"
     )
-    linear_step_percent: int = Field(25, ge=10, le=50, description="SageMaker allows 10-50% per step")
+    linear_step_percent: int = Field(default=25, ge=10, le=50, description="SageMaker allows 10-50% per step")
     wait_seconds: int = Field(
-        600,
+        default=600,
         ge=0,
         le=3600,
         description="baking time between traffic shifts",
         json_schema_extra=spelled("Rollout.blue_green(wait=...)"),
     )
     termination_wait_seconds: int = Field(
-        600,
+        default=600,
         ge=0,
         le=3600,
         description="keep the old fleet this long after 100%",
         json_schema_extra=spelled("Rollout.blue_green(termination_wait=...)"),
     )
     max_execution_seconds: int = Field(
-        7200,
+        default=7200,
         ge=600,
         le=28800,
         description="the update's time limit; its waits must fit in it",
@@ -702,22 +714,24 @@ class RollingSettings(StrictModel):
     PROP_TYPE: ClassVar[str] = "Rollout.rolling"
 
     batch_percent: int = Field(
-        25,
+        default=25,
         ge=5,
         le=50,
         description="share of instances (or copies) replaced per step; SageMaker needs each batch to be at least "
         "one instance, so rolling is refused on a fleet that can shrink below 100 / batch_percent instances",
     )
     wait_seconds: int = Field(
-        600,
+        default=600,
         ge=0,
         le=3600,
         description="baking time after each batch",
         json_schema_extra=spelled("Rollout.rolling(wait=...)"),
     )
-    rollback_batch_percent: int = Field(100, ge=1, le=100, description="share of instances rolled back per step")
+    rollback_batch_percent: int = Field(
+        default=100, ge=1, le=100, description="share of instances rolled back per step"
+    )
     max_execution_seconds: int = Field(
-        7200,
+        default=7200,
         ge=600,
         le=28800,
         description="the update's time limit; its waits must fit in it",
@@ -739,7 +753,7 @@ class RolloutSettings(StrictModel):
     # Default blue_green for variants; in endpoint.mode inference_components the default is rolling
     # (DeploymentConfig._components_roll_by_default).
     strategy: Literal["blue_green", "rolling", "none"] = Field(
-        "blue_green",
+        default="blue_green",
         json_schema_extra=spelled(
             "rollout",
             **{
@@ -752,10 +766,12 @@ class RolloutSettings(StrictModel):
         "rolling: batches of rolling.batch_percent, no second full GPU fleet (the default with inference "
         "components; not on multi-variant endpoints); none: SageMaker's plain update (above)",
     )
-    blue_green: BlueGreenSettings = Field(BlueGreenSettings(), json_schema_extra=spelled("Rollout.blue_green(...)"))
-    rolling: RollingSettings = Field(RollingSettings(), json_schema_extra=spelled("Rollout.rolling(...)"))
+    blue_green: BlueGreenSettings = Field(
+        default=BlueGreenSettings(), json_schema_extra=spelled("Rollout.blue_green(...)")
+    )
+    rolling: RollingSettings = Field(default=RollingSettings(), json_schema_extra=spelled("Rollout.rolling(...)"))
     auto_rollback: bool = Field(
-        True,
+        default=True,
         description="roll back when the 5xx or latency alarm fires during the update",
         json_schema_extra=spelled("Rollout...(auto_rollback=...)"),
     )
@@ -768,25 +784,25 @@ class InferenceComponentSettings(StrictModel):
     Copies per instance, GPUs, CPU and memory per copy come from the plan (`peagle plan`)."""
 
     min_instances: int = Field(
-        0,
+        default=0,
         ge=0,
         le=100,
         description="managed instance scaling floor; 0: scale to zero",
         json_schema_extra=spelled("EndpointMode.inference_components(min_instances=...)"),
     )
     max_instances: PositiveInt = Field(
-        2,
+        default=2,
         le=100,
         description="managed instance scaling ceiling",
         json_schema_extra=spelled("EndpointMode.inference_components(max_instances=...)"),
     )
     initial_copies: PositiveInt = Field(
-        1,
+        default=1,
         description="copies started by the deploy",
         json_schema_extra=spelled("EndpointMode.inference_components(initial_copies=...)"),
     )
     accelerators_per_copy: PositiveInt | None = Field(
-        None,
+        default=None,
         json_schema_extra=spelled("EndpointMode.inference_components(accelerators_per_copy=...)"),
         description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest on which the profile's full "
         "context fits, else the fewest on which the model fits at all",
@@ -797,7 +813,7 @@ class InferenceComponentSettings(StrictModel):
     # (CloudFormation Template Reference, https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/
     # aws-properties-sagemaker-inferencecomponent-inferencecomponentdatacacheconfig.html).
     data_cache: bool = Field(
-        False,
+        default=False,
         description="cache the model artifacts and the container image on each instance SageMaker provisions for "
         "the component, so a copy added on an instance that already hosts one starts without downloading them "
         "again (InferenceComponentDataCacheConfig.EnableCaching; changing it updates the component without "
@@ -805,7 +821,7 @@ class InferenceComponentSettings(StrictModel):
         json_schema_extra=spelled("EndpointMode.inference_components(data_cache=...)"),
     )
     scale_to_zero_after_idle_minutes: int | None = Field(
-        None,
+        default=None,
         ge=5,
         le=1440,
         json_schema_extra=spelled("EndpointMode.inference_components(scale_to_zero_after=...)"),
@@ -817,7 +833,7 @@ class InferenceComponentSettings(StrictModel):
 
 class EndpointSettings(StrictModel):
     mode: Literal["variants", "inference_components"] = Field(
-        "variants",
+        default="variants",
         json_schema_extra=spelled(
             "mode",
             **{
@@ -830,7 +846,7 @@ class EndpointSettings(StrictModel):
         "copies and instances may scale to zero",
     )
     inference_components: InferenceComponentSettings = Field(
-        InferenceComponentSettings(), json_schema_extra=spelled("mode=EndpointMode.inference_components(...)")
+        default=InferenceComponentSettings(), json_schema_extra=spelled("mode=EndpointMode.inference_components(...)")
     )
 
 
@@ -838,28 +854,28 @@ class AbTestSettings(StrictModel):
     """A second production variant serving the same target with another K (0 = no speculation)."""
 
     enabled: bool = Field(
-        False,
+        default=False,
         json_schema_extra=spelled("ab_baseline", true="ab_baseline=AbBaseline(...)", false="ab_baseline=None"),
         description="adds a Baseline production variant and an A/B dashboard row (the measured speedup, Baseline "
         "TPOT / Primary TPOT); turning it on or off adds or removes a variant: deploy that change with "
         "rollout.strategy none",
     )
     baseline_speculative_tokens: int = Field(
-        0,
+        default=0,
         ge=0,
         le=64,
         description="the Baseline variant's K; 0: no speculation",
         json_schema_extra=spelled("AbBaseline(speculative_tokens=...)"),
     )
     baseline_traffic_percent: float = Field(
-        50.0,
+        default=50.0,
         gt=0,
         lt=100,
         description="share of traffic the Baseline gets",
         json_schema_extra=spelled("AbBaseline(traffic_percent=...)"),
     )
     baseline_instance_count: PositiveInt = Field(
-        1,
+        default=1,
         json_schema_extra=spelled("AbBaseline(instance_count=...)"),
         description="the Baseline's fixed instance count; autoscaling and alarms follow the Primary variant",
     )
@@ -873,14 +889,16 @@ class BatchSettings(StrictModel):
     what works instead.
     """
 
-    enabled: bool = Field(False, description="refused while no Batch Transform host runs the image (today: none does)")
+    enabled: bool = Field(
+        default=False, description="refused while no Batch Transform host runs the image (today: none does)"
+    )
     input_prefix: str = Field(
-        "batch/input/",
+        default="batch/input/",
         pattern=r"^[A-Za-z0-9!_.*'()/-]+/$",
         description="key prefix the role may read (stack output BatchInputS3Uri)",
     )
     output_prefix: str = Field(
-        "batch/output/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$", description="key prefix the role may write"
+        default="batch/output/", pattern=r"^[A-Za-z0-9!_.*'()/-]+/$", description="key prefix the role may write"
     )
 
 
@@ -888,41 +906,41 @@ class AsyncInferenceSettings(StrictModel):
     """A second, asynchronous endpoint on the same Model for long jobs (results to S3, SNS on done/failed)."""
 
     enabled: bool = Field(
-        False,
+        default=False,
         description="a second endpoint (<name>-async) on the same Model, e.g. for long summarisation: requests "
         "queue, results land under async/output/, SNS topics report success and failure",
     )
     max_concurrent_invocations_per_instance: int = Field(
-        4, ge=1, le=1000, description="requests each instance works on at once"
+        default=4, ge=1, le=1000, description="requests each instance works on at once"
     )
-    min_instances: int = Field(0, ge=0, le=100, description="0: scale to zero when the queue is empty")
-    max_instances: PositiveInt = Field(2, le=100, description="scaling ceiling of the async endpoint")
+    min_instances: int = Field(default=0, ge=0, le=100, description="0: scale to zero when the queue is empty")
+    max_instances: PositiveInt = Field(default=2, le=100, description="scaling ceiling of the async endpoint")
     target_backlog_per_instance: float = Field(
-        4.0, gt=0, description="queued requests per instance the backlog target tracking aims at"
+        default=4.0, gt=0, description="queued requests per instance the backlog target tracking aims at"
     )
 
 
 class DeploymentConfig(StrictModel):
     name: str = Field(
-        "peagle",
+        default="peagle",
         json_schema_extra=spelled("name"),
         pattern=r"^[a-z][a-z0-9-]{0,23}$",
         description="lower-case prefix of stack, endpoint and bucket names (<name>-endpoint, "
         "<name>-models-<account>-<region>), so several deployments can live in one account",
     )
     model: str = Field(
-        "gpt-oss-20b",
+        default="gpt-oss-20b",
         description="a catalog pair id or a key of custom_pairs",
         json_schema_extra=spelled("model", flag="--model"),
     )
     custom_pairs: dict[str, ModelPair] = Field(
-        {},
+        default={},
         json_schema_extra=spelled("custom_pair"),
         description="model pairs only this deployment needs, by id, with the fields of peagle/catalog/pairs.yaml "
         "and the same validation; model may then name one",
     )
     custom_instances: dict[str, InstanceType] = Field(
-        {},
+        default={},
         json_schema_extra=spelled("instance_facts"),
         description="instance types the catalog lacks, by SageMaker name, with their GPU facts (the fields of "
         "peagle/catalog/instances.yaml); instance.type may then name one",
@@ -930,33 +948,33 @@ class DeploymentConfig(StrictModel):
     instance: InstanceSettings = InstanceSettings()
     endpoint: EndpointSettings = EndpointSettings()
     profile: ProfileName = Field(
-        ProfileName.CHATBOT,
+        default=ProfileName.CHATBOT,
         json_schema_extra=spelled("profile", flag="--profile"),
         description="the workload profile (peagle/catalog/profiles.yaml): sampling, context, concurrency, "
         "latency SLA and SLO the planner sizes for",
     )
     profile_overrides: ProfileOverrides = Field(
-        ProfileOverrides(),
+        default=ProfileOverrides(),
         json_schema_extra=spelled("profile_overrides"),
         description="sampling, context, concurrency and SLA of the profile, overridden",
     )
-    slo: SloSettings = Field(SloSettings(), json_schema_extra=spelled("slo"))
-    speculation: SpeculationSettings = Field(SpeculationSettings(), json_schema_extra=spelled("speculation"))
-    artifacts: ArtifactsSettings = Field(ArtifactsSettings(), json_schema_extra=spelled("weights"))
+    slo: SloSettings = Field(default=SloSettings(), json_schema_extra=spelled("slo"))
+    speculation: SpeculationSettings = Field(default=SpeculationSettings(), json_schema_extra=spelled("speculation"))
+    artifacts: ArtifactsSettings = Field(default=ArtifactsSettings(), json_schema_extra=spelled("weights"))
     network: NetworkSettings = NetworkSettings()
     image: ImageSettings = ImageSettings()
     timeouts: TimeoutSettings = Field(
-        TimeoutSettings(), description="model download and container start-up; unset: sized from the weights"
+        default=TimeoutSettings(), description="model download and container start-up; unset: sized from the weights"
     )
-    autoscaling: AutoscalingSettings = Field(AutoscalingSettings(), json_schema_extra=spelled("autoscaling"))
+    autoscaling: AutoscalingSettings = Field(default=AutoscalingSettings(), json_schema_extra=spelled("autoscaling"))
     alarms: AlarmSettings = AlarmSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
-    rollout: RolloutSettings = Field(RolloutSettings(), json_schema_extra=spelled("rollout"))
-    ab_test: AbTestSettings = Field(AbTestSettings(), json_schema_extra=spelled("ab_baseline"))
+    rollout: RolloutSettings = Field(default=RolloutSettings(), json_schema_extra=spelled("rollout"))
+    ab_test: AbTestSettings = Field(default=AbTestSettings(), json_schema_extra=spelled("ab_baseline"))
     batch: BatchSettings = BatchSettings()
     async_inference: AsyncInferenceSettings = AsyncInferenceSettings()
     vllm_args: dict[str, bool | int | float | str] = Field(
-        {},
+        default={},
         json_schema_extra=spelled("vllm_args"),
         description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*",
     )
@@ -1217,7 +1235,7 @@ class DeploymentConfig(StrictModel):
             )
         return problems
 
-    def blue_green_traffic(self) -> str:
+    def blue_green_traffic(self) -> Literal["canary", "linear", "all_at_once"]:
         """The traffic shifting a blue/green update uses: 'auto' resolved against the instance count."""
         traffic = self.rollout.blue_green.traffic
         if traffic == "auto":

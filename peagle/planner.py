@@ -323,6 +323,8 @@ class Plan:
 
     def _component_lines(self) -> list[str]:
         c = self.components
+        if c is None:
+            return []
         idle = (
             f"; the last copy goes after {c.scale_to_zero_after_idle_minutes} min without a request"
             if c.scales_to_zero
@@ -368,7 +370,9 @@ def launcher_startup_overhead_seconds(*, speculation: bool) -> float:
     """What the launcher keeps out of the start-up budget: its margin, and the self-check's time."""
     overhead = STARTUP_MARGIN_SECONDS
     if speculation:
-        overhead += SETTINGS_BY_ENV["PEAGLE_SELF_CHECK_TIMEOUT_SECONDS"].default
+        self_check = SETTINGS_BY_ENV["PEAGLE_SELF_CHECK_TIMEOUT_SECONDS"].default
+        assert isinstance(self_check, int | float)  # a number of seconds (peagle_serve/settings.py)
+        overhead += self_check
     return overhead
 
 
@@ -665,7 +669,8 @@ def _plan_components(
         max_copies=max_copies,
         min_instances=settings.min_instances,
         max_instances=settings.max_instances,
-        scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes,
+        # Unset: resolved once the start budget is known (plan_deployment: the shortest window that is safe).
+        scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes or 0,
         settings=settings,
     )
 

@@ -22,6 +22,7 @@ from enum import Enum
 from typing import Any, get_args
 
 from pydantic import BaseModel
+from pydantic.config import JsonDict
 
 OPEN, CLOSE, EQUALS = "\u27e6", "\u27e7", "\u2254"  # ⟦path⟧ and ⟦path≔json⟧: no setting name or value holds them
 _UNSET = object()
@@ -41,12 +42,12 @@ def setting(path: str, value: Any = _UNSET) -> str:
     return f"{OPEN}{path}{EQUALS}{json.dumps(value)}{CLOSE}"
 
 
-def spelled(prop: str, *, flag: str | None = None, **values: str) -> dict[str, Any]:
+def spelled(prop: str, *, flag: str | None = None, **values: str) -> JsonDict:
     """A field's names at the other doors, for ``Field(json_schema_extra=...)``. ``prop``: how a construct user
     sets it, "..." standing for the value (``Autoscaling(max_capacity=...)``); ``flag``: `peagle plan`'s
     option; ``values``: whole spellings of particular values at the props door, keyed by their JSON
     (``false="autoscaling=None"``)."""
-    return {"prop": prop, "flag": flag, "prop_values": values}
+    return {"prop": prop, "flag": flag, "prop_values": dict(values)}
 
 
 def in_words(message: str, door: Door | str = Door.FILE) -> str:

@@ -183,7 +183,8 @@ class ServingImage:
         """The image for one endpoint: an asset becomes the child "ServingImage" of ``scope``; an in-account build
         is the stack's (peagle_cdk/serving_image_build.py ServingImageBuilds), shared by the endpoints that use it."""
         if self._in_account:
-            built = build_in_account(scope, directory=self._directory, base=self._base, repository=self._repository)
+            directory, base = self._directory or INFERENCE_IMAGE_DIR, self._base or BaseImage.docker_hub()
+            built = build_in_account(scope, directory=directory, base=base, repository=self._repository)
             return BoundImage(built.image_uri, built.repository)
         if self._repository is not None:
             return BoundImage(self._repository.repository_uri_for_tag(self._tag), self._repository)
@@ -224,7 +225,13 @@ class Speculation:
     def by_batch_size(bands: list[tuple[int, int, int]]) -> Speculation:
         """K by batch size: (min_batch, max_batch, K) bands covering 1..max_num_seqs without gaps or
         overlap (vLLM's num_speculative_tokens_per_batch_size)."""
-        return Speculation(schedule=tuple(tuple(band) for band in bands))
+        for index, band in enumerate(bands):
+            if isinstance(band, str | bytes) or len(band) != 3:
+                raise TypeError(
+                    f"Speculation.by_batch_size: bands[{index}] must be (min_batch, max_batch, K), e.g. (1, 8, 4), "
+                    f"not {band!r}"
+                )
+        return Speculation(schedule=tuple((low, high, k) for low, high, k in bands))
 
     def settings(self) -> SpeculationSettings:
         owner = "Speculation.by_batch_size" if self.schedule is not None else "Speculation.fixed"

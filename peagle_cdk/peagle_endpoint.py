@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 import jsii
 from aws_cdk import Duration, Names, Stack, Token
@@ -62,6 +63,34 @@ from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 # The deployment file's defaults are the props' (one set of numbers, peagle_cdk/settings_model.py).
 _FILE = DEFAULTS
 
+# The props that become the settings model (peagle_cdk/endpoint_config.py), besides mode, name and speculation,
+# whose defaults are objects made per endpoint.
+SETTINGS_PROPS = (
+    "autoscaling",
+    "model",
+    "custom_pair",
+    "instance_type",
+    "instance_facts",
+    "instance_count",
+    "price_per_hour_usd",
+    "inference_ami_version",
+    "profile",
+    "profile_overrides",
+    "slo",
+    "rollout",
+    "ab_baseline",
+    "weights",
+    "network_isolation",
+    "container_startup_timeout",
+    "model_download_timeout",
+    "latency_sla",
+    "log_retention_days",
+    "kpi_interval",
+    "metric_publish_frequency",
+    "detailed_observability",
+    "vllm_args",
+)
+
 # CloudFormation VpcConfig (see PeagleEndpoint._placement): SecurityGroupIds "Maximum: 5", Subnets "Maximum: 16".
 MAX_VPC_SECURITY_GROUPS, MAX_VPC_SUBNETS = 5, 16
 
@@ -91,6 +120,44 @@ class PeagleEndpoint(Construct):
     AsyncInference. Give the construct the id "Default" to keep a stack's own logical ids: CDK leaves a
     path component named Default out of logical ids ("Resources with this ID are complete hidden from the
     logical ID calculation", aws/aws-cdk packages/aws-cdk-lib/core/lib/private/uniqueid.ts).
+
+    Props (``_config`` is internal: use ``PeagleEndpoint.from_config``):
+
+    :param weights: where target/ and drafter/ come from (``ModelWeights.from_bucket(bucket, prefix)``,
+        or ``from_hub()``); the role may read that prefix only.
+    :param model: a catalog pair id (`peagle catalog`), or the id of ``custom_pair``.
+    :param custom_pair: a pair the catalog lacks (peagle.catalog.ModelPair: target, drafter, facts).
+    :param instance_type: a SageMaker instance type; the catalog gives its GPU facts, or ``instance_facts``.
+    :param price_per_hour_usd: on-demand USD per instance-hour (a savings plan, another region) for the
+        plan's cost and EndpointMonitoring's cost widgets and alarm; default: the catalog's price (or
+        ``instance_facts``').
+    :param profile: chatbot | codegen | batch (sampling, lengths, SLO); ``profile_overrides`` and ``slo``
+        change single fields.
+    :param speculation: K (default ``Speculation.recommended()``: the pair's K for the profile).
+    :param mode: ``EndpointMode.variants()`` (default) or ``EndpointMode.inference_components(...)``.
+    :param autoscaling: the units' scaling, the same words in both modes; None: fixed capacity.
+    :param rollout: how updates roll out; default blue/green for variants, rolling for components.
+    :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
+    :param image: the serving image (default ``ServingImage.from_asset()``: built by `cdk deploy`).
+    :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default: the
+        stack's and this construct's ids with a hash of its path ("chatservice-coder-3f2a91bc"). Pass it
+        to pin the names: changing it replaces the endpoint.
+    :param endpoint_name: the endpoint's name (default <name>-endpoint). A physical name, so its log
+        group and metric filters exist before it logs; changing it replaces the endpoint.
+    :param role: your own execution role (trusting sagemaker.amazonaws.com); default: a new one.
+    :param vpc: run the model in your VPC (default: SageMaker's managed network); ``vpc_subnets`` default:
+        its private subnets with egress, else its isolated ones (an isolated model needs the VPC endpoints
+        in ``peagle_cdk.INTERFACE_ENDPOINTS`` and an S3 gateway endpoint; ``PrivateNetwork`` makes such a
+        VPC); ``security_groups`` default: a new one without ingress, HTTPS out only
+        (``security_group``).
+    :param network_isolation: no network or AWS credentials in the container (default: on).
+    :param latency_sla: the p90 ModelLatency the latency alarm and step scaling act on (default: the
+        profile's SLA).
+    :param metric_publish_frequency: how often SageMaker publishes the endpoint's metrics: 10 s, 30 s or 1
+        minute (the default). The alarms and scaling policies read them in one-minute periods, so the longer
+        intervals SageMaker also takes (2-5 minutes) are refused (peagle.config.ObservabilitySettings).
+    :param volume_key: KMS key for the ML storage volume; default: a new key, or none on instance types
+        with local NVMe storage, where a key does not encrypt it.
     """
 
     def __init__(
@@ -133,90 +200,19 @@ class PeagleEndpoint(Construct):
         vllm_args: Mapping[str, bool | int | float | str] | None = None,
         _config: DeploymentConfig | None = None,
     ) -> None:
-        """
-        :param weights: where target/ and drafter/ come from (``ModelWeights.from_bucket(bucket, prefix)``,
-            or ``from_hub()``); the role may read that prefix only.
-        :param model: a catalog pair id (`peagle catalog`), or the id of ``custom_pair``.
-        :param custom_pair: a pair the catalog lacks (peagle.catalog.ModelPair: target, drafter, facts).
-        :param instance_type: a SageMaker instance type; the catalog gives its GPU facts, or ``instance_facts``.
-        :param price_per_hour_usd: on-demand USD per instance-hour (a savings plan, another region) for the
-            plan's cost and EndpointMonitoring's cost widgets and alarm; default: the catalog's price (or
-            ``instance_facts``').
-        :param profile: chatbot | codegen | batch (sampling, lengths, SLO); ``profile_overrides`` and ``slo``
-            change single fields.
-        :param speculation: K (default ``Speculation.recommended()``: the pair's K for the profile).
-        :param mode: ``EndpointMode.variants()`` (default) or ``EndpointMode.inference_components(...)``.
-        :param autoscaling: the units' scaling, the same words in both modes; None: fixed capacity.
-        :param rollout: how updates roll out; default blue/green for variants, rolling for components.
-        :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
-        :param image: the serving image (default ``ServingImage.from_asset()``: built by `cdk deploy`).
-        :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default: the
-            stack's and this construct's ids with a hash of its path ("chatservice-coder-3f2a91bc"). Pass it
-            to pin the names: changing it replaces the endpoint.
-        :param endpoint_name: the endpoint's name (default <name>-endpoint). A physical name, so its log
-            group and metric filters exist before it logs; changing it replaces the endpoint.
-        :param role: your own execution role (trusting sagemaker.amazonaws.com); default: a new one.
-        :param vpc: run the model in your VPC (default: SageMaker's managed network); ``vpc_subnets`` default:
-            its private subnets with egress, else its isolated ones (an isolated model needs the VPC endpoints
-            in ``peagle_cdk.INTERFACE_ENDPOINTS`` and an S3 gateway endpoint; ``PrivateNetwork`` makes such a
-            VPC); ``security_groups`` default: a new one without ingress, HTTPS out only
-            (``security_group``).
-        :param network_isolation: no network or AWS credentials in the container (default: on).
-        :param latency_sla: the p90 ModelLatency the latency alarm and step scaling act on (default: the
-            profile's SLA).
-        :param metric_publish_frequency: how often SageMaker publishes the endpoint's metrics: 10 s, 30 s or 1
-            minute (the default). The alarms and scaling policies read them in one-minute periods, so the longer
-            intervals SageMaker also takes (2-5 minutes) are refused (peagle.config.ObservabilitySettings).
-        :param volume_key: KMS key for the ML storage volume; default: a new key, or none on instance types
-            with local NVMe storage, where a key does not encrypt it.
-        :param _config: internal; use ``PeagleEndpoint.from_config``.
-        """
         super().__init__(scope, id)
         owner = f"PeagleEndpoint {self.node.path}"
-        _check_prop_types(owner, dict(locals()))
+        props = dict(locals())
+        _check_prop_types(owner, props)
         self._vpc_given = vpc is not None or vpc_subnets is not None
         self._volume_key_given = volume_key
-        if _config is not None:  # from_config: validated already, and its messages are the file's
-            self._plan_and_build(
-                _config,
-                weights=weights,
-                image=image,
-                endpoint_name=endpoint_name,
-                role=role,
-                vpc=vpc,
-                vpc_subnets=vpc_subnets,
-                security_groups=security_groups,
-                volume_key=volume_key,
-            )
-            return
-        config = endpoint_settings(
+        # from_config: validated already, and its messages are the file's. Else the props build the settings model.
+        config = _config or endpoint_settings(
             owner=owner,
+            **{name: props[name] for name in SETTINGS_PROPS},
             mode=mode or EndpointMode.variants(),
-            autoscaling=autoscaling,
             name=name or _generated_name(self),
-            model=model,
-            custom_pair=custom_pair,
-            instance_type=instance_type,
-            instance_facts=instance_facts,
-            instance_count=instance_count,
-            price_per_hour_usd=price_per_hour_usd,
-            inference_ami_version=inference_ami_version,
-            profile=profile,
-            profile_overrides=profile_overrides,
-            slo=slo,
             speculation=speculation or Speculation.recommended(),
-            rollout=rollout,
-            ab_baseline=ab_baseline,
-            weights=weights,
-            network_isolation=network_isolation,
-            container_startup_timeout=container_startup_timeout,
-            model_download_timeout=model_download_timeout,
-            latency_sla=latency_sla,
-            log_retention_days=log_retention_days,
-            kpi_interval=kpi_interval,
-            metric_publish_frequency=metric_publish_frequency,
-            detailed_observability=detailed_observability,
-            vllm_args=vllm_args,
         )
         self._plan_and_build(
             config,
@@ -228,7 +224,7 @@ class PeagleEndpoint(Construct):
             vpc_subnets=vpc_subnets,
             security_groups=security_groups,
             volume_key=volume_key,
-            in_props_words=True,
+            in_props_words=_config is None,
         )
 
     @classmethod
@@ -283,24 +279,7 @@ class PeagleEndpoint(Construct):
         volume_key: kms.IKey | None,
         in_props_words: bool = False,
     ) -> None:
-        owner = f"PeagleEndpoint {self.node.path}"
-        try:
-            self.plans = DeploymentPlans(
-                config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
-            )
-        except PeagleError as error:
-            if not in_props_words:
-                raise
-            raise type(error)(f"{owner}: {error.in_words(Door.PROPS)}") from None
-        self._in_props_words = in_props_words
-        if not in_props_words:
-            # The file door (from_config) checks SageMaker's rules now, so a bad deployment file stops the app before
-            # it synthesizes anything, with every violation (what `cdk synth` of the YAML app exits 2 with); the
-            # construct's own validation below then finds nothing more. The one plan the app uses is this one.
-            violations = check_deployment(self.plans)
-            if violations:
-                raise DeploymentRuleError(violations)
-        self.node.add_validation(_SageMakerRules(self))
+        self._plan(config, in_props_words)
         self._config = config
         self.endpoint_name = endpoint_name or config.endpoint_name
         components = config.uses_inference_components
@@ -311,23 +290,7 @@ class PeagleEndpoint(Construct):
         self.security_group: ec2.SecurityGroup | None = None  # the one made when vpc came without security_groups
         self._subnet_ids, self._security_group_ids = self._placement(vpc, vpc_subnets, security_groups)
         self._image = (image or ServingImage.from_asset()).bind(self)
-        self.execution_role = SageMakerExecutionRole(
-            self,
-            "ExecutionRole",
-            artifacts=weights.location,
-            image_repository=self._image.repository,
-            in_vpc=bool(self._subnet_ids),
-            role=role,
-        )
-        # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
-        units_class = ComponentEndpoint if components else VariantEndpoint
-        for index, unit in enumerate(units_class.managed_of(self.unit_names)):
-            self.execution_role.grant_write_logs(
-                units_class.log_group_name(self.endpoint_name, unit),
-                sid=units_class.LOG_GRANT_SID + (variants[index] if index else ""),
-            )
-        if weights.hub_token_secret_arn:
-            self.execution_role.grant_read_secret(weights.hub_token_secret_arn)
+        self.execution_role = self._execution_role(weights, role, variants)
         self._weights = weights
 
         plan, baseline_plan = self.plans.plan, self.plans.baseline_plan
@@ -335,16 +298,16 @@ class PeagleEndpoint(Construct):
         self.baseline_model = (
             self._model("BaselineModel", baseline_plan, self.unit_names[1]) if baseline_plan is not None else None
         )
-        self.volume_key = volume_key
+        self.volume_key: kms.IKey | None = volume_key
         if volume_key is None and volume_key_allowed(plan.instance):
-            self.volume_key = kms.Key(
+            self.volume_key = kms.Key(  # pyright: ignore[reportAttributeAccessIssue]
                 self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume"
             )
         self.endpoint: ServingUnits = self._component_endpoint() if components else self._variant_endpoint()
         self._acknowledge_nvme(self.endpoint.endpoint_config)
         # The plan travels with the template (peagle/plan_record.py): the tools read it, not a deployment file.
-        self._door = "props" if in_props_words else "file"
-        unit_plans = dict(zip(self.unit_names, [plan, baseline_plan], strict=False))
+        self._door: Literal["file", "props"] = "props" if in_props_words else "file"
+        unit_plans = {name: unit for name, unit in zip(self.unit_names, [plan, baseline_plan], strict=False) if unit}
         self.endpoint.endpoint.add_metadata(
             PLAN_METADATA_KEY, plan_metadata(self._door, self.endpoint_name, unit_plans)
         )
@@ -362,6 +325,49 @@ class PeagleEndpoint(Construct):
         self._apply_rollouts()
         self.scaling = self._scale() if self.plan.autoscaling is not None else None
         self.async_endpoint: AsyncInferenceEndpoint | None = None
+
+    def _plan(self, config: DeploymentConfig, in_props_words: bool) -> None:
+        """The plan, once, from the settings model; errors in the caller's words."""
+        try:
+            self.plans = DeploymentPlans(
+                config=config, plan=plan_deployment(config), baseline_plan=plan_ab_baseline(config)
+            )
+        except PeagleError as error:
+            if not in_props_words:
+                raise
+            raise type(error)(f"PeagleEndpoint {self.node.path}: {error.in_words(Door.PROPS)}") from None
+        self._in_props_words = in_props_words
+        if not in_props_words:
+            # The file door (from_config) checks SageMaker's rules now, so a bad deployment file stops the app before
+            # it synthesizes anything, with every violation (what `cdk synth` of the YAML app exits 2 with); the
+            # construct's own validation below then finds nothing more. The one plan the app uses is this one.
+            violations = check_deployment(self.plans)
+            if violations:
+                raise DeploymentRuleError(violations)
+        self.node.add_validation(_SageMakerRules(self))
+
+    def _execution_role(
+        self, weights: ModelWeights, role: iam.IRole | None, variants: list[str]
+    ) -> SageMakerExecutionRole:
+        """The role the models run as: the weights, the image, the network, and each managed unit's log group."""
+        execution_role = SageMakerExecutionRole(
+            self,
+            "ExecutionRole",
+            artifacts=weights.location,
+            image_repository=self._image.repository,
+            in_vpc=bool(self._subnet_ids),
+            role=role,
+        )
+        # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
+        units_class = ComponentEndpoint if self._config.uses_inference_components else VariantEndpoint
+        for index, unit in enumerate(units_class.managed_of(self.unit_names)):
+            execution_role.grant_write_logs(
+                units_class.log_group_name(self.endpoint_name, unit),
+                sid=units_class.LOG_GRANT_SID + (variants[index] if index else ""),
+            )
+        if weights.hub_token_secret_arn:
+            execution_role.grant_read_secret(weights.hub_token_secret_arn)
+        return execution_role
 
     # --- read-only results ----------------------------------------------------------------------
 
@@ -404,7 +410,7 @@ class PeagleEndpoint(Construct):
 
     @property
     def role(self) -> iam.IRole:
-        return self.execution_role.role
+        return self.execution_role.role  # pyright: ignore[reportReturnType]
 
     @property
     def grant_principal(self) -> iam.IPrincipal:
@@ -606,7 +612,7 @@ class PeagleEndpoint(Construct):
             _refuse_public_subnets(vpc, selected.subnets, path)
             subnet_ids = list(selected.subnet_ids)
             _refuse_groups_of_other_vpcs(self, vpc, security_groups or [], path)
-        elif vpc_subnets.subnets:
+        elif vpc_subnets is not None and vpc_subnets.subnets:
             subnet_ids = [subnet.subnet_id for subnet in vpc_subnets.subnets]
         else:
             raise ValueError(
@@ -674,7 +680,7 @@ class PeagleEndpoint(Construct):
         config, plan, baseline_plan = self._config, self.plan, self.baseline_plan
         primary_weight = 1.0 if baseline_plan is None else (100 - config.ab_test.baseline_traffic_percent) / 100
         variants = [self._variant_spec(DEFAULT_VARIANT_NAME, self.model, plan, primary_weight)]
-        if baseline_plan is not None:
+        if baseline_plan is not None and self.baseline_model is not None:
             variants.append(
                 self._variant_spec(BASELINE_VARIANT_NAME, self.baseline_model, baseline_plan, 1.0 - primary_weight)
             )
@@ -694,6 +700,8 @@ class PeagleEndpoint(Construct):
         """Inference components: copies packed per instance, copies and instances scaled to zero. The endpoint
         config carries the Models' network isolation and VPC placement (ComponentEndpoint says why)."""
         config, plan = self._config, self.plan
+        if plan.components is None:  # the planner plans components for this mode (peagle/planner.py)
+            raise ValueError("an inference-components endpoint needs a plan with components")
         models = [self.model, self.baseline_model]
         plans = [plan, self.baseline_plan]
         specs = [
@@ -720,7 +728,7 @@ class PeagleEndpoint(Construct):
             min_instances=plan.components.min_instances,
             max_instances=plan.components.max_instances,
             inference_ami_version=plan.inference_ami_version,
-            execution_role=self.execution_role.role,
+            execution_role=self.execution_role.role,  # pyright: ignore[reportArgumentType]
             execution_role_policy=self.execution_role.policy,
             components=specs,
             network_isolation=config.network.isolation,
@@ -745,25 +753,26 @@ class PeagleEndpoint(Construct):
     def _rollout_policies(self) -> dict[str, RolloutPolicy]:
         settings = self._config.rollout
         rolling, green = settings.rolling, settings.blue_green
-        common = {
-            "strategy": settings.strategy,
-            "auto_rollback": settings.auto_rollback,
-            "batch_percent": rolling.batch_percent,
-            "rollback_batch_percent": rolling.rollback_batch_percent,
-        }
+        common = RolloutPolicy(
+            strategy=settings.strategy,
+            auto_rollback=settings.auto_rollback,
+            batch_percent=rolling.batch_percent,
+            rollback_batch_percent=rolling.rollback_batch_percent,
+            wait_seconds=rolling.wait_seconds,
+            max_execution_seconds=rolling.max_execution_seconds,
+        )
         if settings.strategy == "blue_green":
-            timing = {
-                "traffic": self._config.blue_green_traffic(),
-                "canary_percent": green.canary_percent,
-                "linear_step_percent": green.linear_step_percent,
-                "wait_seconds": green.wait_seconds,
-                "termination_wait_seconds": green.termination_wait_seconds,
-                "max_execution_seconds": green.max_execution_seconds,
-            }
-        else:
-            timing = {"wait_seconds": rolling.wait_seconds, "max_execution_seconds": rolling.max_execution_seconds}
+            common = replace(
+                common,
+                traffic=self._config.blue_green_traffic(),
+                canary_percent=green.canary_percent,
+                linear_step_percent=green.linear_step_percent,
+                wait_seconds=green.wait_seconds,
+                termination_wait_seconds=green.termination_wait_seconds,
+                max_execution_seconds=green.max_execution_seconds,
+            )
         # One update per managed unit: each component, or the variants' endpoint as its primary unit.
-        return {unit: RolloutPolicy(**common, **timing) for unit in self.endpoint.managed_units}
+        return {unit: replace(common, rollback_alarms=[]) for unit in self.endpoint.managed_units}
 
     def _apply_rollouts(self) -> None:
         for unit, policy in self._rollouts.items():
