@@ -138,7 +138,9 @@ class PeagleEndpoint(Construct):
     :param autoscaling: the units' scaling, the same words in both modes; None: fixed capacity.
     :param rollout: how updates roll out; default blue/green for variants, rolling for components.
     :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
-    :param image: the serving image (default ``ServingImage.from_asset()``: built by `cdk deploy`).
+    :param image: the serving image; default: the deployment file's default (``image.build: in_account``), i.e.
+        ``ServingImage.build_in_account()``, built in CodeBuild during `cdk deploy` with no Docker on your machine.
+        ``ServingImage.from_asset()`` builds it with your Docker instead (the earlier default).
     :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default: the
         stack's and this construct's ids with a hash of its path ("chatservice-coder-3f2a91bc"). Pass it
         to pin the names: changing it replaces the endpoint.
@@ -246,8 +248,7 @@ class PeagleEndpoint(Construct):
         """The endpoint a validated deployment config describes (what the YAML app does), planned once from it,
         its messages in the file's words. The props that are CDK objects, which a file cannot hold, are given
         as to the constructor; everything else is the config's. ``image`` None: the config's ``image`` section
-        (by default built in the account during `cdk deploy`; the constructor's default stays a local Docker
-        build, which a construct user chooses against explicitly)."""
+        (by default built in the account during `cdk deploy`, the constructor's default too)."""
         prop_types.check_instance(
             f"PeagleEndpoint.from_config {id}", "config", config, DeploymentConfig, "a peagle.config.DeploymentConfig"
         )
@@ -289,7 +290,8 @@ class PeagleEndpoint(Construct):
 
         self.security_group: ec2.SecurityGroup | None = None  # the one made when vpc came without security_groups
         self._subnet_ids, self._security_group_ids = self._placement(vpc, vpc_subnets, security_groups)
-        self._image = (image or ServingImage.from_asset()).bind(self)
+        # One default for both doors, by construction: the settings model's (ImageSettings, docs/library.md says why).
+        self._image = (image or ServingImage.from_settings(DEFAULTS.image)).bind(self)
         self.execution_role = self._execution_role(weights, role, variants)
         self._weights = weights
 
