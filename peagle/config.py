@@ -21,6 +21,9 @@ from peagle.setting_refs import Door, duration, field_words, in_words, setting, 
 from peagle_serve.contract import ScheduleBand, schedule_problems
 
 DEFAULT_DEPLOYMENT_FILE = "deployments/default.yaml"
+# The share of a measured capacity the scaling targets aim at: one default for the scaling settings (both doors)
+# and `peagle capacity --headroom`, which writes it into its snippet.
+DEFAULT_HEADROOM = 0.8
 
 # CDK context key -> path in the deployment file. Keep these names stable:
 # users' scripts and CI pass them with `cdk synth -c key=value`.
@@ -136,7 +139,9 @@ class ProfileOverrides(StrictModel):
         default=None, description="the request length max_num_seqs is sized for"
     )
     latency_sla_p90_seconds: float | None = Field(
-        default=None, gt=0, description="p90 ModelLatency the latency alarm and the latency step scaling use"
+        default=None,
+        gt=0,
+        description="deprecated: the same as alarms.latency_sla_p90_seconds, the one key for the latency SLA",
     )
     ttft_target_seconds: float | None = Field(
         default=None, gt=0, description="the same as slo.ttft_seconds (older name)"
@@ -460,7 +465,7 @@ class AutoscalingSettings(StrictModel):
         json_schema_extra=spelled("Autoscaling(max_requests_per_second=...)"),
     )
     headroom: float = Field(
-        default=0.5,
+        default=DEFAULT_HEADROOM,
         gt=0,
         le=1,
         description="share of max_requests_per_second the invocations target aims at (formerly safety_factor)",
@@ -978,6 +983,32 @@ class DeploymentConfig(StrictModel):
         json_schema_extra=spelled("vllm_args"),
         description="extra vLLM flags (name without '--'), passed through as SM_VLLM_*",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _latency_sla_moved(cls, data: object) -> object:
+        """One key for the latency SLA: profile_overrides.latency_sla_p90_seconds still loads, as
+        alarms.latency_sla_p90_seconds, with a FutureWarning."""
+        if not isinstance(data, dict) or not isinstance(data.get("profile_overrides"), dict):
+            return data
+        overrides = dict(data["profile_overrides"])
+        if "latency_sla_p90_seconds" not in overrides:
+            return data
+        alarms = data.get("alarms", {})
+        if isinstance(alarms, dict) and "latency_sla_p90_seconds" in alarms:
+            raise ValueError(
+                "profile_overrides.latency_sla_p90_seconds is the old place of alarms.latency_sla_p90_seconds; give "
+                "only alarms.latency_sla_p90_seconds"
+            )
+        warnings.warn(
+            "profile_overrides.latency_sla_p90_seconds is deprecated: it is now alarms.latency_sla_p90_seconds (the "
+            "same meaning); move it in the deployment file",
+            FutureWarning,
+            stacklevel=2,
+        )
+        value = overrides.pop("latency_sla_p90_seconds")
+        alarms = {**alarms, "latency_sla_p90_seconds": value} if isinstance(alarms, dict) else alarms
+        return {**data, "profile_overrides": overrides, "alarms": alarms}
 
     @model_validator(mode="before")
     @classmethod

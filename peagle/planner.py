@@ -221,9 +221,12 @@ class Plan:
         return self.speculative_tokens > 0
 
     scales_on_concurrency: bool = True  # autoscaling on, tracking requests in flight
-    # The p90 ModelLatency over which the latency alarm fires and the latency step adds capacity: the
-    # deployment's alarms.latency_sla_p90_seconds, else the profile's SLA.
-    latency_sla_p90_seconds: float = 0.0
+
+    @property
+    def latency_sla_p90_seconds(self) -> float:
+        """The p90 ModelLatency over which the latency alarm fires and the latency step adds capacity: the
+        deployment's alarms.latency_sla_p90_seconds, else the profile's SLA (held once, in the plan's profile)."""
+        return self.profile.latency_sla_p90_seconds
 
     @property
     def gpus_per_metric(self) -> int:
@@ -404,6 +407,8 @@ def _resolve_profile(config: DeploymentConfig) -> Profile:
         slo_changes.setdefault("ttft_seconds", overrides.pop("ttft_target_seconds"))
     # Validated again as a whole (at least one bound).
     slo = Slo.model_validate({**base.slo.model_dump(), **slo_changes})
+    if config.alarms.latency_sla_p90_seconds is not None:  # the one key for the latency SLA, in both doors
+        overrides["latency_sla_p90_seconds"] = config.alarms.latency_sla_p90_seconds
     profile = base.model_copy(
         update={
             "sampling": sampling,
@@ -575,7 +580,6 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         autoscaling=_resolved_scaling(config, components),
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
-        latency_sla_p90_seconds=config.alarms.latency_sla_p90_seconds or profile.latency_sla_p90_seconds,
         notes=tuple(notes),
     )
 

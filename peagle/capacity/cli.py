@@ -30,6 +30,7 @@ from peagle.client.cli import (
     instance_price,
     sampling_error,
 )
+from peagle.config import DEFAULT_HEADROOM
 from peagle.local.served import LocalServerFailed, serve_local
 from peagle.local.tiny_pair import PAIRS
 from peagle.slo import add_slo_arguments
@@ -40,7 +41,6 @@ DEFAULT_BUCKETS = "short"
 # About 10 minutes in all for a local pair on a 2-core machine: the engine's ~30-60 s start,
 # nine minutes of levels, the server's drain.
 DEFAULT_TIME_BUDGET_SECONDS = 540.0
-DEFAULT_HEADROOM = 0.8
 DEFAULT_MIN_LEVEL_SECONDS = 15.0
 # The ramp, in unloaded request latencies: in flight climbs to its steady count over about one loaded
 # latency, which is longer than an unloaded one.

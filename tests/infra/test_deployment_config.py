@@ -168,3 +168,20 @@ def test_the_old_copy_bounds_move_to_autoscaling_with_a_deprecation(tmp_path):
     both = text + "autoscaling:\n  max_capacity: 4\n"
     with pytest.raises(ConfigError, match=r"max_copies is the old place of autoscaling.max_capacity; give only"):
         load_deployment_config(write_deployment(tmp_path, both))
+
+
+def test_the_latency_sla_has_one_key_and_the_plan_holds_it_once(tmp_path):
+    """profile_overrides.latency_sla_p90_seconds and alarms.latency_sla_p90_seconds were two keys for one SLA, and
+    the plan carried it twice (its own field and its profile's)."""
+    from peagle.planner import plan_deployment
+
+    with pytest.warns(FutureWarning, match=r"it is now alarms.latency_sla_p90_seconds"):
+        config = load_deployment_config(
+            write_deployment(tmp_path, "profile_overrides:\n  latency_sla_p90_seconds: 7\n")
+        )
+    assert config.alarms.latency_sla_p90_seconds == 7
+    plan = plan_deployment(config)
+    assert plan.latency_sla_p90_seconds == plan.profile.latency_sla_p90_seconds == 7
+    both = "profile_overrides:\n  latency_sla_p90_seconds: 7\nalarms:\n  latency_sla_p90_seconds: 8\n"
+    with pytest.raises(ConfigError, match=r"give only alarms.latency_sla_p90_seconds"):
+        load_deployment_config(write_deployment(tmp_path, both))

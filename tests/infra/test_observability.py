@@ -184,12 +184,12 @@ def test_invocations_target_needs_a_measured_rps_and_uses_the_headroom(synth, tm
         ConfigError, match=r"needs autoscaling.max_requests_per_second: measure it with `peagle capacity`"
     ):
         config_from_overrides({}, base={"autoscaling": {"target": "invocations"}})
-    path = write_deployment(tmp_path, "autoscaling:\n  target: invocations\n  max_rps_per_instance: 2.0\n")
+    path = write_deployment(tmp_path, "autoscaling:\n  target: invocations\n  max_requests_per_second: 2.0\n")
     policies = _policies(synth(deployment=path))
     (invocations,) = [p for name, p in policies.items() if "InvocationsPerInstance" in name]
     config = invocations["TargetTrackingScalingPolicyConfiguration"]
     assert config["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
-    assert config["TargetValue"] == 2.0 * 0.5 * 60
+    assert config["TargetValue"] == 2.0 * 0.8 * 60  # the headroom's one default, `peagle capacity`'s too
 
 
 def test_scheduled_scaling_for_off_peak_hours(synth, tmp_path):
