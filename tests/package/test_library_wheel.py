@@ -292,10 +292,10 @@ def test_a_command_that_needs_the_cli_extra_says_how_to_install_it(installed_exa
 def test_the_runtime_access_check_passes_on_both_examples_from_the_wheel(installed_example, tmp_path):
     """Both examples synthesize with RuntimeAccessChecks among their plugins (a missing grant would have failed
     their synth), and the wheel's `peagle access` reads their assemblies and finds every runtime grant."""
-    # own-cdk-app builds its image with the local Docker: its execution role alone; the minimal app's in-account
-    # build adds the build's role, its handler's role and EventBridge.
+    # Both build their image in the account (the constructor's default, and the minimal app's explicit choice): the
+    # execution role, the build's role, its handler's role and EventBridge.
     for cdk_out, principals in (
-        (installed_example.cdk_out, "1 principal:"),
+        (installed_example.cdk_out, "4 principals"),
         (installed_example.minimal_cdk_out, "4 principals"),
     ):
         checked = _peagle(installed_example, "access", "--cdk-out", str(cdk_out), cwd=tmp_path)
@@ -430,13 +430,20 @@ def test_the_function_may_invoke_the_endpoint(installed_example):
 
 
 def test_the_serving_images_build_context_is_an_asset_of_the_assembly(installed_example):
+    """The constructor's default image is built in the account: the wheel's build context goes up as a file asset
+    (no Docker image asset), the launcher whole."""
     assets = json.loads((installed_example.cdk_out / f"{STACK}.assets.json").read_text())
-    ((image_hash, image),) = assets["dockerImages"].items()
-    staged = installed_example.cdk_out / image["source"]["directory"]
+    assert assets.get("dockerImages", {}) == {}
+    (staged,) = [
+        installed_example.cdk_out / asset["source"]["path"]
+        for asset in assets["files"].values()
+        if (installed_example.cdk_out / asset["source"]["path"] / "Dockerfile").is_file()
+    ]
     assert (staged / "Dockerfile").read_bytes() == (IMAGE_CONTEXT / "Dockerfile").read_bytes()
     launcher = sorted(path.name for path in (IMAGE_CONTEXT / "peagle_serve").glob("*.py"))
     assert sorted(path.name for path in (staged / "peagle_serve").glob("*.py")) == launcher
     for name in launcher:
         assert (staged / "peagle_serve" / name).read_bytes() == (IMAGE_CONTEXT / "peagle_serve" / name).read_bytes()
     _, model = _only(installed_example.template, "AWS::SageMaker::Model")
-    assert image_hash in json.dumps(model["Properties"]["PrimaryContainer"]["Image"])
+    (build_id,) = _resources(installed_example.template, "Custom::PeagleServingImageBuild")
+    assert build_id in json.dumps(model["Properties"]["PrimaryContainer"]["Image"])  # the image that build tags
