@@ -262,12 +262,14 @@ class ImageSettings(StrictModel):
     )
     pull_through_cache_secret_arn: str | None = Field(
         default=None,
+        json_schema_extra=spelled("ServingImage.build_in_account(base=BaseImage.pull_through_cache(...))"),
         description="in_account: pull the vLLM base through an ECR pull-through cache of Docker Hub (created with "
         "the stack) with these Docker Hub credentials, a Secrets Manager secret named ecr-pullthroughcache/..., "
         "instead of anonymously (Docker Hub's limits apply to CodeBuild's shared addresses)",
     )
     pull_through_cache_prefix: str | None = Field(
         default=None,
+        json_schema_extra=spelled("BaseImage.pull_through_cache(repository_prefix=...)"),
         description="in_account: the pull-through cache rule's ECR repository prefix. With "
         "pull_through_cache_secret_arn: the prefix of the rule the stack creates (default: derived from the stack "
         "and the secret, so a new secret makes a new rule beside the old one; a rule's prefix is its identity and "
@@ -275,6 +277,7 @@ class ImageSettings(StrictModel):
     )
     base_mirror: str | None = Field(
         default=None,
+        json_schema_extra=spelled("ServingImage.build_in_account(base=BaseImage.mirror(...))"),
         description="in_account: pull the vLLM base from your ECR copy of it instead, "
         "<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag> (or @sha256:<digest>), in the endpoint's region",
     )
@@ -912,6 +915,11 @@ class AsyncInferenceSettings(StrictModel):
 
     enabled: bool = Field(
         default=False,
+        json_schema_extra=spelled(
+            "PeagleEndpoint.add_async_endpoint(...)",
+            true="a PeagleEndpoint.add_async_endpoint(...) call",
+            false="no PeagleEndpoint.add_async_endpoint() call",
+        ),
         description="a second endpoint (<name>-async) on the same Model, e.g. for long summarisation: requests "
         "queue, results land under async/output/, SNS topics report success and failure",
     )

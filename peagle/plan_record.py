@@ -20,12 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
 from peagle.errors import PeagleError
 from peagle.planner import Plan
+
+if TYPE_CHECKING:
+    from peagle.access.assembly import AssemblyStack
 
 METADATA_KEY = "peagle:plan"
 # Raise when the record's shape changes; a reader refuses a version it does not know, rather than guess.
@@ -83,3 +87,22 @@ def read_records(template: Mapping[str, Any], *, source: str) -> list[PlanRecord
             raise PlanRecordError(f"{source}: endpoint {logical_id}'s recorded plan cannot be read ({error})") from None
         records.append(PlanRecord(data["door"], data["endpoint_name"], units, logical_id))
     return records
+
+
+def recorded_stack(cdk_out: str | Path, *, flag: str) -> AssemblyStack | None:
+    """The stack of the app synthesized into ``cdk_out`` whose template records a P-EAGLE plan: the YAML app's
+    endpoint stack (peagle.preflight.cli.ENDPOINT_STACK_ID) when it records one, else the only stack that does; None when none does (an
+    assembly of an earlier peagle). PlanRecordError when several stacks do and none is the YAML app's (``flag``: the
+    caller's option that names a template instead); AssemblyError when ``cdk_out`` is no cloud assembly."""
+    from peagle.access.assembly import Assembly
+    from peagle.preflight.cli import ENDPOINT_STACK_ID
+
+    stacks = Assembly.from_cdk_out(cdk_out).stacks
+    recording = [stack for stack in stacks if read_records(stack.template, source=str(stack.path))]
+    preferred = [stack for stack in recording if stack.id == ENDPOINT_STACK_ID]
+    if len(recording) > 1 and not preferred:
+        names = ", ".join(f"{stack.id} ({stack.path})" for stack in recording)
+        raise PlanRecordError(
+            f"{cdk_out} has several stacks with P-EAGLE endpoints: {names}; pass {flag} with one of them"
+        )
+    return (preferred or recording or [None])[0]

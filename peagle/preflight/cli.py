@@ -15,10 +15,10 @@ from pathlib import Path
 from peagle.config import DEFAULT_DEPLOYMENT_FILE
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_AWS = 0, 1, 2, 3
+DEPLOYMENT_TAG = "peagle:deployment"  # app.py tags every stack with the deployment's name
 # The endpoint stack's construct id in app.py: the artifact id in cdk.out/manifest.json
 # (docs/deployment.md, "Stacks, names and outputs": cdk selects stacks by their construct ids).
 ENDPOINT_STACK_ID = "PeagleEndpoint"
-DEPLOYMENT_TAG = "peagle:deployment"  # app.py tags every stack with the deployment's name
 _FROM_MANIFEST = ""  # --stack given without a name
 
 
@@ -36,14 +36,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--deployment",
-        help=f"the deployment YAML being deployed (default {DEFAULT_DEPLOYMENT_FILE}); "
-        "checked against cdk.out and named in the safe sequences",
+        help=f"the YAML app's deployment file being deployed (default {DEFAULT_DEPLOYMENT_FILE}); checked against "
+        "cdk.out and named in the safe sequences. An app of your own needs none: the template records the plan and "
+        "which door made it, and the safe sequences name your PeagleEndpoint props",
     )
     parser.add_argument(
         "--new",
         type=Path,
         metavar="TEMPLATE",
-        help=f"template to deploy (default: the {ENDPOINT_STACK_ID} stack's template in --cdk-out)",
+        help=f"template to deploy (default: the {ENDPOINT_STACK_ID} stack's template in --cdk-out, else the stack "
+        "there whose template records a P-EAGLE plan: your own app's)",
     )
     parser.add_argument(
         "--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"
@@ -113,8 +115,22 @@ def _preflight(args: argparse.Namespace) -> int:
             found = StackTemplate.empty(source=f"stack {stack_name} (none)")
         old = found
 
-    context = CheckContext(deployment_file=deployment_file, allow_replace=args.allow_replace, account=account)
+    context = CheckContext(
+        deployment_file=deployment_file, allow_replace=args.allow_replace, account=account, **_made_by(new)
+    )
     return _report(check_transition(old, new, context))
+
+
+def _made_by(new) -> dict:
+    """The door and model pair the new template's recorded plan names (peagle/plan_record.py): the safe sequences
+    speak that door's words. A template of an earlier peagle records none: the deployment file's words."""
+    from peagle.plan_record import read_records
+    from peagle.setting_refs import Door
+
+    records = read_records(new.body, source=new.source)
+    if not records:
+        return {}
+    return {"door": Door(records[0].door), "pair_id": records[0].primary.pair_id}
 
 
 def _new_template(args: argparse.Namespace, *, flag: str = "--new") -> tuple[Path, str | None]:
@@ -125,14 +141,17 @@ def _new_template(args: argparse.Namespace, *, flag: str = "--new") -> tuple[Pat
     if args.new is not None:
         return args.new, _stack_name_beside(args.new)
     manifest_path = args.cdk_out / "manifest.json"
-    synth = f"run `npx cdk synth -c deployment={args.deployment or DEFAULT_DEPLOYMENT_FILE}` (or `make synth`) first, or pass {flag}"
+    synth = (
+        f"run `npx cdk synth -c deployment={args.deployment or DEFAULT_DEPLOYMENT_FILE}` (or `make synth`), or your "
+        f"own app's `cdk synth`, first, or pass {flag}"
+    )
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise TemplateError(f"cannot read {manifest_path} ({error}); {synth}") from None
     artifact = manifest.get("artifacts", {}).get(ENDPOINT_STACK_ID)
     if not artifact or "templateFile" not in artifact.get("properties", {}):
-        raise TemplateError(f"{manifest_path} has no {ENDPOINT_STACK_ID} stack; {synth}")
+        return _recording_stack(args.cdk_out, flag=flag, synth=synth)
     properties = artifact["properties"]
     if args.deployment:
         from peagle.config import load_deployment_config
@@ -144,6 +163,24 @@ def _new_template(args: argparse.Namespace, *, flag: str = "--new") -> tuple[Pat
                 f"{args.cdk_out} holds deployment {synthesized!r}, not {expected!r} ({args.deployment}); {synth}"
             )
     return args.cdk_out / properties["templateFile"], properties.get("stackName")
+
+
+def _recording_stack(cdk_out: Path, *, flag: str, synth: str) -> tuple[Path, str | None]:
+    """An app of your own (no YAML app's endpoint stack): its stack whose template records a P-EAGLE plan."""
+    from peagle.access.assembly import AssemblyError
+    from peagle.plan_record import PlanRecordError, recorded_stack
+    from peagle.preflight.template import TemplateError
+
+    try:
+        stack = recorded_stack(cdk_out, flag=flag)
+    except (AssemblyError, PlanRecordError) as error:
+        raise TemplateError(str(error)) from None
+    if stack is None:
+        raise TemplateError(
+            f"{cdk_out / 'manifest.json'} has no {ENDPOINT_STACK_ID} stack and no stack whose template records a "
+            f"P-EAGLE plan (a PeagleEndpoint of this peagle records one); {synth}"
+        )
+    return stack.path, stack.stack_name
 
 
 def _stack_name_beside(template: Path) -> str | None:

@@ -43,6 +43,7 @@ from peagle.preflight.rules import (
     updated_in_place,
 )
 from peagle.preflight.template import Component, StackTemplate, canonical
+from peagle.setting_refs import setting
 
 COMPONENT_SCHEMA = (
     "CloudFormation resource schema of AWS::SageMaker::InferenceComponent (no createOnlyProperties; "
@@ -138,12 +139,13 @@ def component_instance_type(old: StackTemplate, new: StackTemplate, context: Che
             if replacement is None or canonical(replacement.instance_type) == canonical(variant.instance_type):
                 continue
             old_type, new_type = old.render(variant.instance_type), new.render(replacement.instance_type)
-            dep = context.deployment_file
+            dep = context.settings_home
             # A copy count may scale to zero only with autoscaling on (peagle/deployment_rules.py, rule
             # inference-components): while it is off, the floor must be a fixed count.
             to_zero = [name for name in scaled if _number(old, targets[name].min_capacity) == 0]
             fixed = (
-                f" with `autoscaling.min_capacity` unset (a fixed count of `initial_copies`; "
+                f" with `{setting('autoscaling.min_capacity')}` unset (a fixed count of "
+                f"`{setting('endpoint.inference_components.initial_copies')}`; "
                 f"{', '.join(to_zero)} may scale to zero only with autoscaling on)"
                 if to_zero
                 else ""
@@ -162,12 +164,13 @@ def component_instance_type(old: StackTemplate, new: StackTemplate, context: Che
                     "help: CloudFormation deregisters the scalable targets only after the endpoint update",
                     source=AUTOSCALING_UPDATE,
                     safe_sequence=(
-                        f"set `autoscaling.enabled: false` in {dep}{fixed}, keep `instance.type: {old_type}`, and deploy "
+                        f"set `{setting('autoscaling.enabled', False)}` in {dep}{fixed}, keep "
+                        f"`{setting('instance.type', old_type)}`, and deploy "
                         "(CloudFormation deletes the copy-count scaling policies and deregisters the targets; the "
                         "copy counts stay where autoscaling left them)",
-                        f"set `instance.type: {new_type}` and deploy",
-                        "set `autoscaling.enabled: true` and deploy (registers the copy counts again)"
-                        + (", with `autoscaling.min_capacity: 0` again" if to_zero else ""),
+                        f"set `{setting('instance.type', new_type)}` and deploy",
+                        f"set `{setting('autoscaling.enabled', True)}` and deploy (registers the copy counts again)"
+                        + (f", with `{setting('autoscaling.min_capacity', 0)}` again" if to_zero else ""),
                     ),
                 )
             )
@@ -211,9 +214,9 @@ def component_rename(old: StackTemplate, new: StackTemplate, context: CheckConte
                 "roll back (--allow-replace does not cover this)",
                 source=UPDATE_INFERENCE_COMPONENT,
                 safe_sequence=(
-                    f"keep the component's name and endpoint in this stack: restore `name` in {context.deployment_file} "
-                    f"(the component is named `<name>-primary`, the endpoint `<name>-endpoint`), or the construct's "
-                    "component name",
+                    f"keep the component's name and endpoint in this stack: restore `{setting('name')}` in "
+                    f"{context.settings_home} (the component is named `<name>-primary`, the endpoint "
+                    "`<name>-endpoint`), or the construct's component name",
                     f"to serve as {new_name}, deploy it as a second stack beside this one: a new `name` is a new stack "
                     "(`peagle preflight --stack` reports a first deploy), then deploy it",
                     f"move clients to `--inference-component {new_name}` and check it with `peagle smoke`; then "
@@ -268,7 +271,7 @@ def component_rolling_update_at_zero(old: StackTemplate, new: StackTemplate, con
                     "if it is 0, wake the component first (`peagle invoke --endpoint "
                     f"{before.endpoint_name or '<endpoint>'} --inference-component {name} --prompt hello`; the client "
                     "waits through the cold start), then deploy while a copy serves, within "
-                    "`endpoint.inference_components.scale_to_zero_after_idle_minutes`",
+                    f"`{setting('endpoint.inference_components.scale_to_zero_after_idle_minutes')}`",
                 ),
             )
         )
@@ -315,7 +318,8 @@ def component_copy_count_reset(old: StackTemplate, new: StackTemplate, context: 
                 safe_sequence=(
                     _describe_copy_count(name),
                     f"deploy while the live count is close to {new_count} (low traffic), or set "
-                    f"`endpoint.inference_components.initial_copies` in {context.deployment_file} to the live count for "
+                    f"`{setting('endpoint.inference_components.initial_copies')}` in {context.settings_home} to the live "
+                    "count for "
                     "this deploy; autoscaling moves it from there",
                 ),
             )

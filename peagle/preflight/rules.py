@@ -10,7 +10,7 @@ the deployment file's terms.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from peagle.preflight.fixed_identifiers import (
     FixedIdentifier,
 )
 from peagle.preflight.template import Endpoint, LogGroup, StackTemplate, at_pointer, canonical
+from peagle.setting_refs import Door, in_words, setting
 
 # What `peagle stage` writes under a weights prefix (peagle/stage/plan.py's layout), and
 # what the launcher looks for first (inference_image/peagle_serve/model_layout.py).
@@ -43,6 +44,15 @@ class Finding:
     source: str  # the document that says so
     safe_sequence: tuple[str, ...] = ()
 
+    def in_words(self, door: Door) -> Finding:
+        """This finding with the settings it names spelled for ``door`` (peagle.setting_refs)."""
+        return replace(
+            self,
+            what=in_words(self.what, door),
+            why=in_words(self.why, door),
+            safe_sequence=tuple(in_words(step, door) for step in self.safe_sequence),
+        )
+
 
 class AccountProbe(Protocol):
     """Read-only questions to the target account (``--stack`` mode); absent in file mode."""
@@ -58,9 +68,29 @@ class AccountProbe(Protocol):
 
 @dataclass(frozen=True)
 class CheckContext:
-    deployment_file: str  # named in the safe sequences
+    deployment_file: str  # named in the safe sequences of a file-made endpoint
     allow_replace: bool = False
     account: AccountProbe | None = None
+    # Whose words the safe sequences are in: the door that made the new template's endpoint, as its recorded plan
+    # says (peagle/plan_record.py). Rules name settings with peagle.setting_refs.setting(); the report spells them.
+    door: Door = Door.FILE
+    pair_id: str | None = None  # the model pair the new template serves, from its recorded plan
+
+    def stage_command(self, prefix: str) -> str:
+        """The command that stages the weights under ``prefix``: from the deployment file, or (props) by pair."""
+        if self.door is Door.FILE:
+            return f"peagle stage --deployment {self.deployment_file}"
+        return f"peagle stage --model {self.pair_id or '<pair id>'} --s3-uri {prefix}"
+
+    @property
+    def settings_home(self) -> str:
+        """Where the caller changes a setting."""
+        return self.deployment_file if self.door is Door.FILE else "your app's PeagleEndpoint props"
+
+
+def _strategy(guardrail: str) -> str:
+    """rollout.strategy's value for a DeploymentConfig guardrail."""
+    return "rolling" if guardrail == "rolling" else "blue_green"
 
 
 Rule = Callable[[StackTemplate, StackTemplate, CheckContext], list[Finding]]
@@ -130,10 +160,9 @@ def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context
                 'name as the old endpoint configuration." UpdateEndpoint would fail and CloudFormation roll back',
                 source=GUARDRAIL_EXCLUSIONS,
                 safe_sequence=(
-                    f"deploy this change once with `rollout.strategy: none` in {context.deployment_file} (SageMaker's plain "
-                    "update: no guardrails, no auto-rollback)",
-                    f"then set the strategy back (`rollout.strategy: {'rolling' if guardrail == 'rolling' else 'blue_green'}`) "
-                    "with your next deploy",
+                    f"deploy this change once with `{setting('rollout.strategy', 'none')}` in {context.settings_home} "
+                    "(SageMaker's plain update: no guardrails, no auto-rollback)",
+                    f"then set the strategy back (`{setting('rollout.strategy', _strategy(guardrail))}`) with your next deploy",
                 ),
             )
         )
@@ -187,14 +216,14 @@ def _autoscaled_instance_type(
     context: CheckContext,
 ) -> Finding:
     old_text, new_text = old.render(old_type), new.render(new_type)
-    dep = context.deployment_file
+    dep = context.settings_home
     if endpoint.asynchronous:
         # The asynchronous endpoint's scaling is part of async_inference (stacks/endpoint_stack.py):
         # it cannot be switched off while the endpoint stays.
-        off = "`async_inference.enabled: false` (deletes the asynchronous endpoint; let its queue drain first)"
-        on = "`async_inference.enabled: true`"
+        off = f"`{setting('async_inference.enabled', False)}` (deletes the asynchronous endpoint; let its queue drain first)"
+        on = f"`{setting('async_inference.enabled', True)}`"
     else:
-        off, on = "`autoscaling.enabled: false`", "`autoscaling.enabled: true`"
+        off, on = f"`{setting('autoscaling.enabled', False)}`", f"`{setting('autoscaling.enabled', True)}`"
     return Finding(
         rule="autoscaled-instance-type",
         severity=Severity.REFUSE,
@@ -205,9 +234,9 @@ def _autoscaled_instance_type(
         "deregisters the scalable target only after the endpoint update",
         source=AUTOSCALING_UPDATE,
         safe_sequence=(
-            f"set {off} in {dep}, keep `instance.type: {old_text}`, and deploy (CloudFormation deletes the scaling "
-            "policies and deregisters the scalable target)",
-            f"set `instance.type: {new_text}` and deploy",
+            f"set {off} in {dep}, keep `{setting('instance.type', old_text)}`, and deploy (CloudFormation deletes the "
+            "scaling policies and deregisters the scalable target)",
+            f"set `{setting('instance.type', new_text)}` and deploy",
             f"set {on} and deploy (registers the new instances with autoscaling)",
         ),
     )
@@ -222,8 +251,8 @@ def _autoscaled_variant_removed(endpoint: Endpoint, variant: str, context: Check
         "CloudFormation deregisters the scalable target only after the endpoint update",
         source=AUTOSCALING_UPDATE,
         safe_sequence=(
-            f"deploy once with autoscaling of variant {variant} removed (`autoscaling.enabled: false` in "
-            f"{context.deployment_file}), keeping the variant",
+            f"deploy once with autoscaling of variant {variant} removed (`{setting('autoscaling.enabled', False)}` in "
+            f"{context.settings_home}), keeping the variant",
             "then remove the variant and deploy",
         ),
     )
@@ -365,12 +394,12 @@ def weights_prefix(old: StackTemplate, new: StackTemplate, context: CheckContext
     before = {canonical(uri): uri for uri in old.weights_uris().values()}
     after = {canonical(uri): uri for uri in new.weights_uris().values()}
     findings = []
-    stage = f"stage it first: `peagle stage --deployment {context.deployment_file}`"
     old_text = ", ".join(sorted(old.render(uri) for uri in before.values())) or "none"
     for key, uri in sorted(after.items()):
         if key in before:
             continue
         shown = new.render(uri)
+        stage = f"stage it first: `{context.stage_command(shown)}`"
         what = f"weights prefix {old_text} -> {shown}"
         if context.account is None:
             findings.append(
@@ -428,8 +457,8 @@ def weights_prefix(old: StackTemplate, new: StackTemplate, context: CheckContext
                 rule="weights-prefix",
                 severity=Severity.WARN,
                 what=f"weights prefix {old_text} -> none",
-                why="the Models no longer read weights from S3: with `artifacts.source: hub` the container downloads "
-                "target and drafter at start-up (network.isolation must be false)",
+                why="the Models no longer read weights from S3: with `{setting('artifacts.source', 'hub')}` the "
+                f"container downloads target and drafter at start-up (`{setting('network.isolation', False)}`)",
                 source=STAGING_DOC,
             )
         )
@@ -506,7 +535,7 @@ def endpoint_mode_switch(old: StackTemplate, new: StackTemplate, context: CheckC
                 "that update, and a failed one leaves the live endpoint to CloudFormation's rollback",
                 source=UPDATE_ENDPOINT,
                 safe_sequence=(
-                    f"deploy the new mode as a second endpoint: set a new `name` in {context.deployment_file} "
+                    f"deploy the new mode as a second endpoint: set a new `{setting('name')}` in {context.settings_home} "
                     "(a new stack and endpoint beside the old one)",
                     "move clients to it (with inference components: `--inference-component <name>-primary`) and "
                     "check it with `peagle smoke`",
@@ -585,7 +614,8 @@ _ALREADY_EXISTS = (
 @dataclass(frozen=True)
 class NewName:
     """How this app's settings give a fixed-name resource another name (``rename``: what to set), or take it out
-    of the stack for one deploy (``drop``) and bring it back (``restore``); ``{deployment_file}`` is filled in."""
+    of the stack for one deploy (``drop``) and bring it back (``restore``); ``{home}`` is filled in (where the
+    settings are, peagle.preflight.rules.CheckContext.settings_home)."""
 
     rename: str
     drop: str
@@ -596,12 +626,11 @@ class NewName:
 # rule's prefix is chosen in peagle_cdk/serving_image_build.py.) Types not listed get the generic wording.
 NEW_NAMES: dict[str, NewName] = {
     PULL_THROUGH_CACHE_RULE: NewName(
-        rename="a new prefix (remove `image.pull_through_cache_prefix` from {deployment_file}, and "
-        "`repository_prefix=` from `BaseImage.pull_through_cache(secret, ...)` in the library, for one derived from "
-        "the stack and the secret; or set another)",
-        drop="remove `image.pull_through_cache_secret_arn` and `image.pull_through_cache_prefix` from "
-        "{deployment_file} and deploy: the stack deletes the rule (an image this deploy builds pulls the vLLM base "
-        "from Docker Hub anonymously)",
+        rename=f"a new prefix (remove `{setting('image.pull_through_cache_prefix')}` from {{home}}, for one derived "
+        "from the stack and the secret; or set another)",
+        drop=f"remove `{setting('image.pull_through_cache_secret_arn')}` and "
+        f"`{setting('image.pull_through_cache_prefix')}` from {{home}} and deploy: the stack deletes the rule (an "
+        "image this deploy builds pulls the vLLM base from Docker Hub anonymously)",
         restore="set them again, with the new secret, and deploy: the rule is created with the new settings",
     ),
 }
@@ -644,11 +673,11 @@ def _property(pointer: str) -> str:
 def _naming(row: FixedIdentifier, context: CheckContext) -> NewName:
     settings = NEW_NAMES.get(row.resource_type)
     if settings is not None:
-        dep = context.deployment_file
+        home = context.settings_home
         return NewName(
-            settings.rename.format(deployment_file=dep),
-            settings.drop.format(deployment_file=dep),
-            settings.restore.format(deployment_file=dep),
+            in_words(settings.rename.format(home=home), context.door),
+            in_words(settings.drop.format(home=home), context.door),
+            settings.restore,
         )
     return NewName(
         rename=f"another {' and '.join(_property(pointer) for pointer in row.name)}",
@@ -763,4 +792,6 @@ def check_transition(old: StackTemplate, new: StackTemplate, context: CheckConte
     # top, so that neither module's import depends on the other having finished.
     from peagle.preflight.component_rules import COMPONENT_RULES
 
-    return [finding for rule in (*RULES, *COMPONENT_RULES) for finding in rule(old, new, context)]
+    return [
+        finding.in_words(context.door) for rule in (*RULES, *COMPONENT_RULES) for finding in rule(old, new, context)
+    ]

@@ -218,25 +218,19 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _template_with_plan(cdk_out: Path) -> Path | None:
-    """The template in ``cdk_out`` that records a P-EAGLE plan: the YAML app's endpoint stack, else the only stack
-    of the app that records one; None when none does (an assembly of an earlier peagle)."""
-    from peagle.access.assembly import Assembly, AssemblyError
-    from peagle.plan_record import read_records
-    from peagle.preflight.cli import ENDPOINT_STACK_ID
+    """The template in ``cdk_out`` that records a P-EAGLE plan (peagle.plan_record.recorded_stack); None when none
+    does (an assembly of an earlier peagle, or no assembly: _new_template says what is wrong with cdk_out)."""
+    from peagle.access.assembly import AssemblyError
+    from peagle.plan_record import PlanRecordError, recorded_stack
     from peagle.simulate.scaling_template import SimulationInputError
 
     try:
-        stacks = Assembly.from_cdk_out(cdk_out).stacks
+        stack = recorded_stack(cdk_out, flag="--template")
     except AssemblyError:
-        return None  # _new_template says what is wrong with cdk_out
-    recording = [stack for stack in stacks if read_records(stack.template, source=str(stack.path))]
-    if not recording:
         return None
-    preferred = [stack for stack in recording if stack.id == ENDPOINT_STACK_ID]
-    if len(recording) > 1 and not preferred:
-        names = ", ".join(f"{stack.id} ({stack.path})" for stack in recording)
-        raise SimulationInputError(f"{cdk_out} has several stacks with P-EAGLE endpoints: {names}; pass --template")
-    return (preferred or recording)[0].path
+    except PlanRecordError as error:
+        raise SimulationInputError(str(error)) from None
+    return stack.path if stack is not None else None
 
 
 def _plans(template, args: argparse.Namespace) -> list[tuple[Plan, str, str | None]]:

@@ -37,7 +37,9 @@ def test_changing_the_instance_type_while_copy_counts_are_scaling_targets_is_ref
     ) in out
     assert "the update fails" in out and "endpoint-scaling-update.html" in out
     assert "1. set `autoscaling.enabled: false`" in out
-    assert "`autoscaling.min_capacity` unset (a fixed count of `initial_copies`" in out  # a floor of 0 needs it
+    assert (
+        "`autoscaling.min_capacity` unset (a fixed count of `endpoint.inference_components.initial_copies`" in out
+    )  # a floor of 0 needs it
     assert "keep `instance.type: ml.g6e.48xlarge`" in out
     assert "2. set `instance.type: ml.g6e.12xlarge` and deploy" in out
     assert "3. set `autoscaling.enabled: true` and deploy" in out and "`autoscaling.min_capacity: 0` again" in out

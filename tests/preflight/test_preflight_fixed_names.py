@@ -23,6 +23,7 @@ from peagle.preflight.rules import (
     physical_name_reused,
 )
 from peagle.preflight.template import StackTemplate
+from peagle.setting_refs import Door
 
 SECRET = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/dockerhub-AbCdEf"
 NEW_SECRET = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/dockerhub-XyZ123"
@@ -93,11 +94,27 @@ def test_the_refusal_names_the_settings_that_give_the_rule_a_new_prefix():
 
     first, second = finding.safe_sequence
     assert "a new prefix (remove `image.pull_through_cache_prefix` from deployments/mine.yaml" in first
-    assert "`repository_prefix=` from `BaseImage.pull_through_cache(secret, ...)` in the library" in first
     assert "derived from the stack and the secret; or set another) and deploy" in first
     assert first.endswith("then deletes docker-hub")
     assert "remove `image.pull_through_cache_secret_arn`" in second and "deployments/mine.yaml" in second
     assert "with the new secret, and deploy" in second
+
+
+def test_an_app_made_with_props_is_told_the_props_that_give_the_rule_a_new_prefix():
+    old, new = stack(Cache=cache_rule()), stack(Cache=cache_rule(credential=NEW_SECRET))
+
+    (finding,) = fixed_name_replacement(old, new, CheckContext(deployment_file="unused.yaml", door=Door.PROPS))
+
+    first, second = finding.safe_sequence
+    assert (
+        "a new prefix (remove `BaseImage.pull_through_cache(repository_prefix=...)` from your app's PeagleEndpoint "
+        "props, for one derived from the stack and the secret" in first
+    )
+    assert (
+        "remove `ServingImage.build_in_account(base=BaseImage.pull_through_cache(...))` and "
+        "`BaseImage.pull_through_cache(repository_prefix=...)` from your app's PeagleEndpoint props" in second
+    )
+    assert "unused.yaml" not in first + second and "image." not in first + second
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,7 @@ def test_the_readings_can_be_pinned_and_the_budget_start_chosen(synthesized, tmp
         (["--request-seconds", "0"], "--request-seconds must be a number above 0"),
         (["--startup", "soon"], "--startup is typical, budget or a number of seconds above 0, not 'soon'"),
         (["--attainment", "1.5"], "--attainment is a share of requests, above 0 and at most 1, not 1.5"),
-        (["--cdk-out", "{tmp}/nowhere"], "(or `make synth`) first, or pass --template"),
+        (["--cdk-out", "{tmp}/nowhere"], "(or `make synth`), or your own app's `cdk synth`, first, or pass --template"),
         (["--traffic", "{tmp}/bad.csv"], "bad.csv:3: 'x' is not a number of requests"),
         (["--traffic", "{tmp}/unsorted.csv"], "unsorted.csv:3: minute 2 comes after minute 5"),
         (["--traffic", "{tmp}/latin1.csv"], "latin1.csv:2: not UTF-8 text"),
