@@ -13,6 +13,7 @@ from aws_cdk import aws_s3 as s3
 from peagle.catalog import load_catalog
 from peagle.cli import main
 from peagle.plan_record import METADATA_KEY
+from peagle.setting_refs import CLOSE, OPEN
 from peagle_cdk import Autoscaling, ModelWeights, PeagleEndpoint
 
 
@@ -57,10 +58,10 @@ def test_a_failing_run_exits_1_and_says_what_to_change_with_its_cost(synthesized
     printed = capsys.readouterr().out
     assert code == 1
     assert "FAIL peagle-endpoint/Primary spike" in printed
-    assert (
-        "change: " in printed and "set `autoscaling.min_capacity` to 2; simulated with it: answered 100.0%" in printed
-    )
+    assert "change: " in printed and "set `autoscaling.min_capacity: 2`; simulated with it: answered 100.0%" in printed
     summary = (out / "simulation.md").read_text()
+    assert "**Change:**" in summary and "set `autoscaling.min_capacity: 2`" in summary
+    assert OPEN not in printed + summary and CLOSE not in printed + summary  # every setting spelled
     assert summary.index("| target |") < summary.index("## What to change") < summary.index("## Assumptions")
     assert "(8 of 8)" not in summary and "every reading" in summary  # 8 readings run, all one timeline
     assert not list(out.glob("*.png"))
@@ -167,8 +168,12 @@ def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_p
     summary = (out / "simulation.md").read_text()
     price = load_catalog().instances["ml.g6e.12xlarge"].price_per_hour_usd
     assert f"on-demand, ${price:,.2f} per instance-hour" in summary
-    assert "raise `Autoscaling(max_capacity=...)` to" in printed
+    assert "the peak asks for 614: set `Autoscaling(max_capacity=3)`" in printed
+    assert "keep headroom: set `Autoscaling(min_capacity=2)`; simulated with it" in printed
+    assert "or lower `Autoscaling(target_concurrency=...)` so scale-out starts earlier" in printed
+    assert "`Autoscaling(max_capacity=3)`" in summary
     assert "autoscaling.max_capacity" not in printed + summary
+    assert OPEN not in printed + summary and CLOSE not in printed + summary  # every setting spelled
 
 
 def test_each_endpoint_of_a_template_is_simulated_with_its_own_plan(tmp_path, capsys):
