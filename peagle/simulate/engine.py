@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from peagle.setting_refs import Door, duration, field_words, in_words, setting
 from peagle.simulate.autoscaling import TRACKING_ALARMS, TargetScaling
 from peagle.simulate.scaling_template import ScalableTarget
 from peagle.simulate.service import RETRY_MAX_ATTEMPTS, Assumptions, CancelledStart, Endpoint, Minute, UnitShape
@@ -26,8 +28,10 @@ def one_unit(unit: str) -> str:
 
 @dataclass(frozen=True)
 class SettingKeys:
-    """Where the caller sets this target's bounds, for the report's suggested changes: the deployment file's keys,
-    or the construct's props (whichever door made the endpoint, peagle/plan_record.py)."""
+    """The deployment file's key paths of this target's settings, for the report's suggested changes; the door
+    that made the endpoint (peagle/plan_record.py) spells them from the settings model's metadata
+    (peagle/setting_refs.py): ``autoscaling.min_capacity: 1`` in the file, ``Autoscaling(min_capacity=1)`` in
+    the props."""
 
     min_units: str
     max_units: str
@@ -35,6 +39,19 @@ class SettingKeys:
     idle_minutes: str | None = None
     max_instances: str | None = None  # the instances a component's copies may use
     scale_in_cooldown: str | None = None
+    # (key, props spelling, "..." for the value) where the file key's field spells another setting at the props door
+    props: tuple[tuple[str, str], ...] = ()
+
+    def spell(self, key: str, door: Door, *value: Any) -> str:
+        """The setting ``key`` (a field name above) as ``door`` writes it; with a value, set to it."""
+        path = getattr(self, key)
+        prop = dict(self.props).get(key)
+        if door is not Door.PROPS or prop is None:
+            return in_words(setting(path, *value), door)
+        if not value:
+            return prop
+        unit = field_words(path)["unit"]
+        return prop.replace("...", duration(value[0], unit) if unit else repr(value[0]))
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,11 @@ class Setup:
     start_budget_seconds: float  # the plan's longest start of a new unit (instance launch included)
     slo_attainment: float  # the profile's share of requests that must be answered
     keys: SettingKeys
+    door: Door = Door.FILE  # the words of the suggested changes: the deployment file's, or the construct's props
+
+    def spell(self, key: str, *value: Any) -> str:
+        """One of ``keys`` as this target's door writes it (``SettingKeys.spell``)."""
+        return self.keys.spell(key, self.door, *value)
 
     def unit_rpm(self, assumptions: Assumptions) -> float:
         """Requests per minute one unit carries with every vLLM slot busy."""

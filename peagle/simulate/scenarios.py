@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, TYPICAL_INSTANCE_LAUNCH_SECONDS, Plan
 from peagle.preflight.template import StackTemplate
+from peagle.setting_refs import Door
 from peagle.simulate.engine import SettingKeys, Setup, Timeline, simulate
 from peagle.simulate.outcomes import Outcome, outcome
 from peagle.simulate.scaling_template import SimulationInputError, scaling_of, variant_weights
@@ -63,52 +64,32 @@ def base_assumptions(plan: Plan, *, startup: str = "typical", **overrides) -> As
     return Assumptions(**values)
 
 
-# Where each door sets a target's bounds: the deployment file's keys, or the construct's props.
-SETTING_KEYS: dict[str, dict[str, SettingKeys]] = {
-    "file": {
-        "copies": SettingKeys(
-            min_units="autoscaling.min_capacity",
-            max_units="autoscaling.max_capacity",
-            target="autoscaling.target_concurrency",
-            idle_minutes="endpoint.inference_components.scale_to_zero_after_idle_minutes",
-            max_instances="endpoint.inference_components.max_instances",
-            scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
-        ),
-        "instances": SettingKeys(
-            "autoscaling.min_capacity",
-            "autoscaling.max_capacity",
-            "autoscaling.target_concurrency",
-            scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
-        ),
-        "async": SettingKeys(
-            "async_inference.min_instances",
-            "async_inference.max_instances",
-            "async_inference.target_backlog_per_instance",
-            scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
-        ),
-    },
-    "props": {
-        "copies": SettingKeys(
-            min_units="Autoscaling(min_capacity=...)",
-            max_units="Autoscaling(max_capacity=...)",
-            target="Autoscaling(target_concurrency=...)",
-            idle_minutes="EndpointMode.inference_components(scale_to_zero_after=...)",
-            max_instances="EndpointMode.inference_components(max_instances=...)",
-            scale_in_cooldown="Autoscaling(scale_in_cooldown=...)",
-        ),
-        "instances": SettingKeys(
-            "Autoscaling(min_capacity=...)",
-            "Autoscaling(max_capacity=...)",
-            "Autoscaling(target_concurrency=...)",
-            scale_in_cooldown="Autoscaling(scale_in_cooldown=...)",
-        ),
-        "async": SettingKeys(
-            "add_async_endpoint(min_instances=...)",
-            "add_async_endpoint(max_instances=...)",
-            "add_async_endpoint(target_backlog_per_instance=...)",
-            scale_in_cooldown="add_async_endpoint(scale_in_cooldown=...)",
-        ),
-    },
+# The deployment file's keys of each kind of target's settings; the door that made the endpoint spells them.
+SETTING_KEYS: dict[str, SettingKeys] = {
+    "copies": SettingKeys(
+        min_units="autoscaling.min_capacity",
+        max_units="autoscaling.max_capacity",
+        target="autoscaling.target_concurrency",
+        idle_minutes="endpoint.inference_components.scale_to_zero_after_idle_minutes",
+        max_instances="endpoint.inference_components.max_instances",
+        scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
+    ),
+    "instances": SettingKeys(
+        "autoscaling.min_capacity",
+        "autoscaling.max_capacity",
+        "autoscaling.target_concurrency",
+        scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
+    ),
+    "async": SettingKeys(
+        "async_inference.min_instances",
+        "async_inference.max_instances",
+        "async_inference.target_backlog_per_instance",
+        scale_in_cooldown="autoscaling.scale_in_cooldown_seconds",
+        # The file has no cooldown of the asynchronous endpoint's own: it takes autoscaling's, whose props spelling
+        # (Autoscaling(scale_in_cooldown=...)) is the real-time endpoint's; a construct user sets the asynchronous
+        # endpoint's alone with add_async_endpoint's, which no field of the model holds.
+        props=(("scale_in_cooldown", "add_async_endpoint(scale_in_cooldown=...)"),),
+    ),
 }
 
 
@@ -141,7 +122,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
             )
             initial, share, name = components.initial_copies, 1.0, target.name
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
-            keys = SETTING_KEYS[door]["copies"]
+            keys = SETTING_KEYS["copies"]
         else:
             # An asynchronous instance takes MaxConcurrentInvocationsPerInstance requests at a time
             # (AsyncInferenceClientConfig, SageMaker API reference), not the engine's max_num_seqs.
@@ -160,7 +141,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
             share = weights.get((endpoint_name, target.name), 1.0)
             idle = 15 if target.min_capacity == 0 else None
             name = f"{endpoint_name}/{target.name}"
-            keys = SETTING_KEYS[door]["async" if per_instance is not None else "instances"]
+            keys = SETTING_KEYS["async" if per_instance is not None else "instances"]
         found.append(
             Setup(
                 target=target,
@@ -174,6 +155,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 start_budget_seconds=plan.unit_start_budget_seconds,
                 slo_attainment=plan.profile.slo.attainment,
                 keys=keys,
+                door=Door(door),
             )
         )
     return found

@@ -125,7 +125,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
     """The smallest change to the bounds that answers the requests lost, found by simulating it: a higher
     maximum where the load outgrew it, then headroom (a higher floor) where new units could not start in
     time."""
-    setup, keys = timeline.setup, timeline.setup.keys
+    setup = timeline.setup
     unit, target = setup.target.unit, setup.target
     if timeline.cancelled:
         return _idle_window_fix(timeline, seen)
@@ -138,7 +138,8 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
             else "requests waited out the client's cold-start wait "
             f"({timeline.assumptions.cold_start_wait_seconds / 60:.0f} min) for a unit"
         )
-        return f"{why}, or keep one {one_unit(unit)} warm: set `{keys.min_units}` to 1; {_tried(timeline, seen, min_units=1)}"
+        warm = setup.spell("min_units", 1)
+        return f"{why}, or keep one {one_unit(unit)} warm: set `{warm}`; {_tried(timeline, seen, min_units=1)}"
     # Units enough that the load sits at the policies' target, not at full slots (a fleet at full slots never
     # drains the resends of what timed out).
     share = _tracked_share(timeline) or 1.0
@@ -162,12 +163,12 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
         peak_rpm = max(m.offered for m in timeline.minutes)
         said.append(
             f"at the scaling target ({share:.0%} of a unit's slots) the maximum {target.max_capacity} {unit} carry "
-            f"{carried:,.0f} requests/min, the peak asks for {peak_rpm:,.0f}: raise `{keys.max_units}` to "
-            f"{change['max_units']}"
+            f"{carried:,.0f} requests/min, the peak asks for {peak_rpm:,.0f}: set "
+            f"`{setup.spell('max_units', change['max_units'])}`"
         )
         instances = math.ceil(change["max_units"] / setup.shape.units_per_instance)
         if setup.shape.kind == "copies" and instances > setup.shape.max_instances:
-            said[-1] += f" and `{keys.max_instances}` to {instances}"
+            said[-1] += f" and `{setup.spell('max_instances', instances)}`"
     copy_start = timeline.assumptions.startup_seconds / 60
     start = copy_start + timeline.assumptions.instance_launch_seconds / 60
     if "min_units" in change:
@@ -178,7 +179,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
         )
         said.append(
             f"new {unit} serve {took} after they are asked for, and the load outgrew the ones serving sooner: keep "
-            f"headroom: set `{keys.min_units}` to {change['min_units']}"
+            f"headroom: set `{setup.spell('min_units', change['min_units'])}`"
         )
     first, last = seen.lost_minutes or (0, 0)
     if "min_units" in change and last - first + 1 <= start:
@@ -188,7 +189,9 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
         )
     else:
         lever = (
-            f"; or lower `{keys.target}` so scale-out starts earlier" if keys.target and "min_units" in change else ""
+            f"; or lower `{setup.spell('target')}` so scale-out starts earlier"
+            if setup.keys.target and "min_units" in change
+            else ""
         )
     return f"{'; and '.join(said)}; {_describe_try(best, seen)}{lever}"
 
@@ -201,11 +204,15 @@ def _idle_window_fix(timeline: Timeline, seen: Outcome) -> str:
     setup = timeline.setup
     minutes = math.ceil(setup.start_budget_seconds / 60) + IDLE_WINDOW_MARGIN_MINUTES
     first = timeline.cancelled[0]
+    # A target whose idle window no setting holds (the asynchronous endpoint's) is told the length alone.
+    lengthen = (
+        f"set `{setup.spell('idle_minutes', minutes)}` or longer" if setup.keys.idle_minutes else f"to {minutes} min"
+    )
     return (
         f"idle window {setup.idle_minutes} min < the {one_unit(setup.target.unit)}'s start budget "
         f"{setup.start_budget_seconds / 60:.0f} min: the one started at minute {first.requested} was removed at "
-        f"minute {first.minute} before it served ({first.by or 'a scale-in'}); raise "
-        f"`{setup.keys.idle_minutes}` to at least {minutes}; {_tried(timeline, seen, idle_minutes=minutes)}"
+        f"minute {first.minute} before it served ({first.by or 'a scale-in'}): lengthen it, {lengthen}; "
+        f"{_tried(timeline, seen, idle_minutes=minutes)}"
     )
 
 
@@ -524,7 +531,7 @@ def _gives_back(timeline: Timeline) -> Verdict | None:
         _fix="the scale-in removes capacity more slowly than it arrives: scale in to what the load needs in one "
         f"step rather than one {one_unit(target.unit)} per cooldown"
         + (
-            f", or lower `{timeline.setup.keys.scale_in_cooldown}`"
+            f", or lower `{timeline.setup.spell('scale_in_cooldown')}`"
             if target.step_policies and timeline.setup.keys.scale_in_cooldown
             else ""
         ),

@@ -265,7 +265,7 @@ def _setup(target: ScalableTarget, shape: UnitShape, initial: int = 1) -> Setup:
         price_per_instance_hour=10.0,
         start_budget_seconds=1800,
         slo_attainment=0.95,
-        keys=SettingKeys("autoscaling.min_instances", "autoscaling.max_instances"),
+        keys=SettingKeys("autoscaling.min_capacity", "autoscaling.max_capacity"),
     )
 
 

@@ -13,6 +13,8 @@ from aws_cdk import aws_s3 as s3
 from peagle.catalog import load_catalog
 from peagle.cli import main
 from peagle.plan_record import METADATA_KEY
+from peagle.setting_refs import CLOSE, OPEN, Door
+from peagle.simulate.scenarios import SETTING_KEYS
 from peagle_cdk import Autoscaling, ModelWeights, PeagleEndpoint
 
 
@@ -57,10 +59,10 @@ def test_a_failing_run_exits_1_and_says_what_to_change_with_its_cost(synthesized
     printed = capsys.readouterr().out
     assert code == 1
     assert "FAIL peagle-endpoint/Primary spike" in printed
-    assert (
-        "change: " in printed and "set `autoscaling.min_capacity` to 2; simulated with it: answered 100.0%" in printed
-    )
+    assert "change: " in printed and "set `autoscaling.min_capacity: 2`; simulated with it: answered 100.0%" in printed
     summary = (out / "simulation.md").read_text()
+    assert "**Change:**" in summary and "set `autoscaling.min_capacity: 2`" in summary
+    assert OPEN not in printed + summary and CLOSE not in printed + summary  # every setting spelled
     assert summary.index("| target |") < summary.index("## What to change") < summary.index("## Assumptions")
     assert "(8 of 8)" not in summary and "every reading" in summary  # 8 readings run, all one timeline
     assert not list(out.glob("*.png"))
@@ -167,8 +169,68 @@ def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_p
     summary = (out / "simulation.md").read_text()
     price = load_catalog().instances["ml.g6e.12xlarge"].price_per_hour_usd
     assert f"on-demand, ${price:,.2f} per instance-hour" in summary
-    assert "raise `Autoscaling(max_capacity=...)` to" in printed
+    assert "the peak asks for 614: set `Autoscaling(max_capacity=3)`" in printed
+    assert "keep headroom: set `Autoscaling(min_capacity=2)`; simulated with it" in printed
+    assert "or lower `Autoscaling(target_concurrency=...)` so scale-out starts earlier" in printed
+    assert "`Autoscaling(max_capacity=3)`" in summary
     assert "autoscaling.max_capacity" not in printed + summary
+    assert OPEN not in printed + summary and CLOSE not in printed + summary  # every setting spelled
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "value", "file", "props"),
+    [
+        ("copies", "min_units", (1,), "autoscaling.min_capacity: 1", "Autoscaling(min_capacity=1)"),
+        (
+            "copies",
+            "idle_minutes",
+            (40,),
+            "endpoint.inference_components.scale_to_zero_after_idle_minutes: 40",
+            "EndpointMode.inference_components(scale_to_zero_after=Duration.minutes(40))",
+        ),
+        (
+            "copies",
+            "max_instances",
+            (3,),
+            "endpoint.inference_components.max_instances: 3",
+            "EndpointMode.inference_components(max_instances=3)",
+        ),
+        ("async", "min_units", (1,), "async_inference.min_instances: 1", "add_async_endpoint(min_instances=1)"),
+        (
+            "async",
+            "target",
+            (),
+            "async_inference.target_backlog_per_instance",
+            "add_async_endpoint(target_backlog_per_instance=...)",
+        ),
+        (
+            "instances",
+            "scale_in_cooldown",
+            (),
+            "autoscaling.scale_in_cooldown_seconds",
+            "Autoscaling(scale_in_cooldown=...)",
+        ),
+        (
+            "async",
+            "scale_in_cooldown",
+            (),
+            "autoscaling.scale_in_cooldown_seconds",
+            "add_async_endpoint(scale_in_cooldown=...)",
+        ),
+        (
+            "async",
+            "scale_in_cooldown",
+            (300,),
+            "autoscaling.scale_in_cooldown_seconds: 300",
+            "add_async_endpoint(scale_in_cooldown=Duration.seconds(300))",
+        ),
+    ],
+)
+def test_the_advice_names_each_setting_as_the_door_that_made_the_endpoint_does(kind, key, value, file, props):
+    """The file's key, spelled for the props from the settings model's metadata (peagle/setting_refs.py)."""
+    keys = SETTING_KEYS[kind]
+    assert keys.spell(key, Door.FILE, *value) == file
+    assert keys.spell(key, Door.PROPS, *value) == props
 
 
 def test_each_endpoint_of_a_template_is_simulated_with_its_own_plan(tmp_path, capsys):

@@ -73,7 +73,7 @@ def test_stress_shapes_fail_from_the_users_seat_and_name_a_change_the_simulation
         answers = _verdict(result, ANSWERS)
         assert not answers.passed and _lost_share(result) > 1 - result.timeline.setup.slo_attainment
         keys = result.timeline.setup.keys
-        assert f"`{keys.min_units}`" in answers.fix or f"`{keys.max_units}`" in answers.fix, answers.fix
+        assert f"`{keys.min_units}: " in answers.fix or f"`{keys.max_units}: " in answers.fix, answers.fix
         confirmed = float(answers.fix.split("simulated with it: answered ")[1].split("%")[0]) / 100
         assert confirmed >= result.timeline.setup.slo_attainment, answers.fix
 
@@ -125,7 +125,7 @@ def test_a_load_beyond_the_maximum_fails_and_names_the_maximum_to_raise(synthesi
     )
     answers = _verdict(result, ANSWERS)
     assert not answers.passed and "more than the maximum 2" in answers.detail
-    assert "raise `autoscaling.max_capacity` to" in answers.fix
+    assert "the peak asks for 1,152: set `autoscaling.max_capacity: 4`" in answers.fix, answers.fix
     assert result.outcome.peak_need_units == 3 and result.outcome.minutes_over_max == 60
 
 
@@ -202,7 +202,7 @@ def test_before_the_fix_a_30_minute_idle_window_removed_a_slow_starting_copy_bef
     (result,) = results
     verdict = _verdict(result, NOT_CANCELLED)
     assert result.timeline.cancelled and not verdict.passed
-    assert "raise `endpoint.inference_components.scale_to_zero_after_idle_minutes` to at least 40" in verdict.fix
+    assert "set `endpoint.inference_components.scale_to_zero_after_idle_minutes: 40` or longer" in verdict.fix
     assert "simulated with it" in verdict.fix
 
 
@@ -329,7 +329,7 @@ def test_an_asynchronous_queue_that_outgrows_the_maximum_fails_with_its_backlog(
     assert not answers.passed and "expired in the queue" in answers.detail
     assert result.timeline.drain_minutes > 0 and not result.timeline.left_queued
     assert f"followed for {result.timeline.drain_minutes} more minute(s)" in answers.detail
-    assert "raise `async_inference.max_instances`" in answers.fix
+    assert "set `async_inference.max_instances: " in answers.fix, answers.fix
 
 
 def test_an_asynchronous_backlog_drained_as_its_scale_out_is_decided_is_no_oscillation(synthesized):
