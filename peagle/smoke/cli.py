@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from peagle.catalog import ProfileName
 from peagle.client.cli import (
@@ -18,6 +20,9 @@ from peagle.client.cli import (
     cold_start_wait_error,
 )
 from peagle.container_env import DEFAULT_VARIANT_NAME
+
+if TYPE_CHECKING:
+    from peagle.smoke.deployed_plan import DeployedPlan
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_AWS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 KPI_INTERVALS_TO_WAIT = 3  # a KPI line per interval; three intervals absorb the metric filters' delay
@@ -41,7 +46,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="deployment YAML: its name gives the endpoint (<name>-endpoint, when --endpoint is not given) and the "
         "stack, its plan whether speculation is on (K > 0), its KPI interval the default --kpi-wait-seconds",
     )
-    parser.add_argument("--stack", help="CloudFormation stack holding the alarms (default <deployment name>-endpoint)")
+    parser.add_argument(
+        "--cdk-out",
+        type=Path,
+        help="your app's synthesized cdk.out, instead of --deployment: the plan its PeagleEndpoint records in the "
+        "template gives the endpoint, the stack, whether speculation is on, the sampling, the component and the KPI "
+        "interval, whichever door (deployment file or construct props) made it",
+    )
+    parser.add_argument(
+        "--stack",
+        help="CloudFormation stack holding the alarms (default: --cdk-out's stack, else <deployment name>-endpoint); "
+        "with --cdk-out, also the stack whose template is read",
+    )
     parser.add_argument(
         "--variant",
         default=DEFAULT_VARIANT_NAME,
@@ -60,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--expect-speculation",
         choices=("auto", "on", "off"),
         default="auto",
-        help="off skips speculation-on (K=0); auto: from --deployment's plan, else on (default auto)",
+        help="off skips speculation-on (K=0); auto: from the plan of --deployment or --cdk-out, else on (default auto)",
     )
     parser.add_argument(
         "--wait-seconds",
@@ -129,16 +145,52 @@ def _print_step(result) -> None:
 
 
 def resolve_options(args: argparse.Namespace):
-    """SmokeOptions from the arguments and the deployment file; PeagleError when they do not add up."""
-    from peagle.config import DeploymentConfig, ObservabilitySettings, load_deployment_config
+    """SmokeOptions from the arguments and the deployment (--deployment or --cdk-out); PeagleError when they do not
+    add up."""
+    from peagle.config import DeploymentConfig, ObservabilitySettings
     from peagle.errors import PeagleError
     from peagle.smoke.runner import SmokeOptions
 
-    config = load_deployment_config(args.deployment) if args.deployment else None
-    endpoint_name = args.endpoint or (config.endpoint_name if config is not None and not args.url else None)
+    _check_arguments(args)
+    deployed = _deployed(args)
+    endpoint_name = args.endpoint or (deployed.endpoint_name if deployed is not None and not args.url else None)
     if not args.url and not endpoint_name:
         raise PeagleError(
-            "give --endpoint NAME, or --deployment FILE (its endpoint is <name>-endpoint), or --url for a local server"
+            "give --endpoint NAME, or --deployment FILE (its endpoint is <name>-endpoint), or --cdk-out DIR (the "
+            "endpoint your app's template records), or --url for a local server"
+        )
+    component = args.inference_component
+    if component is None and deployed is not None and not args.url:
+        component = deployed.component
+    default_stack = f"{DeploymentConfig.model_fields['name'].default}-endpoint"
+    kpi_interval = deployed.kpi_interval_seconds if deployed else ObservabilitySettings().kpi_interval_seconds
+    expect, source = _expected_speculation(args, deployed)
+    return SmokeOptions(
+        endpoint_name=None if args.url else endpoint_name,
+        url=args.url,
+        variant_name=args.variant,
+        stack_name=args.stack or (deployed.stack_name if deployed else default_stack),
+        expect_speculation=expect,
+        speculation_source=source,
+        wait_seconds=args.wait_seconds,
+        kpi_wait_seconds=args.kpi_wait_seconds
+        if args.kpi_wait_seconds is not None
+        else KPI_INTERVALS_TO_WAIT * kpi_interval,
+        metrics_window_minutes=args.metrics_window_minutes,
+        max_tokens=args.max_tokens,
+        max_attempts=args.max_attempts,
+        sampling=_deployed_sampling(args, deployed),
+        inference_component=component,
+        cold_start_wait_seconds=args.cold_start_wait,
+    )
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    from peagle.errors import PeagleError
+
+    if args.deployment and args.cdk_out:
+        raise PeagleError(
+            "give --deployment FILE (the YAML app) or --cdk-out DIR (any app's synthesized templates), not both"
         )
     if args.url and args.inference_component:
         raise PeagleError(
@@ -158,56 +210,36 @@ def resolve_options(args: argparse.Namespace):
         if value is not None and value < minimum:
             raise PeagleError(f"{flag} must be >= {minimum}, got {value}")
 
-    component = args.inference_component
-    if component is None and config is not None and config.uses_inference_components and not args.url:
-        component = config.inference_component_name(args.variant)
-    deployment_name = config.name if config is not None else DeploymentConfig.model_fields["name"].default
-    kpi_interval = (config.observability if config is not None else ObservabilitySettings()).kpi_interval_seconds
-    expect, source = _expected_speculation(args, config)
-    return SmokeOptions(
-        endpoint_name=None if args.url else endpoint_name,
-        url=args.url,
-        variant_name=args.variant,
-        stack_name=args.stack or f"{deployment_name}-endpoint",
-        expect_speculation=expect,
-        speculation_source=source,
-        wait_seconds=args.wait_seconds,
-        kpi_wait_seconds=args.kpi_wait_seconds
-        if args.kpi_wait_seconds is not None
-        else KPI_INTERVALS_TO_WAIT * kpi_interval,
-        metrics_window_minutes=args.metrics_window_minutes,
-        max_tokens=args.max_tokens,
-        max_attempts=args.max_attempts,
-        sampling=_deployed_sampling(args, config),
-        inference_component=component,
-        cold_start_wait_seconds=args.cold_start_wait,
-    )
+
+def _deployed(args: argparse.Namespace) -> DeployedPlan | None:
+    from peagle.smoke.deployed_plan import DeployedPlan
+
+    if args.deployment:
+        return DeployedPlan.from_file(args.deployment, args.variant)
+    if args.cdk_out:
+        # With --url the endpoint is local: --endpoint does not pick one of the template's endpoints.
+        endpoint = None if args.url else args.endpoint
+        return DeployedPlan.from_cdk_out(args.cdk_out, stack=args.stack, endpoint=endpoint, variant=args.variant)
+    return None
 
 
-def _expected_speculation(args: argparse.Namespace, config) -> tuple[bool, str]:
+def _expected_speculation(args: argparse.Namespace, deployed: DeployedPlan | None) -> tuple[bool, str]:
     if args.expect_speculation != "auto":
         return args.expect_speculation == "on", f"--expect-speculation {args.expect_speculation}"
-    if config is None:
+    if deployed is None:
         return True, "default"
-    from peagle.container_env import BASELINE_VARIANT_NAME
-    from peagle.planner import plan_ab_baseline, plan_deployment
-
-    # The A/B baseline variant runs its own K (often 0); every other variant runs the plan's.
-    baseline = args.variant == BASELINE_VARIANT_NAME and config.ab_test.enabled
-    plan = plan_ab_baseline(config) if baseline else plan_deployment(config)
-    return plan.speculation_enabled, f"{args.deployment}: K={plan.speculative_tokens} for variant {args.variant}"
+    plan = deployed.plan
+    return plan.speculation_enabled, f"{deployed.source}: K={plan.speculative_tokens} for variant {args.variant}"
 
 
-def _deployed_sampling(args: argparse.Namespace, config):
+def _deployed_sampling(args: argparse.Namespace, deployed: DeployedPlan | None):
     """--profile's sampling; else the deployment's (its profile, with its profile_overrides, as the plan has
     it); else the default profile's."""
     from peagle.bench.results import Sampling
 
-    if args.profile or config is None:
+    if args.profile or deployed is None:
         return Sampling.of_profile(args.profile or MEASURED_PROFILE_DEFAULT)
-    from peagle.planner import plan_deployment
-
-    plan = plan_deployment(config)
+    plan = deployed.plan
     profile, served = plan.profile_name.value, plan.profile.sampling
     catalogs = Sampling.of_profile(profile)
     if (served.temperature, served.top_p) == catalogs.key:

@@ -1,0 +1,116 @@
+"""What `peagle smoke` needs to know of a deployment: its endpoint and stack, the plan of the variant it checks
+(K, sampling), the component serving that variant and the KPI interval. From the YAML app's deployment file
+(planned here, as `cdk synth` plans it), or from any app's cdk.out: the plan each PeagleEndpoint records in its
+template (peagle/plan_record.py), whichever door made it, with no deployment file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from peagle.errors import PeagleError
+
+if TYPE_CHECKING:
+    from peagle.plan_record import PlanRecord
+    from peagle.planner import Plan
+
+
+@dataclass(frozen=True)
+class DeployedPlan:
+    source: str  # where it was read, for the step lines: the deployment file, or the template
+    endpoint_name: str
+    stack_name: str
+    plan: Plan  # of the variant smoke checks
+    component: str | None  # the inference component serving that variant; None: production variants
+    kpi_interval_seconds: int
+
+    @classmethod
+    def from_file(cls, path: str, variant: str) -> DeployedPlan:
+        from peagle.config import load_deployment_config
+        from peagle.container_env import BASELINE_VARIANT_NAME
+        from peagle.planner import plan_ab_baseline, plan_deployment
+
+        config = load_deployment_config(path)
+        # The A/B baseline variant runs its own K (often 0); every other variant runs the plan's.
+        baseline = variant == BASELINE_VARIANT_NAME and config.ab_test.enabled
+        return cls(
+            source=path,
+            endpoint_name=config.endpoint_name,
+            stack_name=f"{config.name}-endpoint",
+            plan=plan_ab_baseline(config) if baseline else plan_deployment(config),
+            component=config.inference_component_name(variant) if config.uses_inference_components else None,
+            kpi_interval_seconds=config.observability.kpi_interval_seconds,
+        )
+
+    @classmethod
+    def from_cdk_out(cls, cdk_out: Path, *, stack: str | None, endpoint: str | None, variant: str) -> DeployedPlan:
+        """``stack``: the stack to read (default: the one whose template records a plan, peagle.plan_record.
+        recorded_stack); ``endpoint``: which of its endpoints (default: its only one)."""
+        from peagle.access.assembly import Assembly, AssemblyError
+        from peagle.plan_record import PlanRecordError, read_records, recorded_stack
+
+        try:
+            found = Assembly.from_cdk_out(cdk_out).stack(stack) if stack else recorded_stack(cdk_out, flag="--stack")
+        except (AssemblyError, PlanRecordError) as error:
+            raise PeagleError(f"--cdk-out {cdk_out}: {error}") from None
+        records = read_records(found.template, source=str(found.path)) if found is not None else []
+        if not records:
+            raise PeagleError(
+                f"--cdk-out {cdk_out}: no stack records a P-EAGLE plan{f' ({found.path})' if found else ''}; a "
+                "PeagleEndpoint of this peagle records the plan it was built from: synthesize the app again with "
+                "this peagle, or pass --deployment FILE (the YAML app) or --endpoint NAME"
+            )
+        record = _endpoint(records, endpoint, source=str(found.path))
+        unit, plan = _unit(record, variant, source=str(found.path))
+        return cls(
+            source=str(found.path),
+            endpoint_name=record.endpoint_name,
+            stack_name=found.stack_name,
+            plan=plan,
+            component=unit if plan.components is not None else None,
+            kpi_interval_seconds=_kpi_interval(found.template, record.endpoint_name),
+        )
+
+
+def _endpoint(records: list[PlanRecord], endpoint: str | None, *, source: str) -> PlanRecord:
+    names = ", ".join(record.endpoint_name for record in records)
+    chosen = [record for record in records if endpoint in (None, record.endpoint_name)]
+    if endpoint is not None and not chosen:
+        raise PeagleError(f"--endpoint {endpoint!r} is not in {source} (it has: {names})")
+    if len(chosen) > 1:
+        raise PeagleError(f"{source} has several P-EAGLE endpoints ({names}): pass --endpoint NAME")
+    return chosen[0]
+
+
+def _unit(record: PlanRecord, variant: str, *, source: str) -> tuple[str, Plan]:
+    """The serving unit of ``variant``: the variant itself, or the component serving it (PeagleEndpoint names
+    its units in the order of its variants, Primary then the A/B Baseline)."""
+    from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME
+
+    if variant in record.units:
+        return variant, record.units[variant]
+    order = [DEFAULT_VARIANT_NAME, BASELINE_VARIANT_NAME]
+    names = list(record.units)
+    if record.primary.components is not None and variant in order and order.index(variant) < len(names):
+        name = names[order.index(variant)]
+        return name, record.units[name]
+    served = order[: len(names)] if record.primary.components is not None else names
+    raise PeagleError(
+        f"--variant {variant!r} is not served by {record.endpoint_name} in {source} (its variants: {', '.join(served)})"
+    )
+
+
+def _kpi_interval(template, endpoint_name: str) -> int:
+    """The KPI interval the endpoint's Model tells its container (peagle/container_env.py), else the default."""
+    from peagle.config import ObservabilitySettings
+    from peagle_serve.contract import ENV_ENDPOINT_NAME, ENV_KPI_INTERVAL_SECONDS
+
+    for resource in (template.get("Resources") or {}).values():
+        if resource.get("Type") != "AWS::SageMaker::Model":
+            continue
+        environment = ((resource.get("Properties") or {}).get("PrimaryContainer") or {}).get("Environment") or {}
+        value = environment.get(ENV_KPI_INTERVAL_SECONDS)
+        if environment.get(ENV_ENDPOINT_NAME) == endpoint_name and isinstance(value, str) and value.isdigit():
+            return int(value)
+    return ObservabilitySettings().kpi_interval_seconds
