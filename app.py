@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CDK app: load the deployment config once, plan it, create the stacks.
+"""The CDK app: load the deployment config once, create the stacks (PeagleEndpoint plans it, once).
 
 Context keys: deployment (YAML path, default deployments/default.yaml) and the
 overrides model, instanceType, instanceCount, speculativeTokens, profile.

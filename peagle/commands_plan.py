@@ -126,7 +126,7 @@ def run_plan(args: argparse.Namespace) -> int:
                 )
             )
     endpoint_name, unit, _ = plans.variant_plans()[0]  # the primary variant, or component
-    environment = container_environment(plan, config, variant_name=unit, endpoint_name=endpoint_name)
+    environment = container_environment(plan, variant_name=unit, endpoint_name=endpoint_name)
     if args.json:
         document = {
             "pair": plan.pair_id,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 from peagle.catalog.schema import Sampling
-from peagle.config import DeploymentConfig
 from peagle.planner import Plan
 from peagle_serve import contract
 from peagle_serve.contract import DRAFTER_DIR, SHUTDOWN_DRAIN_SECONDS, TARGET_DIR
@@ -23,9 +22,9 @@ DEFAULT_VARIANT_NAME = "Primary"
 BASELINE_VARIANT_NAME = "Baseline"
 
 
-def model_locations(plan: Plan, config: DeploymentConfig) -> tuple[str, str]:
+def model_locations(plan: Plan) -> tuple[str, str]:
     """(target, drafter) as vLLM gets them: mounted S3 directories, or hub ids downloaded at start-up."""
-    if config.artifacts.source == "hub":
+    if plan.weights_from_hub:
         return plan.pair.target.hf_id, plan.pair.drafter.hf_id
     return TARGET_DIR, DRAFTER_DIR
 
@@ -38,10 +37,10 @@ def override_generation_config(sampling: Sampling) -> str:
     return json.dumps({"temperature": sampling.temperature, "top_p": sampling.top_p}, separators=(",", ":"))
 
 
-def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | float | str]:
+def vllm_flags(plan: Plan) -> dict[str, bool | int | float | str]:
     """Every vLLM flag the plan sets, by flag name; deployment vllm_args win."""
     sampling = plan.profile.sampling
-    target, drafter = model_locations(plan, config)
+    target, drafter = model_locations(plan)
     flags: dict[str, bool | int | float | str] = {
         "model": target,
         "served-model-name": plan.pair_id,
@@ -57,27 +56,25 @@ def vllm_flags(plan: Plan, config: DeploymentConfig) -> dict[str, bool | int | f
     if spec is not None:
         flags["speculative-config"] = json.dumps(spec, separators=(",", ":"))
     flags.update(plan.pair.vllm_flags)
-    flags.update(config.vllm_args)
+    flags.update(plan.vllm_args)
     return flags
 
 
-def container_environment(
-    plan: Plan, config: DeploymentConfig, *, variant_name: str, endpoint_name: str | None = None
-) -> dict[str, str]:
-    """All of the container's environment. The endpoint and variant names go into every
+def container_environment(plan: Plan, *, variant_name: str, endpoint_name: str) -> dict[str, str]:
+    """All of the container's environment, from the plan alone. The endpoint and variant names go into every
     KPI line, where CloudWatch metric filters read them as dimensions.
 
-    :param endpoint_name: the endpoint this Model serves (default: the real-time endpoint;
-        the asynchronous endpoint passes its own, so its KPI lines carry its name).
+    :param endpoint_name: the endpoint this Model serves (the real-time endpoint's; the asynchronous endpoint
+        passes its own, so its KPI lines carry its name).
     """
-    env = contract.encode_vllm_flags(vllm_flags(plan, config))
+    env = contract.encode_vllm_flags(vllm_flags(plan))
     env.update(
         {
             contract.ENV_MODEL_PAIR: plan.pair_id,
-            contract.ENV_ENDPOINT_NAME: endpoint_name or config.endpoint_name,
+            contract.ENV_ENDPOINT_NAME: endpoint_name,
             contract.ENV_VARIANT_NAME: variant_name,
             contract.ENV_DRAFTER_TRAINED_K: str(plan.pair.drafter.trained_k),
-            contract.ENV_KPI_INTERVAL_SECONDS: str(config.observability.kpi_interval_seconds),
+            contract.ENV_KPI_INTERVAL_SECONDS: str(plan.observability.kpi_interval_seconds),
             contract.ENV_SHUTDOWN_DRAIN_SECONDS: str(SHUTDOWN_DRAIN_SECONDS),
             # The whole start-up budget: the variant's ContainerStartupHealthCheckTimeoutInSeconds,
             # "The timeout value, in seconds, for your inference container to pass health check by
@@ -87,6 +84,6 @@ def container_environment(
             contract.ENV_SPECULATION_SELF_CHECK: "true" if plan.speculation_enabled else "false",
         }
     )
-    if config.artifacts.hf_token_secret_arn:
-        env[contract.ENV_HF_TOKEN_SECRET_ARN] = config.artifacts.hf_token_secret_arn  # the ARN, never the token
+    if plan.hf_token_secret_arn:
+        env[contract.ENV_HF_TOKEN_SECRET_ARN] = plan.hf_token_secret_arn  # the ARN, never the token
     return dict(sorted(env.items()))

@@ -232,7 +232,7 @@ def environment_problems(environment: Mapping[str, str], limits: EnvironmentLimi
 def _container_environment(plans: DeploymentPlans) -> list[Violation]:
     violations = []
     for endpoint, variant, plan in plans.variant_plans():
-        environment = container_environment(plan, plans.config, variant_name=variant, endpoint_name=endpoint)
+        environment = container_environment(plan, variant_name=variant, endpoint_name=endpoint)
         violations += [
             Violation("model-environment", f"{endpoint}/{variant}: {p}") for p in environment_problems(environment)
         ]
@@ -248,7 +248,7 @@ def _launcher_settings(plans: DeploymentPlans) -> list[Violation]:
 
     violations = []
     for endpoint, variant, plan in plans.variant_plans():
-        environment = container_environment(plan, plans.config, variant_name=variant, endpoint_name=endpoint)
+        environment = container_environment(plan, variant_name=variant, endpoint_name=endpoint)
         try:
             load_settings(environment)
         except LauncherConfigError as error:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 METADATA_KEY = "peagle:plan"
 # Raise when the record's shape changes; a reader refuses a version it does not know, rather than guess.
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: each unit's plan carries its rollout, observability, alarms and container settings
 Door = Literal["file", "props"]
 ENDPOINT = "AWS::SageMaker::Endpoint"
 

@@ -17,7 +17,15 @@ import math
 from dataclasses import dataclass, field, replace
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.config import AutoscalingSettings, DeploymentConfig, InferenceComponentSettings, MeasuredCapacity
+from peagle.config import (
+    AlarmSettings,
+    AutoscalingSettings,
+    DeploymentConfig,
+    InferenceComponentSettings,
+    MeasuredCapacity,
+    ObservabilitySettings,
+    RolloutSettings,
+)
 from peagle.errors import InstanceFitError, PlanError
 from peagle.setting_refs import setting
 from peagle_serve.contract import ScheduleBand, describe_schedule
@@ -215,6 +223,21 @@ class Plan:
     # the target itself is ``scaling``, copy bounds ``components``); None: autoscaling off, fixed capacity.
     autoscaling: AutoscalingSettings | None = None
     notes: tuple[str, ...] = field(default=())
+    # The endpoint-wide settings the unit is built with, carried whole so the constructs read the plan and not the
+    # settings model, and the tools read them from the template's recorded plan (peagle/plan_record.py). The rollout
+    # is resolved: its strategy for the mode, its blue/green traffic for the instance count.
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+    alarms: AlarmSettings = field(default_factory=AlarmSettings)
+    network_isolation: bool = True
+    # Production variants: the share of the endpoint's requests this variant gets (the A/B split), in percent.
+    # Inference components have no split (each request names its component): 100.
+    traffic_percent: float = 100.0
+    # The container's own settings beyond the plan's engine flags: vllm_args (vLLM flags the deployment adds,
+    # applied last) and the Hub token's Secrets Manager ARN (an ARN, never the token).
+    vllm_args: dict[str, bool | int | float | str] = field(default_factory=dict)
+    hf_token_secret_arn: str | None = None
+    weights_from_hub: bool = False  # artifacts.source hub: the container downloads the weights at start-up
 
     @property
     def speculation_enabled(self) -> bool:
@@ -581,7 +604,23 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         notes=tuple(notes),
+        rollout=_resolved_rollout(config),
+        observability=config.observability,
+        alarms=config.alarms,
+        network_isolation=config.network.isolation,
+        traffic_percent=100.0
+        if components is not None or not config.ab_test.enabled
+        else 100.0 - config.ab_test.baseline_traffic_percent,
+        vllm_args=dict(config.vllm_args),
+        hf_token_secret_arn=config.artifacts.hf_token_secret_arn,
+        weights_from_hub=config.artifacts.source == "hub",
     )
+
+
+def _resolved_rollout(config: DeploymentConfig) -> RolloutSettings:
+    """The rollout settings with the blue/green traffic shifting resolved against the instance count."""
+    green = config.rollout.blue_green.model_copy(update={"traffic": config.blue_green_traffic()})
+    return config.rollout.model_copy(update={"blue_green": green})
 
 
 def _price(config: DeploymentConfig) -> tuple[float, str]:
@@ -730,4 +769,7 @@ def plan_ab_baseline(config: DeploymentConfig) -> Plan | None:
         update={"speculative_tokens": config.ab_test.baseline_speculative_tokens, "schedule": None}
     )
     instance = config.instance.model_copy(update={"count": config.ab_test.baseline_instance_count})
-    return plan_deployment(config.model_copy(update={"speculation": speculation, "instance": instance}))
+    plan = plan_deployment(config.model_copy(update={"speculation": speculation, "instance": instance}))
+    return (
+        plan if plan.components is not None else replace(plan, traffic_percent=config.ab_test.baseline_traffic_percent)
+    )

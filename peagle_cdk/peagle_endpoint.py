@@ -283,7 +283,12 @@ class PeagleEndpoint(Construct):
         self._plan(config, in_props_words)
         self._config = config
         self.endpoint_name = endpoint_name or config.endpoint_name
-        components = config.uses_inference_components
+        # The endpoint mode, decided here once, from the plan: which kind of serving unit (peagle_cdk/serving_unit.py)
+        # serves the models; everything after goes through the ServingUnits protocol.
+        components = self.plan.components is not None
+        self._units_class: type[ComponentEndpoint] | type[VariantEndpoint] = (
+            ComponentEndpoint if components else VariantEndpoint
+        )
         variants = [DEFAULT_VARIANT_NAME] + ([BASELINE_VARIANT_NAME] if self.plans.baseline_plan else [])
         # The serving units' names: production variants, or inference components (<name>-primary).
         self.unit_names = [config.inference_component_name(v) if components else v for v in variants]
@@ -361,7 +366,7 @@ class PeagleEndpoint(Construct):
             role=role,
         )
         # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
-        units_class = ComponentEndpoint if self._config.uses_inference_components else VariantEndpoint
+        units_class = self._units_class
         for index, unit in enumerate(units_class.managed_of(self.unit_names)):
             execution_role.grant_write_logs(
                 units_class.log_group_name(self.endpoint_name, unit),
@@ -399,16 +404,16 @@ class PeagleEndpoint(Construct):
     @property
     def inference_component_names(self) -> list[str]:
         """The inference components' names (empty in variants mode)."""
-        return list(self.unit_names) if self._config.uses_inference_components else []
+        return list(self.unit_names) if self._units_class is ComponentEndpoint else []
 
     @property
     def rollout_strategy(self) -> str:
         """blue_green, rolling or none (the resolved default: blue_green for variants, rolling for components)."""
-        return self._config.rollout.strategy
+        return self.plan.rollout.strategy
 
     @property
     def kpi_interval_seconds(self) -> int:
-        return self._config.observability.kpi_interval_seconds
+        return self.plan.observability.kpi_interval_seconds
 
     @property
     def role(self) -> iam.IRole:
@@ -562,7 +567,7 @@ class PeagleEndpoint(Construct):
             scale_out_cooldown=scale_out_cooldown or Duration.seconds(scaling.scale_out_cooldown_seconds),
             wake_cooldown=Duration.seconds(self.plan.unit_start_budget_seconds),
             volume_key=self.volume_key,
-            log_retention_days=self._config.observability.log_retention_days,
+            log_retention_days=self.plan.observability.log_retention_days,
         )
         self._acknowledge_nvme(self.async_endpoint.endpoint.endpoint_config)
         self.async_endpoint.endpoint.endpoint.add_metadata(
@@ -579,7 +584,7 @@ class PeagleEndpoint(Construct):
                 "encrypt (the hardware does; older SageMaker API texts say CreateEndpointConfig fails); leave "
                 "volume_key unset on this type"
             )
-        if self._config.artifacts.source == "hub" and self._vpc_given and self._config.network.isolation:
+        if self.plan.weights_from_hub and self._vpc_given and self.plan.network_isolation:
             problems.append("vpc: a container with network isolation has no network; the VPC placement is unused")
         return problems
 
@@ -655,12 +660,12 @@ class PeagleEndpoint(Construct):
             self,
             construct_id,
             environment=container_environment(
-                plan, self._config, variant_name=unit, endpoint_name=endpoint_name or self.endpoint_name
+                plan, variant_name=unit, endpoint_name=endpoint_name or self.endpoint_name
             ),
             artifacts=self._weights.location,
             image=self._image,
             execution_role=self.execution_role,
-            network_isolation=self._config.network.isolation,
+            network_isolation=plan.network_isolation,
             subnet_ids=self._subnet_ids,
             security_group_ids=self._security_group_ids,
         )
@@ -679,14 +684,15 @@ class PeagleEndpoint(Construct):
 
     def _variant_endpoint(self) -> VariantEndpoint:
         """Production variants: one model replica per instance, instances scaled by Application Auto Scaling."""
-        config, plan, baseline_plan = self._config, self.plan, self.baseline_plan
-        primary_weight = 1.0 if baseline_plan is None else (100 - config.ab_test.baseline_traffic_percent) / 100
-        variants = [self._variant_spec(DEFAULT_VARIANT_NAME, self.model, plan, primary_weight)]
+        plan, baseline_plan = self.plan, self.baseline_plan
+        variants = [self._variant_spec(DEFAULT_VARIANT_NAME, self.model, plan, plan.traffic_percent / 100)]
         if baseline_plan is not None and self.baseline_model is not None:
             variants.append(
-                self._variant_spec(BASELINE_VARIANT_NAME, self.baseline_model, baseline_plan, 1.0 - primary_weight)
+                self._variant_spec(
+                    BASELINE_VARIANT_NAME, self.baseline_model, baseline_plan, baseline_plan.traffic_percent / 100
+                )
             )
-        observability = config.observability
+        observability = plan.observability
         return VariantEndpoint(
             self,
             "PeagleEndpoint",
@@ -701,7 +707,7 @@ class PeagleEndpoint(Construct):
     def _component_endpoint(self) -> ComponentEndpoint:
         """Inference components: copies packed per instance, copies and instances scaled to zero. The endpoint
         config carries the Models' network isolation and VPC placement (ComponentEndpoint says why)."""
-        config, plan = self._config, self.plan
+        plan = self.plan
         if plan.components is None:  # the planner plans components for this mode (peagle/planner.py)
             raise ValueError("an inference-components endpoint needs a plan with components")
         models = [self.model, self.baseline_model]
@@ -720,7 +726,7 @@ class PeagleEndpoint(Construct):
             )
             for index, unit in enumerate(self.unit_names)
         ]
-        observability = config.observability
+        observability = plan.observability
         return ComponentEndpoint(
             self,
             "PeagleEndpoint",
@@ -733,7 +739,7 @@ class PeagleEndpoint(Construct):
             execution_role=self.execution_role.role,  # pyright: ignore[reportArgumentType]
             execution_role_policy=self.execution_role.policy,
             components=specs,
-            network_isolation=config.network.isolation,
+            network_isolation=plan.network_isolation,
             subnet_ids=self._subnet_ids,
             security_group_ids=self._security_group_ids,
             volume_key=self.volume_key,
@@ -753,7 +759,7 @@ class PeagleEndpoint(Construct):
             )
 
     def _rollout_policies(self) -> dict[str, RolloutPolicy]:
-        settings = self._config.rollout
+        settings = self.plan.rollout
         rolling, green = settings.rolling, settings.blue_green
         common = RolloutPolicy(
             strategy=settings.strategy,
@@ -766,7 +772,7 @@ class PeagleEndpoint(Construct):
         if settings.strategy == "blue_green":
             common = replace(
                 common,
-                traffic=self._config.blue_green_traffic(),
+                traffic=green.traffic,
                 canary_percent=green.canary_percent,
                 linear_step_percent=green.linear_step_percent,
                 wait_seconds=green.wait_seconds,

@@ -321,7 +321,9 @@ def _resolve_model(args: argparse.Namespace, plan: _JobPlan, session, sagemaker)
         endpoint_plan = plan_deployment(config)
         return _ModelReference(
             name=args.model_name or f"<{stack} ModelName output>",
-            environment=container_environment(endpoint_plan, config, variant_name=DEFAULT_VARIANT_NAME),
+            environment=container_environment(
+                endpoint_plan, variant_name=DEFAULT_VARIANT_NAME, endpoint_name=config.endpoint_name
+            ),
             description=f"the Model as planned from the deployment ({endpoint_plan.profile_name.value} on "
             f"{endpoint_plan.instance_type})",
         )
@@ -352,8 +354,9 @@ def _build_spec(
     from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
     from peagle.deployment_rules import transform_ami_version
 
-    batch_environment = container_environment(plan.batch_plan, plan.batch_config, variant_name=DEFAULT_VARIANT_NAME)
-    batch_environment[contract.ENV_ENDPOINT_NAME] = plan.job_name
+    batch_environment = container_environment(
+        plan.batch_plan, variant_name=DEFAULT_VARIANT_NAME, endpoint_name=plan.job_name
+    )
     choice = choose_batch_environment(model.environment, batch_environment, extra=_parse_env(args.env))
     config = plan.config
     spec = TransformJobSpec(

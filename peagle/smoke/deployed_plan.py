@@ -69,7 +69,7 @@ class DeployedPlan:
             stack_name=found.stack_name,
             plan=plan,
             component=unit if plan.components is not None else None,
-            kpi_interval_seconds=_kpi_interval(found.template, record.endpoint_name),
+            kpi_interval_seconds=plan.observability.kpi_interval_seconds,
         )
 
 
@@ -99,18 +99,3 @@ def _unit(record: PlanRecord, variant: str, *, source: str) -> tuple[str, Plan]:
     raise PeagleError(
         f"--variant {variant!r} is not served by {record.endpoint_name} in {source} (its variants: {', '.join(served)})"
     )
-
-
-def _kpi_interval(template, endpoint_name: str) -> int:
-    """The KPI interval the endpoint's Model tells its container (peagle/container_env.py), else the default."""
-    from peagle.config import ObservabilitySettings
-    from peagle_serve.contract import ENV_ENDPOINT_NAME, ENV_KPI_INTERVAL_SECONDS
-
-    for resource in (template.get("Resources") or {}).values():
-        if resource.get("Type") != "AWS::SageMaker::Model":
-            continue
-        environment = ((resource.get("Properties") or {}).get("PrimaryContainer") or {}).get("Environment") or {}
-        value = environment.get(ENV_KPI_INTERVAL_SECONDS)
-        if environment.get(ENV_ENDPOINT_NAME) == endpoint_name and isinstance(value, str) and value.isdigit():
-            return int(value)
-    return ObservabilitySettings().kpi_interval_seconds

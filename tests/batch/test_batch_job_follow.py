@@ -200,7 +200,9 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     from peagle.planner import plan_deployment
 
     config = load_cli_config(None, {})  # what the command itself plans from
-    deployed = container_environment(plan_deployment(config), config, variant_name="AllTraffic")
+    deployed = container_environment(
+        plan_deployment(config), variant_name="AllTraffic", endpoint_name=config.endpoint_name
+    )
     aws = _StubbedAws()
     monkeypatch.setattr(batch_cli, "_session", lambda region: object())
     monkeypatch.setattr(batch_cli, "_client", aws.client)

@@ -34,7 +34,9 @@ JOB_NAME_RULE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 def _environment(**overrides) -> dict[str, str]:
     config = config_from_overrides(overrides)
-    return container_environment(plan_deployment(config), config, variant_name=DEFAULT_VARIANT_NAME)
+    return container_environment(
+        plan_deployment(config), variant_name=DEFAULT_VARIANT_NAME, endpoint_name=config.endpoint_name
+    )
 
 
 def _spec(**changes) -> TransformJobSpec:

@@ -51,5 +51,5 @@ def test_a_record_of_another_version_is_refused_with_what_to_do():
     template = Template.from_stack(stack).to_json()
     (endpoint,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Endpoint"]
     endpoint["Metadata"][METADATA_KEY]["version"] = 99
-    with pytest.raises(PlanRecordError, match="records a plan of version 99, this peagle reads version 1"):
+    with pytest.raises(PlanRecordError, match="records a plan of version 99, this peagle reads version 2"):
         read_records(json.loads(json.dumps(template)), source="Service")

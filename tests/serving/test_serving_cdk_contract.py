@@ -38,7 +38,7 @@ def test_every_example_deployments_environment_passes_the_launchers_checks(tiny_
     config = load_deployment_config(REPO_ROOT / "deployments" / deployment)
     # Every production variant, or every inference component, the stack creates (the async endpoint too).
     for endpoint, unit, plan in plan_checked_deployment(config).variant_plans():
-        environment = container_environment(plan, config, variant_name=unit, endpoint_name=endpoint)
+        environment = container_environment(plan, variant_name=unit, endpoint_name=endpoint)
         env = _as_mounted_on(environment, tiny_pair.root)
         settings = load_settings(env)  # raises on any unknown or invalid PEAGLE_* variable
         assert (settings.endpoint_name, settings.variant_name) == (endpoint, unit)

@@ -32,7 +32,7 @@ CPU_STAND_INS = {
 def test_the_scale_to_zero_components_environment_serves_and_reports_under_its_name(tiny_pair):
     config = load_deployment_config(REPO_ROOT / "deployments" / "scale-to-zero.yaml")
     ((endpoint, component, plan),) = plan_checked_deployment(config).variant_plans()
-    environment = container_environment(plan, config, variant_name=component, endpoint_name=endpoint)
+    environment = container_environment(plan, variant_name=component, endpoint_name=endpoint)
     env = {key: value.replace(MODEL_MOUNT, str(tiny_pair.root)) for key, value in environment.items()}
     env.pop("SM_VLLM_KV_CACHE_DTYPE")  # fp8 KV cache is the L40S plan's; the CPU build keeps the default
     port = free_port()
