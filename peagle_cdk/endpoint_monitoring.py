@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
@@ -111,7 +111,7 @@ class EndpointMonitoring(Construct):
         alarm_action: cloudwatch.IAlarmAction | None = None,
         alarm_emails: Sequence[str] = (),
         dashboard: cloudwatch.Dashboard | None = None,
-        thresholds: AlarmThresholds = AlarmThresholds(),
+        thresholds: AlarmThresholds | None = None,
         summary_markdown: str | None = None,
         roll_back_updates: bool = True,
     ) -> None:
@@ -119,26 +119,29 @@ class EndpointMonitoring(Construct):
         :param alarm_action: where every alarm notifies on ALARM and OK (e.g. ``cw_actions.SnsAction(topic)``);
             default: a new KMS-encrypted SNS topic (``topic``), with ``alarm_emails`` subscribed.
         :param dashboard: your dashboard, which gets this endpoint's widgets as a segment; default: a new one.
+        :param thresholds: the alarms' thresholds; default: the endpoint's plan's (the deployment file's alarms
+            section for the YAML app, the defaults for the construct's props).
         :param summary_markdown: the text atop the segment; default: the endpoint's plan.
         :param roll_back_updates: the endpoint's updates roll back on the latency and 5xx alarms (default).
         """
         super().__init__(scope, id)
         plan = endpoint.plan
-        _check_thresholds(thresholds, endpoint, self.node.path)
-        thresholds = _with_latency(thresholds, plan.latency_sla_p90_seconds)
+        # The settings model's alarms section: the thresholds given, checked in their words, or the plan's.
+        self._thresholds = _checked(thresholds, endpoint, self.node.path) if thresholds is not None else plan.alarms
+        self._latency_sla_seconds = self._thresholds.latency_sla_p90_seconds or plan.latency_sla_p90_seconds
         self._fleet = FleetMetrics(endpoint)
         self.topic: AlarmTopic | None = None
         if alarm_action is None:
             self.topic = AlarmTopic(self, "AlarmTopic", emails=list(alarm_emails))
             alarm_action = self.topic.action
         factory = AlarmFactory(self, action=alarm_action, name_prefix=f"P-EAGLE {endpoint.endpoint_name}")
-        self._factory, self._thresholds = factory, thresholds
+        self._factory = factory
         self.latency_alarm, self.error_5xx_alarm = self.rollback_alarms_for(endpoint)
         self.error_4xx_alarm = self._error_4xx_alarm(endpoint)
         self.gpu_memory_alarm = self._gpu_memory_alarm(endpoint)
         self.acceptance_alarm = self._acceptance_alarm(endpoint) if plan.speculation_enabled else None
         self.kpi_missing_alarm = self._kpi_missing_alarm(endpoint)
-        self.cost_alarm = self._cost_alarm(thresholds.max_cost_per_million_output_tokens_usd)
+        self.cost_alarm = self._cost_alarm(self._thresholds.max_cost_per_million_output_tokens_usd)
         self.unhealthy = factory.composite(
             "EndpointUnhealthy",
             alarms=[self.error_5xx_alarm, self.kpi_missing_alarm, self.latency_alarm],
@@ -172,9 +175,9 @@ class EndpointMonitoring(Construct):
         return self._factory.alarm(
             "GpuMemoryHigh",
             metric=endpoint.metric_gpu_memory_utilization_percent(period=Duration.minutes(1)),
-            threshold=thresholds.gpu_memory_percent_per_gpu * gpu_count,
+            threshold=thresholds.gpu_memory_percent * gpu_count,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"GPU memory over {thresholds.gpu_memory_percent_per_gpu:g}% per GPU (metric is 0-100 x "
+            description=f"GPU memory over {thresholds.gpu_memory_percent:g}% per GPU (metric is 0-100 x "
             f"{gpu_count} GPUs)",
         )
 
@@ -271,8 +274,7 @@ class EndpointMonitoring(Construct):
         suffix = "" if unit_name in (None, endpoint.primary_unit) else id_suffix(unit_name)
         unit = {"unit_name": unit_name} if suffix else {}
         named = f"{unit_name}: " if suffix else ""
-        latency_sla_seconds = thresholds.latency_sla_seconds
-        assert latency_sla_seconds is not None, "_with_latency gave the plan's SLA"
+        latency_sla_seconds = self._latency_sla_seconds
         latency_us = latency_sla_seconds * MICROSECONDS_PER_SECOND
         latency = self._factory.alarm(
             f"ModelLatencyP90High{suffix}",
@@ -437,17 +439,14 @@ class EndpointMonitoring(Construct):
         )
 
 
-def _check_thresholds(thresholds: AlarmThresholds, endpoint: PeagleEndpoint, path: str) -> None:
-    """The thresholds through the settings model's rules for its alarms section (bounds, and kpi_missing_minutes
+def _checked(thresholds: AlarmThresholds, endpoint: PeagleEndpoint, path: str) -> AlarmSettings:
+    """The thresholds as the settings model's alarms section, through its rules (bounds, and kpi_missing_minutes
     against the endpoint's KPI interval), in AlarmThresholds' words."""
     owner = f"EndpointMonitoring {path}"
-    build(
-        DeploymentConfig,
-        owner=owner,
-        alarms=thresholds.settings(owner),
-        # The endpoint's own, validated when it was built.
-        observability=DEFAULTS.observability.model_copy(update={"kpi_interval_seconds": endpoint.kpi_interval_seconds}),
-    )
+    alarms = thresholds.settings(owner)
+    # The endpoint's own observability, validated when it was built.
+    build(DeploymentConfig, owner=owner, alarms=alarms, observability=endpoint.plan.observability)
+    return alarms
 
 
 class _EndpointWidgets:
@@ -577,12 +576,6 @@ class _EndpointWidgets:
             ],
             width=12,
         )
-
-
-def _with_latency(thresholds: AlarmThresholds, plan_sla_seconds: float) -> AlarmThresholds:
-    if thresholds.latency_sla is not None:
-        return thresholds
-    return replace(thresholds, latency_sla=Duration.millis(round(plan_sla_seconds * 1000)))
 
 
 def _plan_summary(endpoint: PeagleEndpoint) -> str:

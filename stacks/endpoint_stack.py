@@ -13,7 +13,6 @@ from constructs import Construct
 
 from peagle.config import DeploymentConfig
 from peagle_cdk import (
-    AlarmThresholds,
     EndpointMonitoring,
     ModelArtifactsLocation,
     ModelWeights,
@@ -117,15 +116,7 @@ class EndpointStack(Stack):
             self,
             "Monitoring",
             endpoint=self.endpoint,
-            alarm_emails=alarms.emails,
-            thresholds=AlarmThresholds(
-                error_5xx_rate_percent=alarms.error_5xx_rate_percent,
-                error_4xx_rate_percent=alarms.error_4xx_rate_percent,
-                gpu_memory_percent_per_gpu=alarms.gpu_memory_percent,
-                min_acceptance_rate=alarms.min_acceptance_rate,
-                kpi_missing_minutes=alarms.kpi_missing_minutes,
-                max_cost_per_million_output_tokens_usd=alarms.max_cost_per_million_output_tokens_usd,
-            ),
+            alarm_emails=alarms.emails,  # the thresholds: the plan's (the deployment file's alarms section)
         )
 
     def _batch_access(self) -> None:
