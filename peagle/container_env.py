@@ -47,6 +47,7 @@ def vllm_flags(plan: Plan) -> dict[str, bool | int | float | str]:
         "tensor-parallel-size": plan.tensor_parallel_size,
         "max-model-len": plan.max_model_len,
         "max-num-seqs": plan.max_num_seqs,
+        "max-num-batched-tokens": plan.max_num_batched_tokens,
         "gpu-memory-utilization": plan.gpu_memory_utilization,
         "override-generation-config": override_generation_config(sampling),
     }

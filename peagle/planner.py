@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from peagle import engine_budget
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
 from peagle.config import (
     AlarmSettings,
@@ -246,6 +247,19 @@ class Plan:
     scales_on_concurrency: bool = True  # autoscaling on, tracking requests in flight
 
     @property
+    def max_num_batched_tokens(self) -> int:
+        """The engine's token budget per step: a full batch of decodes with their drafts and P-EAGLE slots, plus a
+        prefill chunk of vLLM's default size for the GPU (peagle/engine_budget.py cites the scheduler)."""
+        return engine_budget.max_num_batched_tokens(**self._budget_inputs())
+
+    def _budget_inputs(self) -> dict[str, int]:
+        return {
+            "max_num_seqs": self.max_num_seqs,
+            "speculative_tokens": self.speculative_tokens,  # a schedule's largest K, the most a step drafts
+            "prefill_chunk": engine_budget.default_batched_tokens(self.instance.gpu, self.instance.gpu_memory_gib),
+        }
+
+    @property
     def latency_sla_p90_seconds(self) -> float:
         """The p90 ModelLatency over which the latency alarm fires and the latency step adds capacity: the
         deployment's alarms.latency_sla_p90_seconds, else the profile's SLA (held once, in the plan's profile)."""
@@ -321,6 +335,7 @@ class Plan:
             f"vLLM            tensor_parallel_size={self.tensor_parallel_size} max_model_len={self.max_model_len} "
             f"max_num_seqs={self.max_num_seqs} gpu_memory_utilization={self.gpu_memory_utilization} "
             f"kv_cache_dtype={self.kv_cache_dtype}",
+            f"token budget    {engine_budget.describe(**self._budget_inputs())}",
             f"sampling        temperature={self.profile.sampling.temperature} top_p={self.profile.sampling.top_p} "
             f"max_tokens={self.profile.sampling.max_tokens}",
             f"SLO             {describe_slo(self.profile.slo)}",

@@ -150,6 +150,7 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     """The container environment for the tiny pair, as the CDK model would set it."""
     import json
 
+    from peagle import engine_budget
     from peagle.catalog import load_catalog
     from peagle.container_env import override_generation_config
     from peagle_serve import contract
@@ -165,6 +166,12 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
                 "served-model-name": pair.served_model_name,
                 "max-model-len": args.max_model_len,
                 "max-num-seqs": LOCAL_MAX_NUM_SEQS,
+                # The plan's rule on the CPU's default chunk (peagle/engine_budget.py), as a GPU plan sets it.
+                "max-num-batched-tokens": engine_budget.max_num_batched_tokens(
+                    max_num_seqs=LOCAL_MAX_NUM_SEQS,
+                    speculative_tokens=speculative_tokens(args),
+                    prefill_chunk=engine_budget.CPU_DEFAULT_BATCHED_TOKENS,
+                ),
                 "dtype": LOCAL_DTYPE,
                 "enforce-eager": True,
                 # The KV cache the pair needs, not a share of a NUMA node (peagle/local/memory.py says why).
