@@ -21,6 +21,13 @@ from its port (``/proc/net/tcp``: the socket in state 0A, LISTEN, and its inode 
 
 Where ``/proc`` is missing (macOS), only the load average is recorded and judged (above the core
 count). An open-loop sender's lag is recorded with the conditions, not judged (see below).
+
+Every level also records the CPU (``cpu_model``, ``cpu_flags``): vLLM's CPU build picks its kernels by the
+instruction sets /proc/cpuinfo lists, so a figure from a CPU with AVX2 only is not comparable with one from
+an AVX-512 CPU (measured here: about 3x apart on the same pair). vllm/cmake/cpu_extension.cmake decides
+with ``find_isa(${CPUINFO} "avx2" AVX2_FOUND)``, ``find_isa(${CPUINFO} "avx512f" AVX512_FOUND)`` and, under
+AVX-512, ``"avx512_bf16"``, ``"avx512_vnni"`` and ``"amx_bf16"``; on Arm the "Features" line says whether
+SVE and BF16 are there.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ DEFAULT_OTHER_WORK_LIMIT = 0.25
 # test alone starves the sender's threads (p99 lag 0.2-1 s at 2 req/s on the tiny pair, nothing else
 # running), so it is the measurement's own contention; a level whose sender fell far behind offered less
 # than its rate, which capacity's search already counts as a miss (its achieved-rate rule).
+# The /proc/cpuinfo flags that choose vLLM's CPU kernels (cpu_extension.cmake, quoted above), in that order.
+VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "asimd", "sve", "sve2", "bf16")
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 _LISTEN = "0A"  # include/net/tcp_states.h: TCP_LISTEN = 10
 # A vLLM server or engine (vLLM titles its engine process "VLLM::EngineCore"), the container's launcher,
@@ -89,6 +98,8 @@ class HostConditions:
     other_engines: list[str] = field(default_factory=list)  # "pid 123: vllm serve ..." not under test
     send_lag_p99_s: float | None = None  # open-loop levels
     busy: list[str] = field(default_factory=list)  # why the level is noisy; empty when quiet
+    cpu_model: str | None = None  # /proc/cpuinfo "model name" (None: unknown, or a file from before)
+    cpu_flags: list[str] = field(default_factory=list)  # which of VECTOR_FLAGS the CPU has
 
     @property
     def noisy(self) -> bool:
@@ -104,7 +115,17 @@ class HostConditions:
             parts.append(f"steal {self.steal_share:.1%}")
         engines = len(self.other_engines)
         parts.append(f"{engines} other vLLM process{'es' if engines != 1 else ''}" if engines else "no other engine")
+        if self.cpu_model:
+            parts.append(self.cpu_description())
         return ", ".join(parts)
+
+    def cpu_description(self) -> str:
+        """E.g. "AMD EPYC (avx2; no avx512f)": the model and the vector flags vLLM's kernels follow."""
+        if not self.cpu_model:
+            return "CPU not recorded"
+        x86 = any(flag.startswith(("avx", "amx")) for flag in self.cpu_flags)
+        missing = "; no avx512f" if x86 and "avx512f" not in self.cpu_flags else ""
+        return f"{self.cpu_model} ({', '.join(self.cpu_flags) or 'none of ' + '/'.join(VECTOR_FLAGS[:2])}{missing})"
 
 
 def judge(conditions: HostConditions, limit: BusyLimit) -> list[str]:
@@ -196,6 +217,8 @@ class HostWatch:
             server_processes=len(self._server_end),
             other_engines=other_engines(exclude=server_pids | {os.getpid()}),
             send_lag_p99_s=send_lag_p99_s,
+            cpu_model=cpu_model(),
+            cpu_flags=list(cpu_vector_flags()),
         )
         return _with_busy(conditions, limit)
 
@@ -235,6 +258,38 @@ def _cpu_times() -> _CpuTimes | None:
     user, nice, system, idle, iowait, irq, softirq, steal = values
     busy = user + nice + system + irq + softirq + steal
     return _CpuTimes(busy=busy, total=busy + idle + iowait, steal=steal, iowait=iowait)
+
+
+def _cpuinfo_field(*names: str) -> str | None:
+    """The first /proc/cpuinfo line named one of ``names`` (its value), None without the file."""
+    try:
+        lines = (PROC / "cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() in names:
+            return value.strip()
+    return None
+
+
+def cpu_model() -> str | None:
+    """The CPU's name: x86's "model name"; Arm's cpuinfo names no model, so its implementer and part."""
+    name = _cpuinfo_field("model name")
+    if name:
+        return name
+    implementer, part = _cpuinfo_field("CPU implementer"), _cpuinfo_field("CPU part")
+    if implementer:
+        return f"Arm implementer {implementer} part {part}"
+    import platform
+
+    return platform.processor() or platform.machine() or None
+
+
+def cpu_vector_flags() -> tuple[str, ...]:
+    """Which of VECTOR_FLAGS /proc/cpuinfo lists ("flags" on x86, "Features" on Arm)."""
+    listed = set((_cpuinfo_field("flags", "Features") or "").split())
+    return tuple(flag for flag in VECTOR_FLAGS if flag in listed)
 
 
 def _load_1m() -> float:

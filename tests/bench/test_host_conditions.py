@@ -8,10 +8,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from peagle.bench.host_conditions import BusyLimit, HostConditions, HostWatch, judge
+from peagle.bench.host_conditions import VECTOR_FLAGS, BusyLimit, HostConditions, HostWatch, judge
 from peagle.bench.results import BenchResults, LevelResult, RunResult, load_results, results_to_json
 
 SPIN_SECONDS = 2.5
@@ -104,7 +105,9 @@ def test_the_verdict_counts_other_work_not_the_load_the_server_makes():
 
 
 def test_results_json_keeps_each_levels_machine(tmp_path):
-    host = _conditions(other_work_cores=1.4, busy=["other work used 1.40 of 2 cores"])
+    host = _conditions(
+        other_work_cores=1.4, busy=["other work used 1.40 of 2 cores"], cpu_model="AMD EPYC", cpu_flags=["avx2"]
+    )
     level = LevelResult(
         concurrency=1,
         requests=4,
@@ -128,3 +131,25 @@ def test_results_json_keeps_each_levels_machine(tmp_path):
     path.write_text(results_to_json(BenchResults("2026-12-02", {}, {}, [run])))
     (stored,) = load_results(path).runs[0].levels
     assert stored.host == host and stored.noisy
+
+
+def test_every_level_records_the_cpu_and_the_vector_flags_vllms_kernels_follow():
+    conditions = _watched(None)
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    listed = set(
+        next(line for line in cpuinfo.splitlines() if line.startswith(("flags", "Features"))).split(":")[1].split()
+    )
+    assert conditions.cpu_model and (conditions.cpu_model in cpuinfo or conditions.cpu_model.startswith("Arm"))
+    assert conditions.cpu_flags == [flag for flag in VECTOR_FLAGS if flag in listed]
+    assert conditions.cpu_description() in conditions.summary()
+
+
+def test_a_reader_tells_an_avx2_figure_from_an_avx512_one():
+    avx2 = _conditions(cpu_model="AMD EPYC", cpu_flags=["avx2"])
+    avx512 = _conditions(cpu_model="Intel Xeon", cpu_flags=["avx2", "avx512f", "avx512_bf16", "amx_bf16"])
+    assert avx2.cpu_description() == "AMD EPYC (avx2; no avx512f)"
+    assert avx512.cpu_description() == "Intel Xeon (avx2, avx512f, avx512_bf16, amx_bf16)"
+    assert _conditions(cpu_model="Arm implementer 0x41 part 0xd40", cpu_flags=["asimd", "sve"]).cpu_description() == (
+        "Arm implementer 0x41 part 0xd40 (asimd, sve)"
+    )
+    assert _conditions().cpu_description() == "CPU not recorded"  # a results.json from before the field
