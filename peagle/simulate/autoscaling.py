@@ -55,6 +55,7 @@ from peagle.simulate.scaling_template import (
     StepPolicy,
     TargetTrackingPolicy,
 )
+from peagle.simulate.schedules import ScheduledAction
 
 VARIANT_DEFAULT_COOLDOWN_SECONDS = 300  # target tracking on a variant; other targets 0
 STEP_DEFAULT_COOLDOWN_SECONDS = 300  # any step policy without Cooldown
@@ -192,6 +193,8 @@ class TargetScaling:
 
     def __init__(self, target: ScalableTarget, conflicts: str, cooldown_reading: str = "counted") -> None:
         self.target, self.conflicts = target, conflicts
+        # The bounds policies act within; scheduled actions change them (``schedule``).
+        self.min_capacity, self.max_capacity = target.min_capacity, target.max_capacity
         self.consulted: set[str] = set()
         default = VARIANT_DEFAULT_COOLDOWN_SECONDS if target.unit == "instances" else 0
         states = {alarm.logical_id: AlarmState(alarm) for alarm in target.alarms}
@@ -251,6 +254,8 @@ class TargetScaling:
         # the largest capacity for both scale in and scale out" (Application Auto Scaling User Guide,
         # "Target tracking scaling policies"): a tracking policy not ready to scale in provides the current
         # capacity, so scale-in needs all of them ready, and goes to the largest capacity they ask for.
+        # A scale-in the floor holds changes nothing: not an action (a scheduled floor would log one a minute).
+        proposals = [(p, q) for p, q in proposals if not (q.direction == "in" and current <= self.min_capacity)]
         tracking = [
             policy
             for policy in self.policies
@@ -265,12 +270,32 @@ class TargetScaling:
         return proposals
 
     def _apply(self, policy: PolicyRuntime, proposal: Proposal, current: int, minute: int) -> int:
-        capacity = min(self.target.max_capacity, max(self.target.min_capacity, proposal.capacity))
+        capacity = min(self.max_capacity, max(self.min_capacity, proposal.capacity))
         policy.record(current, capacity, minute)
         if capacity > current:
             for other in self.policies:
                 other.cancel_scale_in_cooldown()
         return capacity
+
+    def schedule(self, action: ScheduledAction, current: int) -> tuple[int, str]:
+        """A scheduled action's new bounds, and the capacity they leave: out to the new minimum if below it,
+        in to the new maximum if above it (schedules.py quotes the rule); the policies then act within
+        them."""
+        if action.min_capacity is not None:
+            self.min_capacity = action.min_capacity
+        if action.max_capacity is not None:
+            self.max_capacity = action.max_capacity
+        # One bound given past the other (the overview's considerations: "you must include both sizes to ensure
+        # that the new minimum capacity is not higher than the maximum capacity"): what the service then does
+        # is not documented; the simulator lets the action's bound win.
+        if self.min_capacity > self.max_capacity:
+            if action.min_capacity is not None:
+                self.max_capacity = self.min_capacity
+            else:
+                self.min_capacity = self.max_capacity
+        capacity = min(self.max_capacity, max(self.min_capacity, current))
+        said = f"scheduled {action.name}: bounds {self.min_capacity}-{self.max_capacity}"
+        return capacity, said + (f": {current} -> {capacity}" if capacity != current else "")
 
     @staticmethod
     def _said(proposal: Proposal, before: int) -> str:

@@ -11,6 +11,7 @@ import argparse
 import itertools
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a built-in shape ({', '.join(SHAPES)}), `all` of them, or a CSV of requests per minute (rows "
         "`requests` or `minute,requests`); repeatable (default: idle-burst, sparse and surge for targets that scale "
         "to zero, surge otherwise)",
+    )
+    parser.add_argument(
+        "--trace-start",
+        metavar="ISO-TIME",
+        help="the wall-clock time of every trace's minute 0, e.g. 2026-11-30T00:00:00Z (scheduled actions run by "
+        "it; default: a CSV's `# start:` line, else 00:00 UTC on Monday 2026-01-05)",
     )
     parser.add_argument("--out", type=Path, default=Path("simulation"), help="report folder (default ./simulation)")
     for reading in READINGS:
@@ -138,7 +145,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from peagle.preflight.cli import _new_template
     from peagle.preflight.template import load_template_file
     from peagle.simulate import report, scenarios
-    from peagle.simulate.traffic import SHAPES, TrafficError, from_csv
+    from peagle.simulate.traffic import SHAPES, TrafficError, from_csv, parse_start
 
     for name, value in (
         ("--instance-launch-seconds", args.instance_launch_seconds),
@@ -172,6 +179,9 @@ def _simulate(args: argparse.Namespace) -> int:
             raise TrafficError(
                 f"--traffic {item!r} is neither a built-in shape ({', '.join(SHAPES)}), `all`, nor a CSV file"
             )
+    start = parse_start(args.trace_start, "--trace-start") if args.trace_start else None
+    if start is not None:
+        traces = [replace(trace, start=start) for trace in traces]
     results, assumed = [], []
     for plan, door, endpoint in planned:
         base = scenarios.base_assumptions(
@@ -196,6 +206,7 @@ def _simulate(args: argparse.Namespace) -> int:
             assumptions=base,
             readings=_readings(args),
             attainment=args.attainment,
+            start=start,
         )
     path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots)
     found = report.scenarios(results)

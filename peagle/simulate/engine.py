@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from peagle.setting_refs import Door, duration, field_words, in_words, setting
@@ -130,7 +131,9 @@ def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
     for minute, offered in enumerate(itertools.chain(trace.requests_per_minute, drain)):
         if minute >= len(trace.requests_per_minute) and not endpoint.outstanding:
             break
+        scheduled = _scheduled(scaling, endpoint, trace.start + timedelta(minutes=minute), trace.start, minute)
         record = endpoint.run_minute(minute, offered * setup.traffic_share)
+        record.actions, record.floor, record.ceiling = scheduled, scaling.min_capacity, scaling.max_capacity
         history.append(record)
         for state in states:
             record.alarms[state.alarm.logical_id] = state.evaluate(history, minute)
@@ -143,7 +146,7 @@ def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
         )
         if record.refused_sends:
             scaling.consulted.add("refused_count_as_invocations")
-        record.actions = said
+        record.actions = scheduled + said
         if capacity != endpoint.desired:
             endpoint.set_desired(capacity, minute + 1, by="; ".join(said))
     return Timeline(
@@ -157,6 +160,19 @@ def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
         left_queued=[(cohort.sent, cohort.count) for cohort in endpoint.queue if cohort.count > 1e-9],
         consulted=frozenset(scaling.consulted),
     )
+
+
+def _scheduled(scaling: TargetScaling, endpoint: Endpoint, when: datetime, start: datetime, minute: int) -> list[str]:
+    """The target's scheduled actions that run in this minute, in the template's order (the service documents no
+    order between actions due at once): new bounds now, new units asked for now (they serve after a start)."""
+    said = []
+    for action in scaling.target.scheduled_actions:
+        if action.runs_at(when, start):
+            capacity, words = scaling.schedule(action, endpoint.desired)
+            said.append(words)
+            if capacity != endpoint.desired:
+                endpoint.set_desired(capacity, minute, by=words)
+    return said
 
 
 def _short(logical_id: str, target: ScalableTarget) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from peagle.errors import PeagleError
 from peagle.preflight.template import StackTemplate
+from peagle.simulate.schedules import ScheduledAction, ScheduleError, action_from_template
 
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 SCALING_POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"
@@ -142,6 +143,7 @@ class ScalableTarget:
     step_policies: tuple[StepPolicy, ...]
     target_tracking: tuple[TargetTrackingPolicy, ...]
     alarms: tuple[Alarm, ...]  # the alarms invoking this target's step policies
+    scheduled_actions: tuple[ScheduledAction, ...] = ()  # ScheduledActions, in the template's order
 
     @property
     def unit(self) -> str:
@@ -180,6 +182,7 @@ def scaling_of(template: StackTemplate) -> list[ScalableTarget]:
                 alarms=tuple(
                     alarm for alarm in alarms.values() if alarm is not None and set(alarm.policy_ids) & step_ids
                 ),
+                scheduled_actions=_scheduled_actions(logical_id, props.get("ScheduledActions") or []),
             )
         )
     return targets
@@ -201,6 +204,16 @@ def variant_weights(template: StackTemplate) -> dict[tuple[str, str], float]:
                 float(variant.get("InitialVariantWeight", 1.0)) / total
             )
     return weights
+
+
+def _scheduled_actions(logical_id: str, entries: list[Mapping[str, Any]]) -> tuple[ScheduledAction, ...]:
+    try:
+        return tuple(
+            action_from_template(entry, f"{logical_id}.ScheduledActions[{index}]")
+            for index, entry in enumerate(entries)
+        )
+    except ScheduleError as error:
+        raise SimulationInputError(f"{logical_id}: {error}") from None
 
 
 def _target_of(resource: Mapping[str, Any]) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, TYPICAL_INSTANCE_LAUNCH_SECONDS, Plan
 from peagle.preflight.template import StackTemplate
@@ -203,6 +204,7 @@ def run(
     assumptions: Assumptions | None = None,
     readings: Sequence[dict] | None = None,
     attainment: float | None = None,
+    start: datetime | None = None,
 ) -> list[Result]:
     """Every target x trace x reading (``readings``: default every combination of the open rules,
     ``ALL_READINGS``; ``[{}]``: ``assumptions`` alone). ``attainment``: the share of requests that must
@@ -219,6 +221,7 @@ def run(
             built_in(shape, unit_rpm=unit_rpm, min_units=setup.initial_units, max_units=setup.target.max_capacity)
             for shape in (shapes if shapes is not None else ([] if traces else default_shapes(setup)))
         ]
+        chosen = [replace(trace, start=start) for trace in chosen] if start is not None else chosen
         for trace in chosen:
             results += _every_reading(setup, trace, variants)
     return results

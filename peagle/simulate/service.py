@@ -231,6 +231,8 @@ class Minute:
     waiting: float = 0.0  # at the minute's end: retrying (real-time) or queued (asynchronous)
     expired: float = 0.0  # asynchronous: older than the request's time-to-live
     desired: int = 0
+    floor: int | None = None  # the scaling's bounds in the minute (scheduled actions move them); None: the target's
+    ceiling: int | None = None
     serving: int = 0
     starting: int = 0
     instances: int = 0

@@ -29,6 +29,11 @@ Stress shapes (they show a limit; failing them is the honest answer, and the rep
   90 minutes at half: the load the maximum cannot carry.
 
 A CSV trace is read strictly (``from_csv``): one or two columns, a header only if it names them.
+
+Minute 0 has a wall-clock time, which scheduled actions need: a CSV's ``# start: 2026-11-30T00:00:00Z``
+comment line (what ``peagle traffic`` writes), else ``peagle simulate --trace-start``, else 00:00 UTC on
+Monday 2026-01-05 (``DEFAULT_START``: built-in shapes start at midnight, so the daily shape's trough is at
+03:00 UTC).
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from peagle.errors import PeagleError
@@ -48,6 +55,8 @@ SHAPES = CARRIED_SHAPES + STRESS_SHAPES
 # 45 and 40 minutes come soon after a scale-in (a wake-up the previous one's cooldown must not block).
 SPARSE_MINUTES = (30, 100, 145, 260, 300)
 CSV_HEADERS = {("requests",), ("minute", "requests")}
+DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday, 00:00 UTC
+_START_COMMENT = re.compile(r"#\s*start:\s*(\S+)\s*$")
 
 
 class TrafficError(PeagleError):
@@ -58,6 +67,7 @@ class TrafficError(PeagleError):
 class Trace:
     name: str
     requests_per_minute: tuple[float, ...]
+    start: datetime = field(default=DEFAULT_START)  # minute 0, UTC
 
     def __len__(self) -> int:
         return len(self.requests_per_minute)
@@ -153,7 +163,28 @@ def from_csv(path: Path) -> Trace:
             )
         by_minute[minute] = _requests(path, number, cells[-1])
         last = minute
-    return Trace(path.stem, tuple(by_minute.get(minute, 0.0) for minute in range(last + 1)))
+    counts = tuple(by_minute.get(minute, 0.0) for minute in range(last + 1))
+    return Trace(path.stem, counts, _start(path, text))
+
+
+def parse_start(text: str, where: str) -> datetime:
+    """An ISO 8601 time as minute 0 of a trace (UTC when it names no offset), whole minutes only."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise TrafficError(f"{where}: {text!r} is not an ISO 8601 time such as 2026-11-30T00:00:00Z") from None
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if moment.second or moment.microsecond:
+        raise TrafficError(f"{where}: {text!r} is not on a whole minute; a trace's rows are minutes")
+    return moment.astimezone(UTC)
+
+
+def _start(path: Path, text: str) -> datetime:
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _START_COMMENT.match(line.strip())
+        if match:
+            return parse_start(match.group(1), f"{path}:{number}")
+    return DEFAULT_START
 
 
 def _numeric(cell: str) -> bool:

@@ -15,9 +15,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from peagle.setting_refs import Door
 from peagle.simulate.engine import Setup, Timeline, one_unit, simulate
 from peagle.simulate.outcomes import Outcome, instances_for, outcome
 from peagle.simulate.scaling_template import Alarm, ScalableTarget
+from peagle.simulate.schedules import ScheduledAction, daily_cron
 
 # Allowance past the idle time for the last unit to go (cooldowns, alarm windows): our choice.
 RETURN_TO_ZERO_SLACK_MINUTES = 20
@@ -193,7 +195,137 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
             if setup.keys.target and "min_units" in change
             else ""
         )
-    return f"{'; and '.join(said)}; {_describe_try(best, seen)}{lever}"
+    found = f"{'; and '.join(said)}; {_describe_try(best, seen)}{lever}"
+    if "min_units" not in change:
+        return found
+    scheduled = scheduled_floor(timeline, change["min_units"], change.get("max_units"))
+    if scheduled is None or scheduled.outcome.cost_usd >= best.cost_usd:
+        return found
+    alternatives = []
+    if "max_units" in change:
+        higher = _outcome_with(timeline, max_units=change["max_units"])
+        alternatives.append(f"the maximum {change['max_units']} alone: {_priced(higher, seen)}")
+    alternatives += [
+        f"the floor {change['min_units']} all day{_and_max(change)}: {_priced(best, seen)}",
+        f"{scheduled.describe(timeline)}: {_priced(scheduled.outcome, seen)}",
+    ]
+    return (
+        f"{found}. Side by side, each simulated on this trace: {'; '.join(alternatives)}. The schedule meets the SLO "
+        f"for the least (it assumes the load comes at the same time every day): {scheduled.snippet(Door.FILE)}; "
+        f"{scheduled.snippet(Door.PROPS)}"
+    )
+
+
+def _priced(then: Outcome, seen: Outcome) -> str:
+    return f"answered {then.answered_share:.1%}, ${then.cost_usd:,.2f} ({then.cost_usd - seen.cost_usd:+,.2f})"
+
+
+def _and_max(change: dict) -> str:
+    return f" with the maximum {change['max_units']}" if "max_units" in change else ""
+
+
+@dataclass(frozen=True)
+class ScheduledFloor:
+    """A floor raised on a schedule ahead of the windows the load outgrew the scaling, and put back after."""
+
+    floor: int
+    max_units: int | None  # the maximum all day, when it changes too
+    windows: tuple[tuple[int, int], ...]  # (raise, restore) as minutes of the day, UTC
+    actions: tuple[ScheduledAction, ...]
+    outcome: Outcome
+
+    def describe(self, timeline: Timeline) -> str:
+        unit = timeline.setup.target.unit
+        spans = ", ".join(f"{_clock(up)}-{_clock(down)}" for up, down in self.windows)
+        raised = f" with the maximum {self.max_units}" if self.max_units else ""
+        return f"a floor of {self.floor} {unit} from {spans} UTC every day (a schedule){raised}"
+
+    def snippet(self, door: Door) -> str:
+        """The change as ``door`` writes it: the deployment file's keys or the construct's props."""
+        if door is Door.PROPS:
+            items = ", ".join(
+                f"ScheduledCapacity(name={a.name!r}, schedule={a.schedule!r}, min_capacity={a.min_capacity}, "
+                f"max_capacity={a.max_capacity})"
+                for a in self.actions
+            )
+            maximum = f"max_capacity={self.max_units}, " if self.max_units else ""
+            return f"in the props `Autoscaling({maximum}schedules=({items},))`"
+        items = ", ".join(
+            f"{{name: {a.name}, schedule: '{a.schedule}', min_capacity: {a.min_capacity}, max_capacity: {a.max_capacity}}}"
+            for a in self.actions
+        )
+        maximum = f"max_capacity: {self.max_units}, " if self.max_units else ""
+        return f"in the deployment file `autoscaling: {{{maximum}schedules: [{items}]}}`"
+
+
+# A schedule's raise comes this much earlier than the losses began, beyond a unit's start and the scaling's
+# reaction, tried in turn until the trace passes (a load that grows for an hour outgrows the capacity before
+# the first request is lost): our choice. Restoring waits SCHEDULE_RESTORE_MINUTES past the last loss.
+SCHEDULE_EXTRA_LEADS_MINUTES = (0, 15, 30, 60, 90, 120, 180)
+SCHEDULE_RESTORE_MINUTES = 15
+# Loss windows closer than this are covered by one raise: our choice.
+SCHEDULE_MERGE_MINUTES = 60
+
+
+def scheduled_floor(timeline: Timeline, all_day_floor: int, max_units: int | None = None) -> ScheduledFloor | None:
+    """The cheapest floor, raised on a daily schedule around the minutes requests were lost, that meets the SLO
+    on this trace (with ``max_units`` as the maximum all day); None when none does. A schedule fits a load
+    that comes at the same time every day."""
+    setup = with_changes(timeline.setup, max_units=max_units) if max_units else timeline.setup
+    target = setup.target
+    if setup.door is Door.CLI or target.unit != "instances":
+        return None  # schedules are a variant's instance bounds (config.py refuses them for components)
+    losses = _loss_windows(timeline)
+    if not losses:
+        return None
+    lead = math.ceil(setup.start_budget_seconds / 60) + setup.reaction_minutes
+    day_of = timeline.trace.start.hour * 60 + timeline.trace.start.minute
+    found: ScheduledFloor | None = None
+    for floor in range(target.min_capacity + 1, all_day_floor + 1):
+        for extra in SCHEDULE_EXTRA_LEADS_MINUTES:
+            windows = tuple(
+                ((day_of + max(0, first - lead - extra)) % 1440, (day_of + last + SCHEDULE_RESTORE_MINUTES) % 1440)
+                for first, last in losses
+            )
+            actions = _schedule_actions(target, floor, windows)
+            then = outcome(simulate(with_changes(setup, schedules=actions), timeline.trace, timeline.assumptions))
+            if _meets(then, setup):
+                candidate = ScheduledFloor(floor, max_units, windows, actions, then)
+                if found is None or then.cost_usd < found.outcome.cost_usd:
+                    found = candidate
+                break
+    return found
+
+
+def _loss_windows(timeline: Timeline) -> list[tuple[int, int]]:
+    """(first, last) trace minutes with requests lost, windows closer than SCHEDULE_MERGE_MINUTES merged."""
+    windows: list[tuple[int, int]] = []
+    for m in timeline.minutes[: len(timeline.trace)]:
+        if m.lost <= 1e-9:
+            continue
+        if windows and m.minute - windows[-1][1] <= SCHEDULE_MERGE_MINUTES:
+            windows[-1] = (windows[-1][0], m.minute)
+        else:
+            windows.append((m.minute, m.minute))
+    return windows
+
+
+def _schedule_actions(target: ScalableTarget, floor: int, windows) -> tuple[ScheduledAction, ...]:
+    ceiling = max(floor, target.max_capacity)
+    actions = []
+    for up, down in windows:
+        actions.append(ScheduledAction(f"RaiseFloor{_clock(up, '')}", daily_cron(up), floor, ceiling))
+        actions.append(
+            ScheduledAction(
+                f"RestoreFloor{_clock(down, '')}", daily_cron(down), target.min_capacity, target.max_capacity
+            )
+        )
+    return tuple(actions)
+
+
+def _clock(minute_of_day: int, separator: str = ":") -> str:
+    hours, minutes = divmod(minute_of_day % 1440, 60)
+    return f"{hours:02d}{separator}{minutes:02d}"
 
 
 def _meets(then: Outcome | None, setup: Setup) -> bool:
@@ -241,10 +373,18 @@ def _describe_try(then: Outcome, seen: Outcome) -> str:
 
 
 def with_changes(
-    setup: Setup, *, min_units: int | None = None, max_units: int | None = None, idle_minutes: int | None = None
+    setup: Setup,
+    *,
+    min_units: int | None = None,
+    max_units: int | None = None,
+    idle_minutes: int | None = None,
+    schedules: tuple[ScheduledAction, ...] = (),
 ) -> Setup:
-    """``setup`` as if the deployment file set other bounds or another idle window."""
+    """``setup`` as if the deployment file set other bounds, another idle window or more scheduled actions."""
     target, shape = setup.target, setup.shape
+    if schedules:
+        target = replace(target, scheduled_actions=target.scheduled_actions + schedules)
+        shape = replace(shape, max_instances=max([shape.max_instances] + [a.max_capacity or 0 for a in schedules]))
     if max_units is not None:
         target = replace(target, max_capacity=max(max_units, target.min_capacity))
         if shape.kind == "copies":
@@ -465,10 +605,11 @@ def load_of(timeline: Timeline, minute) -> Load:
     )
 
 
-def kept_for(timeline: Timeline, load: Load) -> int:
+def kept_for(timeline: Timeline, load: Load, floor: int | None = None, ceiling: int | None = None) -> int:
     """The units the policies mean to keep for ``load``: each target-tracking policy on a metric the model
     knows keeps the units that bring it under 90 % of its target (where it scales in), the largest of them
-    counts; without one, full units. Never below the floor, nor below one unit while requests come."""
+    counts; without one, full units. Never below the floor (``floor``: the one a schedule set for the minute),
+    nor below one unit while requests come."""
     target = timeline.setup.target
     wanted = []
     for policy in target.target_tracking:
@@ -483,7 +624,9 @@ def kept_for(timeline: Timeline, load: Load) -> int:
         if amount is not None:
             wanted.append(math.ceil(round(amount / (0.9 * policy.target_value), 9)))
     units = max(wanted) if wanted else needed_units(timeline, load.offered)
-    return min(target.max_capacity, max(target.min_capacity, 1 if load.offered > 0 else 0, units))
+    floor = target.min_capacity if floor is None else floor
+    ceiling = target.max_capacity if ceiling is None else ceiling
+    return min(ceiling, max(floor, 1 if load.offered > 0 else 0, units))
 
 
 def settle_minutes(target: ScalableTarget) -> int:
@@ -514,7 +657,7 @@ def _gives_back(timeline: Timeline) -> Verdict | None:
             continue  # idle: the idle policy's (returns to zero)
         recent = loads[max(0, m.minute - limit) : m.minute + 1]
         busiest = Load(*(max(getattr(load, field) for load in recent) for field in ("offered", "in_flight", "backlog")))
-        kept = kept_for(timeline, busiest)
+        kept = kept_for(timeline, busiest, m.floor, m.ceiling)  # a floor a schedule raised is kept on purpose
         if m.serving - kept >= 1:
             beyond.append((m.minute, m.serving - kept))
     if not beyond:
