@@ -99,6 +99,7 @@ class Timeline:
     assumptions: Assumptions
     minutes: list[Minute]
     alarm_names: dict[str, str]  # logical id -> short name used in the table
+    alarm_upward: dict[str, bool]  # logical id -> whether it asks for capacity (else it gives capacity back)
     cancelled: list[CancelledStart]
     left_waiting: float  # real-time requests still retrying at the end
     left_queued: list[tuple[int, float]]  # asynchronous (first-sent minute, requests) still queued at the end
@@ -155,6 +156,7 @@ def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
         assumptions=assumptions,
         minutes=history,
         alarm_names={state.alarm.logical_id: _short(state.alarm.logical_id, setup.target) for state in states},
+        alarm_upward={state.alarm.logical_id: state.alarm.upward for state in states},
         cancelled=list(endpoint.cancelled),
         left_waiting=sum(cohort.count for cohort in endpoint.waiting),
         left_queued=[(cohort.sent, cohort.count) for cohort in endpoint.queue if cohort.count > 1e-9],

@@ -112,70 +112,141 @@ def write_table(scenario: Scenario, path: Path) -> None:
             )
 
 
+# Zoomed panels: the failing windows with the most requests lost, this many, each with this much either side.
+ZOOM_WINDOWS = 3
+ZOOM_MARGIN_MINUTES = 20
+# Alarm states by what they mean: a scale-out alarm in ALARM is scaling out; a scale-in alarm in ALARM is the
+# normal state of a fleet with spare capacity (target tracking's low alarm sits there whenever the load is
+# under its share of the target); no data is neither.
+ALARM_COLOURS = {
+    ("ALARM", True): ("tab:orange", "scale-out alarm in ALARM: asking for capacity"),
+    ("ALARM", False): ("lightsteelblue", "scale-in alarm in ALARM: spare capacity (normal)"),
+    ("INSUFFICIENT_DATA", True): ("lightgrey", "no data"),
+    ("INSUFFICIENT_DATA", False): ("lightgrey", "no data"),
+}
+_OUTSIDE = {"fontsize": 7, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
+
+
 def write_plot(scenario: Scenario, path: Path) -> None:
+    """The timeline at a glance: capacity with its bounds (scheduled changes marked), requests offered and
+    answered, the sends that were refused or timed out on their own axis (they count sends, retries included,
+    and would flatten the answered line), the alarms by meaning, and a zoomed panel per failing window.
+    Legends sit outside the axes, clear of the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
+
+    from peagle.simulate.verdicts import loss_windows
 
     result = scenario.first
     timeline = result.timeline
-    minutes = [m.minute for m in timeline.minutes]
+    history = timeline.minutes
+    minutes = [m.minute for m in history]
     alarms = list(timeline.alarm_names)
     asynchronous = timeline.setup.shape.asynchronous
-    rows = 4 if asynchronous else 3
-    ratios = [2, 2] + ([1.2] if asynchronous else []) + [max(1, len(alarms)) * 0.35]
-    figure, axes = plt.subplots(
-        rows, 1, figsize=(11, 8 if asynchronous else 7.5), sharex=True, gridspec_kw={"height_ratios": ratios}
-    )
-    capacity, load, states = axes[0], axes[1], axes[-1]
+    sends = {
+        "sends refused (no capacity; retried until the cold-start wait is over)": [m.refused_sends for m in history],
+        "sends timed out (resent or lost)": [m.timeouts for m in history],
+        "expired": [m.expired for m in history],
+    }
+    sends = {label: values for label, values in sends.items() if any(values)}
+    windows = sorted(loss_windows(timeline), key=lambda w: -sum(m.lost for m in history[w[0] : w[1] + 1]))[
+        :ZOOM_WINDOWS
+    ]
+    panels = ["capacity", "load"] + (["sends"] if sends else []) + (["backlog"] if asynchronous else []) + ["states"]
+    heights = {"capacity": 2, "load": 2, "sends": 1.2, "backlog": 1.2, "states": max(1, len(alarms)) * 0.35}
+    ratios = [heights[name] for name in panels] + ([1.8] if windows else [])
+    figure = plt.figure(figsize=(13, 2.2 + 1.6 * sum(ratios)))
+    grid = figure.add_gridspec(len(ratios), max(1, len(windows)), height_ratios=ratios)
+    first = figure.add_subplot(grid[0, :])
+    axes = {"capacity": first} | {
+        name: figure.add_subplot(grid[row, :], sharex=first) for row, name in enumerate(panels) if row
+    }
+    capacity, load, states = axes["capacity"], axes["load"], axes["states"]
     unit = timeline.setup.target.unit
-    capacity.step(minutes, [m.desired for m in timeline.minutes], where="post", label=f"{unit} requested")
-    capacity.step(minutes, [m.serving for m in timeline.minutes], where="post", label=f"{unit} serving")
+    capacity.step(minutes, [m.desired for m in history], where="post", label=f"{unit} requested")
+    capacity.step(minutes, [m.serving for m in history], where="post", label=f"{unit} serving")
     if unit == "copies":
-        capacity.step(minutes, [m.instances for m in timeline.minutes], where="post", label="instances", alpha=0.6)
-    capacity.axhline(
-        timeline.setup.target.max_capacity, color="tab:red", linestyle=":", linewidth=1, label=f"max {unit}"
-    )
+        capacity.step(minutes, [m.instances for m in history], where="post", label="instances", alpha=0.6)
+    target = timeline.setup.target
+    floors = [target.min_capacity if m.floor is None else m.floor for m in history]
+    ceilings = [target.max_capacity if m.ceiling is None else m.ceiling for m in history]
+    capacity.step(minutes, ceilings, where="post", color="tab:red", linestyle=":", linewidth=1, label=f"max {unit}")
+    capacity.step(minutes, floors, where="post", color="tab:green", linestyle=":", linewidth=1, label=f"min {unit}")
+    for m in history:
+        for action in m.actions:
+            if action.startswith("scheduled "):
+                capacity.axvline(m.minute, color="tab:green", alpha=0.4, linewidth=0.8)
+                capacity.annotate(
+                    action.split(":")[0].removeprefix("scheduled "),
+                    (m.minute, 0),
+                    xytext=(2, 2),
+                    textcoords="offset points",
+                    fontsize=6,
+                    rotation=90,
+                    color="tab:green",
+                )
     capacity.yaxis.set_major_locator(MaxNLocator(integer=True))
-    capacity.set_ylim(bottom=0)
+    capacity.set_ylim(bottom=0, top=max(ceilings + [m.desired for m in history]) * 1.15 + 0.5)
     capacity.set_ylabel(unit)
-    capacity.legend(fontsize=7, loc="upper right")
+    capacity.legend(**_OUTSIDE)
     seen = result.outcome
     verdict = "PASS" if result.passed else "FAIL: " + "; ".join(v.name for v in result.verdicts if not v.passed)
     title = (
         f"{timeline.setup.name}, traffic {timeline.trace.name} ({scenario.readings()}): answered "
         f"{seen.answered_share:.1%}, ${seen.cost_usd:,.2f}. {verdict}"
     )
-    capacity.set_title("\n".join(textwrap.wrap(title, 130)), fontsize=8)
-    load.plot(minutes, [m.offered for m in timeline.minutes], label="offered", color="grey")
-    load.plot(minutes, [m.served for m in timeline.minutes], label="answered")
-    if any(m.late for m in timeline.minutes):
-        load.plot(minutes, [m.late for m in timeline.minutes], label="answered after a timeout")
-    for label, values in (
-        (
-            "sends refused (no capacity; retried until the cold-start wait is over)",
-            [m.refused_sends for m in timeline.minutes],
-        ),
-        ("timed out (sends, resent or lost)", [m.timeouts for m in timeline.minutes]),
-        ("expired", [m.expired for m in timeline.minutes]),
-    ):
-        if any(values):
-            load.plot(minutes, values, label=label)
-    load.set_ylabel("requests per minute")
-    load.set_ylim(bottom=0)
-    load.legend(fontsize=7, loc="upper right")
+    capacity.set_title("\n".join(textwrap.wrap(title, 150)), fontsize=8)
+    _requests(load, minutes, history)
+    load.legend(**_OUTSIDE)
+    if sends:
+        for label, values in sends.items():
+            axes["sends"].plot(minutes, values, label=label)
+        axes["sends"].set_ylabel("sends per minute")
+        axes["sends"].set_ylim(bottom=0)
+        axes["sends"].legend(**_OUTSIDE)
     if asynchronous:
-        backlog = axes[2]
-        backlog.plot(minutes, [m.waiting for m in timeline.minutes], color="tab:purple", label="queued")
+        backlog = axes["backlog"]
+        backlog.plot(minutes, [m.waiting for m in history], color="tab:purple", label="queued")
         backlog.set_ylabel("queued requests")
         backlog.set_ylim(bottom=0)
-        backlog.legend(fontsize=7, loc="upper right")
+        backlog.legend(**_OUTSIDE)
+    _alarm_states(states, timeline, alarms, Patch)
+    for column, (start, end) in enumerate(windows):
+        zoom = figure.add_subplot(grid[len(panels), column])
+        low, high = max(0, start - ZOOM_MARGIN_MINUTES), min(len(history), end + ZOOM_MARGIN_MINUTES + 1)
+        _requests(zoom, minutes[low:high], history[low:high])
+        lost = [m.lost for m in history[low:high]]
+        zoom.fill_between(minutes[low:high], lost, step="post", color="tab:red", alpha=0.3, label="lost")
+        zoom.set_title(f"failing window, minutes {start}-{end} (zoomed)", fontsize=7)
+        zoom.tick_params(labelsize=6)
+        if column == len(windows) - 1:
+            zoom.legend(**_OUTSIDE)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _requests(axis, minutes: list[int], history) -> None:
+    axis.plot(minutes, [m.offered for m in history], label="offered", color="grey")
+    axis.plot(minutes, [m.served for m in history], label="answered")
+    if any(m.late for m in history):
+        axis.plot(minutes, [m.late for m in history], label="answered after a timeout")
+    axis.set_ylabel("requests per minute")
+    axis.set_ylim(bottom=0)
+
+
+def _alarm_states(states, timeline, alarms: list[str], patch) -> None:
     # One-minute states stay visible on a day-long axis: each stretch is at least a few pixels wide.
-    least = max(1.0, len(minutes) / 500)
+    least = max(1.0, len(timeline.minutes) / 500)
+    shown: dict[str, str] = {}
     for row, alarm in enumerate(alarms):
-        for state, color in (("ALARM", "tab:red"), ("INSUFFICIENT_DATA", "lightgrey")):
+        upward = timeline.alarm_upward.get(alarm, True)
+        for state in ("ALARM", "INSUFFICIENT_DATA"):
+            colour, meaning = ALARM_COLOURS[(state, upward)]
             runs, start = [], None
             for m in timeline.minutes:
                 inside = m.alarms.get(alarm) == state
@@ -185,15 +256,16 @@ def write_plot(scenario: Scenario, path: Path) -> None:
                     runs.append((start, max(least, m.minute - start)))
                     start = None
             if start is not None:
-                runs.append((start, max(least, len(minutes) - start)))
-            states.broken_barh(runs, (row, 0.8), facecolors=color, linewidth=0)
+                runs.append((start, max(least, len(timeline.minutes) - start)))
+            if runs:
+                shown[meaning] = colour
+            states.broken_barh(runs, (row, 0.8), facecolors=colour, linewidth=0)
     states.set_yticks([row + 0.4 for row in range(len(alarms))])
     states.set_yticklabels([timeline.alarm_names[alarm][:34] for alarm in alarms], fontsize=7)
     states.set_ylim(0, max(1, len(alarms)))
-    states.set_xlabel("minute (alarms: red ALARM, grey INSUFFICIENT_DATA)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    states.set_xlabel(f"minute of the trace (minute 0: {timeline.trace.start:%Y-%m-%d %H:%M} UTC)")
+    if shown:
+        states.legend(handles=[patch(color=colour, label=meaning) for meaning, colour in shown.items()], **_OUTSIDE)
 
 
 def _money(value: float | None) -> str:

@@ -275,7 +275,7 @@ def scheduled_floor(timeline: Timeline, all_day_floor: int, max_units: int | Non
     target = setup.target
     if setup.door is Door.CLI or target.unit != "instances":
         return None  # schedules are a variant's instance bounds (config.py refuses them for components)
-    losses = _loss_windows(timeline)
+    losses = loss_windows(timeline)
     if not losses:
         return None
     lead = math.ceil(setup.start_budget_seconds / 60) + setup.reaction_minutes
@@ -297,7 +297,7 @@ def scheduled_floor(timeline: Timeline, all_day_floor: int, max_units: int | Non
     return found
 
 
-def _loss_windows(timeline: Timeline) -> list[tuple[int, int]]:
+def loss_windows(timeline: Timeline) -> list[tuple[int, int]]:
     """(first, last) trace minutes with requests lost, windows closer than SCHEDULE_MERGE_MINUTES merged."""
     windows: list[tuple[int, int]] = []
     for m in timeline.minutes[: len(timeline.trace)]:
