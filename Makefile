@@ -42,6 +42,7 @@ SERVING_TESTS := tests/serving \
 	tests/bench/test_bench_against_vllm_bench_serve.py \
 	tests/bench/test_bench_open_loop.py \
 	tests/capacity/test_capacity_local.py \
+	tests/capacity/test_capacity_prompts_local.py \
 	tests/client/test_client_against_local_server.py \
 	tests/smoke/test_smoke_against_local_server.py \
 	tests/stage/test_stage_checkpoints_and_plan.py \

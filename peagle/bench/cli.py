@@ -122,7 +122,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)}, or 'none' (default {','.join(DEFAULT_BUCKETS)})",
     )
     parser.add_argument(
-        "--prompts-file", type=Path, help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line)"
+        "--prompts-file",
+        type=Path,
+        help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line; `peagle prompts` writes one "
+        "from the endpoint's Data Capture); results.json names it with a sha256 of its content",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the synthetic prompt set and of the --request-rate arrivals"
@@ -284,7 +287,12 @@ def _per_endpoint(args: argparse.Namespace, values: list[str], flag: str, what: 
 
 
 def _settings(args: argparse.Namespace):
-    from peagle.bench.prompts import load_prompt_file, synthetic_prompts
+    from peagle.bench.prompts import (
+        describe_prompts_file,
+        describe_synthetic_prompts,
+        load_prompt_file,
+        synthetic_prompts,
+    )
     from peagle.bench.results import Sampling
     from peagle.bench.runner import BenchSettings
 
@@ -300,8 +308,11 @@ def _settings(args: argparse.Namespace):
     buckets = [] if args.buckets == "none" else [b.strip() for b in args.buckets.split(",") if b.strip()]
     try:
         prompts = synthetic_prompts(buckets, seed=args.seed) if buckets else []
+        sources = [describe_synthetic_prompts(buckets, args.seed)] if buckets else []
         if args.prompts_file:
-            prompts += load_prompt_file(args.prompts_file)
+            from_file = load_prompt_file(args.prompts_file)
+            prompts += from_file
+            sources.append(describe_prompts_file(args.prompts_file, from_file))
         template = _request_template(args)
         sampling = Sampling.of_profile(
             args.profile or MEASURED_PROFILE_DEFAULT, temperature=template.temperature, top_p=template.top_p
@@ -323,8 +334,7 @@ def _settings(args: argparse.Namespace):
         **({"load": _describe_open_loop(open_loop)} if open_loop else {"concurrency": ",".join(map(str, concurrency))}),
         "requests_per_level": args.requests,
         "warmup_requests": args.warmup,
-        "prompts": f"synthetic buckets {','.join(buckets) or 'none'} (seed {args.seed})"
-        + (f" + {args.prompts_file}" if args.prompts_file else ""),
+        "prompts": " + ".join(sources),
         "sampling": sampling.describe(),
         "max_tokens": f"{template.max_tokens} ({_max_tokens_source(args)})",
         "ignore_eos": args.ignore_eos,

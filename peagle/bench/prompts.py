@@ -114,3 +114,34 @@ def load_prompt_file(path: Path) -> list[PromptCase]:
     if not cases:
         raise ValueError(f"{path}: no prompts in the file")
     return cases
+
+
+# Keys a prompts-file line may carry that change how its request is sampled: they go into the body
+# after the run's own sampling (runner.build_requests), so they override --temperature / the profile.
+SAMPLING_OVERRIDES = ("temperature", "top_p", "top_k", "min_p")
+
+SYNTHETIC_PROMPTS_NOTE = (
+    "synthetic prompts: the answer depends on the prompts (their lengths, and how predictable the answers are "
+    "for the drafter); measure with a production prompts file: `peagle prompts` turns the endpoint's Data "
+    "Capture into one, then pass --prompts-file"
+)
+
+
+def describe_prompts_file(path: Path, cases: Sequence[PromptCase]) -> str:
+    """ "<path> (sha256 <first 12 hex of its bytes>, N prompts)": which file, by its content; with
+    "; temperature set by K" when lines carry their own sampling, which overrides the run's."""
+    import hashlib
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    overrides = "".join(f"; {name} set by {count}" for name, count in sampling_overrides(cases).items())
+    return f"{path} (sha256 {digest}, {len(cases)} prompts{overrides})"
+
+
+def describe_synthetic_prompts(buckets: Sequence[str], seed: int) -> str:
+    return f"synthetic prompts (buckets {','.join(buckets) or 'none'}, seed {seed})"
+
+
+def sampling_overrides(cases: Sequence[PromptCase]) -> dict[str, int]:
+    """How many prompts set each of SAMPLING_OVERRIDES themselves (only the ones set at least once)."""
+    counts = {name: sum(name in case.extra for case in cases) for name in SAMPLING_OVERRIDES}
+    return {name: count for name, count in counts.items() if count}

@@ -155,8 +155,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--buckets",
-        default=DEFAULT_BUCKETS,
-        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)} (default {DEFAULT_BUCKETS})",
+        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)} (default {DEFAULT_BUCKETS}); not "
+        "with --prompts-file",
+    )
+    parser.add_argument(
+        "--prompts-file",
+        type=Path,
+        metavar="JSONL",
+        help="send these prompts instead of synthetic ones, e.g. production's from `peagle prompts` (bench's "
+        "format: one {'prompt': ...} or {'messages': [...]} per line; a line's max_tokens and sampling keys "
+        "override the run's); the report names the file and a sha256 of its content",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the prompts and arrivals (default 0)")
     parser.add_argument(
@@ -241,7 +249,7 @@ def _capacity(args: argparse.Namespace) -> int:
     if problems:
         raise BadArguments("; ".join(problems))
     price, price_source = instance_price(args)  # ValueError: exit 2
-    prompts = _prompts(args)
+    prompts, prompts_source, prompts_notes = _prompts(args)
 
     k = _k_text(args)
     with _target(args) as (client, metrics_url, description):
@@ -263,7 +271,7 @@ def _capacity(args: argparse.Namespace) -> int:
             "requests per level": f"{args.requests_per_level} judged, or {args.min_level_seconds:g} s of arrivals if "
             "more, after a ramp not judged (capacity.json: ramp_seconds)",
             "max_tokens": template.max_tokens,
-            "prompts": f"buckets {args.buckets} (seed {args.seed})",
+            "prompts": prompts_source,
             "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
             "start rate": args.start_rate,
             "growth": args.growth,
@@ -284,7 +292,9 @@ def _capacity(args: argparse.Namespace) -> int:
             [f"the rate is per instance: measured against {args.instances} instances and divided by that"]
             if args.instances > 1
             else []
-        ),
+        )
+        + prompts_notes,
+        prompts=prompts_source,
     )
     paths = write_report(search, context, args.out)
     found = answer(search, args.instances)
@@ -383,13 +393,42 @@ def template_description(template, profile: str) -> str:
 
 
 def _prompts(args: argparse.Namespace):
-    from peagle.bench.prompts import synthetic_prompts
+    """(prompts, which prompts in words, notes for the report): --prompts-file, else synthetic --buckets;
+    a note for synthetic prompts (printed now), and one when the file's lines set their own sampling."""
+    from peagle.bench.prompts import (
+        SYNTHETIC_PROMPTS_NOTE,
+        describe_prompts_file,
+        describe_synthetic_prompts,
+        load_prompt_file,
+        sampling_overrides,
+        synthetic_prompts,
+    )
 
-    buckets = [bucket.strip() for bucket in args.buckets.split(",") if bucket.strip()]
+    if args.prompts_file is not None:
+        if args.buckets is not None:
+            raise BadArguments("--buckets picks synthetic prompts and --prompts-file replaces them: give one of them")
+        try:
+            prompts = load_prompt_file(args.prompts_file)
+        except (ValueError, OSError) as error:
+            raise BadArguments(f"--prompts-file: {error}") from None
+        overrides = sampling_overrides(prompts)
+        notes = (
+            [
+                "prompts that set their own sampling keep it (the capture's): "
+                + ", ".join(f"{name} on {count} of {len(prompts)}" for name, count in overrides.items())
+                + "; the sampling above applies to the others"
+            ]
+            if overrides
+            else []
+        )
+        return prompts, describe_prompts_file(args.prompts_file, prompts), notes
+    buckets = [bucket.strip() for bucket in (args.buckets or DEFAULT_BUCKETS).split(",") if bucket.strip()]
     try:
-        return synthetic_prompts(buckets, seed=args.seed)
+        prompts = synthetic_prompts(buckets, seed=args.seed)
     except ValueError as error:
         raise BadArguments(str(error)) from None
+    print(f"capacity: note: {SYNTHETIC_PROMPTS_NOTE}", file=sys.stderr)
+    return prompts, describe_synthetic_prompts(buckets, args.seed), [SYNTHETIC_PROMPTS_NOTE]
 
 
 def _k_text(args: argparse.Namespace) -> str | None:

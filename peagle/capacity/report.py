@@ -56,6 +56,7 @@ class Context:
     price_per_hour_usd: float | None = None
     price_source: str | None = None
     notes: list[str] = field(default_factory=list)
+    prompts: str = ""  # which prompts: a file with its sha256, or "synthetic prompts (buckets ..., seed ...)"
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ def snippet(found: Answer, context: Context) -> str:
     """The deployment-file lines: scaling targets from the measured capacity with the headroom."""
     h = context.headroom
     source = f"peagle capacity, {context.date}, {context.target}, K={context.speculative_tokens}"
+    source += f", {context.prompts}" if context.prompts else ""
     lines = [
         f"# peagle capacity {context.date}: {context.target}, K={context.speculative_tokens}, SLO {context.slo_text}"
     ]
@@ -173,6 +175,7 @@ def _json(search: CapacitySearch, context: Context, found: Answer | None) -> str
         "slo": context.slo_text,
         "slo_source": context.slo_source,
         "sampling": context.sampling,
+        "prompts": context.prompts,
         "settings": context.settings,
         "instances": context.instances,
         "stop_reason": search.stop_reason,
@@ -233,7 +236,10 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
         + (f" First failing rate: {search.first_fail:g} requests/s offered." if search.first_fail is not None else ""),
         "",
         f"SLO: {context.slo_text} ({context.slo_source}); a request meets it as `vllm bench serve --goodput` counts "
-        "(peagle/slo.py). Sampling: " + context.sampling + ".",
+        "(peagle/slo.py). Sampling: "
+        + context.sampling
+        + "."
+        + (f" Prompts: {context.prompts}." if context.prompts else ""),
         "",
         "| phase | offered req/s | achieved | attainment | "
         + " | ".join(found.attainment_per_bound if found else [])

@@ -26,6 +26,7 @@ from peagle.local.tiny_pair import PAIRS
 from peagle.slo import add_slo_arguments
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
+DEFAULT_BUCKETS = "short,long"
 DESCRIPTION = (
     "Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
     "measure it with `peagle bench` at every --concurrency level and --temperatures value (default: the "
@@ -101,7 +102,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
     parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
     parser.add_argument(
-        "--buckets", default="short,long", help="prompt length buckets, as for bench (default short,long)"
+        "--buckets",
+        help=f"synthetic prompt length buckets, as for bench (default {DEFAULT_BUCKETS}); not with --prompts-file",
+    )
+    parser.add_argument(
+        "--prompts-file",
+        type=Path,
+        metavar="JSONL",
+        help="measure with these prompts instead of synthetic ones, e.g. production's from `peagle prompts` "
+        "(bench's format); lines must not set temperature/top_p, which --temperatures decides (`peagle prompts "
+        "--drop-field temperature --drop-field top_p`); recommendation.md names the file and a sha256 of it",
     )
     parser.add_argument(
         "--band",
@@ -149,6 +159,7 @@ def _tune(args: argparse.Namespace) -> int:
     candidates = _local_candidates(args) if local else []  # checked before anything is written or started
     if args.from_results:  # stored runs: refused before anything is written when all of them are greedy
         decision_temperature({_temperature_of(run) for run in _runs(args.from_results)}, deployed.temperature)
+    prompts_text = _prompts_text(args)  # checked before anything is served
     rounds = range(1, args.repeat + 1)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.from_results:
@@ -176,7 +187,47 @@ def _tune(args: argparse.Namespace) -> int:
             for path in _bench_local_candidate(args, label, round_, options, temperatures)
         ]
     _compare(args, result_files)
-    return _write_recommendation(args, _runs(result_files), band, deployed)
+    return _write_recommendation(args, _runs(result_files), band, deployed, prompts_text)
+
+
+def _prompts_text(args: argparse.Namespace) -> str:
+    """Which prompts the runs measured, in words; refuses a prompts file that would override the
+    temperatures tune measures at, and notes synthetic prompts on stderr."""
+    import sys
+
+    from peagle.bench.prompts import (
+        SYNTHETIC_PROMPTS_NOTE,
+        describe_prompts_file,
+        describe_synthetic_prompts,
+        load_prompt_file,
+        sampling_overrides,
+    )
+    from peagle.bench.results import load_results
+
+    if args.from_results:
+        if args.prompts_file or args.buckets:
+            raise ValueError("--prompts-file/--buckets choose what to measure; --from-results runs keep their prompts")
+        recorded = {str(load_results(path).settings.get("prompts", "not recorded")) for path in args.from_results}
+        return "; ".join(sorted(recorded))
+    if args.prompts_file is None:
+        buckets = [bucket.strip() for bucket in (args.buckets or DEFAULT_BUCKETS).split(",") if bucket.strip()]
+        print(f"tune: note: {SYNTHETIC_PROMPTS_NOTE}", file=sys.stderr)
+        return describe_synthetic_prompts(buckets, 0)  # bench's default --seed
+    if args.buckets is not None:
+        raise ValueError("--buckets picks synthetic prompts and --prompts-file replaces them: give one of them")
+    try:
+        prompts = load_prompt_file(args.prompts_file)
+    except OSError as error:
+        raise ValueError(f"--prompts-file: {error}") from None
+    overrides = {name: count for name, count in sampling_overrides(prompts).items() if name in ("temperature", "top_p")}
+    if overrides:
+        raise ValueError(
+            f"--prompts-file {args.prompts_file}: "
+            + ", ".join(f"{count} of {len(prompts)} prompts set {name}" for name, count in overrides.items())
+            + ", which would override the temperatures tune measures at (--temperatures, the profile's); write the "
+            "file without them: `peagle prompts CAPTURE --drop-field temperature --drop-field top_p --out FILE`"
+        )
+    return describe_prompts_file(args.prompts_file, prompts)
 
 
 def _runs(result_files: list[Path]) -> list:
@@ -299,7 +350,9 @@ def _bench(
     load += ["--slo", args.slo] if args.slo else []
     load += ["--attainment", str(args.attainment)] if args.attainment is not None else []
     argv = ["bench", "--label", label, *load, "--requests", str(args.requests), "--busy-limit", str(args.busy_limit)]
-    argv += ["--max-tokens", str(args.max_tokens), "--buckets", args.buckets, "--out", str(out)]
+    prompts = ["--buckets", "none", "--prompts-file", str(args.prompts_file)] if args.prompts_file else []
+    prompts = prompts or ["--buckets", args.buckets or DEFAULT_BUCKETS]
+    argv += ["--max-tokens", str(args.max_tokens), *prompts, "--out", str(out)]
     argv += ["--profile", args.profile or MEASURED_PROFILE_DEFAULT, "--temperature", str(temperature)]
     argv += ["--top-p", str(args.top_p)] if args.top_p is not None else []
     argv += ["--url", url] if url else ["--endpoint", endpoint] + (["--region", args.region] if args.region else [])
@@ -431,7 +484,9 @@ def _cell(candidate, concurrency: int) -> str:
     return f"{text} ({tpot * 1000:.1f})" if tpot else text
 
 
-def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] | None, deployed) -> int:
+def _write_recommendation(
+    args: argparse.Namespace, runs, band: tuple[int, int] | None, deployed, prompts_text: str = ""
+) -> int:
     """recommendation.md (a table and a decision per sampling, the deployed one first) and the snippet,
     decided at the deployed temperature (choose.decision_temperature)."""
     from peagle.tune.choose import GOODPUT, decision_temperature, greedy_versus_sampled, recommend, slo_verdict
@@ -460,6 +515,8 @@ def _write_recommendation(args: argparse.Namespace, runs, band: tuple[int, int] 
         "best K, depends on the temperature, and greedy decoding overstates it on a real drafter.",
         "",
     ]
+    if prompts_text:
+        lines += [f"Prompts: {prompts_text}. Acceptance, and so the best K, depends on the prompts too.", ""]
     if by_goodput:
         lines += [
             f"The candidates are ranked by goodput: requests/s answered within the SLO ({slo_text}), measured with "

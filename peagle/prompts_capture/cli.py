@@ -1,0 +1,193 @@
+"""`peagle prompts`: an endpoint's SageMaker Data Capture (an S3 prefix or a local copy) to a prompts
+file that `peagle bench`, `peagle tune` and `peagle capacity` read with --prompts-file.
+
+Writes --out (JSON Lines, peagle/bench/prompts.py's format: prompt or messages, with the sampling
+parameters the requests carried) and, next to it, <out stem>.summary.json (what was kept, what was
+dropped and why, the distributions that matter for measuring). Exit 0 ok; 1 S3 could not be read
+(permissions, credentials); 2 bad arguments, or no usable record under the location.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
+SUMMARY_SUFFIX = ".summary.json"
+
+
+class NoUsablePrompts(ValueError):
+    """The location held capture records, but none was a completion or chat request."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "prompts",
+        help="turn an endpoint's Data Capture records into a prompts file for bench, tune and capacity",
+        description="Read SageMaker Data Capture files ({endpoint}/{variant}/yyyy/mm/dd/hh/*.jsonl) under CAPTURE, "
+        "an s3:// prefix or a local directory copied from one, decode each captured request (JSON or BASE64), keep "
+        "its prompt or messages and sampling parameters, drop duplicates, and write --out plus a summary "
+        "(<out stem>.summary.json: kept/dropped by reason, input lengths, max_tokens, sampling seen, output tokens "
+        "when responses were captured). Records it cannot use (CSV, not JSON, not a completion or chat body) are "
+        "counted by reason. Exit 0 ok, 1 S3 could not be read, 2 bad arguments or no usable record.",
+    )
+    parser.add_argument(
+        "capture", metavar="CAPTURE", help="s3://bucket/prefix (any prefix of the layout) or a directory"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="prompts file to write (JSON Lines)")
+    parser.add_argument(
+        "--drop-field",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="remove this key from every request kept, e.g. seed or stop (repeatable); temperature and top_p "
+        "for `peagle tune`, whose --temperatures decide them",
+    )
+    parser.add_argument(
+        "--hash-field",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="replace this key's value by a SHA-256 hex, salted with a random per-run salt that is not kept "
+        "(repeatable): equal values stay equal within the file, and a key otherwise not kept (e.g. user) is kept "
+        "hashed. For messages, each message's content is hashed and its role kept; a hashed prompt no longer has "
+        "the original's length, so measure with unhashed prompts",
+    )
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="stop after N prompts (in key order: the earliest hours first)"
+    )
+    parser.add_argument("--region", help="AWS region of the bucket (default: the environment's)")
+    parser.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="a local tokenizer (a model folder with tokenizer files) to count input tokens with; needs "
+        "transformers (`make serving-deps`)",
+    )
+    parser.set_defaults(handler=run_prompts)
+
+
+def run_prompts(args: argparse.Namespace) -> int:
+    from peagle.aws import AwsCallError
+    from peagle.cli_errors import run_reporting_errors
+    from peagle.errors import PeagleError
+
+    return run_reporting_errors(
+        _prompts,
+        args,
+        [(AwsCallError, EXIT_FAILED), ((PeagleError, NoUsablePrompts, ValueError), EXIT_BAD_ARGUMENTS)],
+    )
+
+
+def summary_path(out: Path) -> Path:
+    """prompts.jsonl -> prompts.summary.json, beside it."""
+    return out.with_name(out.stem + SUMMARY_SUFFIX)
+
+
+def _prompts(args: argparse.Namespace) -> int:
+    from peagle.prompts_capture.convert import convert, summarise
+    from peagle.prompts_capture.source import capture_lines
+
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit {args.limit}: at least 1 prompt")
+    both = sorted(set(args.drop_field) & set(args.hash_field))
+    if both:
+        raise ValueError(f"{', '.join(both)}: given to both --drop-field and --hash-field; give each field to one")
+    conversion = convert(
+        capture_lines(args.capture, region=args.region),
+        drop_fields=tuple(args.drop_field),
+        hash_fields=tuple(args.hash_field),
+        limit=args.limit,
+    )
+    if not conversion.bodies:
+        reasons = "; ".join(f"{count} {reason}" for reason, count in conversion.skipped.most_common())
+        raise NoUsablePrompts(
+            f"no usable request under {args.capture}: {conversion.records} capture record(s) in "
+            f"{len(conversion.files)} file(s), none a JSON completion or chat body ({reasons or 'no records'}). "
+            "peagle prompts reads OpenAI-style bodies with prompt or messages, captured as JSON or BASE64: make "
+            "the endpoint capture application/json requests (DataCaptureConfig.CaptureContentTypeHeader."
+            "JsonContentTypes, or the default BASE64), and give the prefix of this endpoint's capture"
+        )
+    token_counts = _token_counts(args.tokenizer, conversion.bodies) if args.tokenizer else None
+    summary = summarise(conversion, token_counts=token_counts)
+    summary["capture"] = args.capture
+    summary["prompts_file"] = str(args.out)
+    summary["drop_fields"], summary["hash_fields"] = list(args.drop_field), list(args.hash_field)
+    summary["tokenizer"] = args.tokenizer
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        "".join(json.dumps(body, ensure_ascii=False) + "\n" for body in conversion.bodies), encoding="utf-8"
+    )
+    summary_path(args.out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    _print_summary(summary, args.out)
+    return EXIT_OK
+
+
+def _token_counts(tokenizer_path: str, bodies: list[dict]) -> list[int]:
+    """Input tokens per prompt: the chat template's for messages when the tokenizer has one, else the
+    messages' text contents joined."""
+    from transformers import AutoTokenizer
+
+    from peagle.prompts_capture.convert import input_text
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--tokenizer {tokenizer_path}: cannot load a tokenizer from it ({error})") from None
+    counts = []
+    for body in bodies:
+        if "messages" in body and getattr(tokenizer, "chat_template", None):
+            try:
+                counts.append(len(tokenizer.apply_chat_template(body["messages"], tokenize=True)))
+                continue
+            except Exception:  # a message shape the template refuses: count its text instead
+                pass
+        counts.append(len(tokenizer(input_text(body))["input_ids"]))
+    return counts
+
+
+def _spread_text(spread: dict | None, unit: str) -> str:
+    if not spread:
+        return "none"
+    return (
+        f"p50 {spread['p50']:g}, p90 {spread['p90']:g}, p99 {spread['p99']:g}, max {spread['max']:g} {unit} "
+        f"({spread['count']} prompts)"
+    )
+
+
+def _print_summary(summary: dict, out: Path) -> None:
+    dropped = ", ".join(f"{count} {reason}" for reason, count in summary["dropped"].items() if count) or "none"
+    kinds = summary["kept_by_kind"]
+    print(
+        f"prompts: {summary['kept']} kept ({kinds['chat']} chat, {kinds['completion']} completion) of "
+        f"{summary['records_read']} records in {summary['capture_files']} capture file(s)"
+        + (" (stopped at --limit)" if summary["stopped_at_limit"] else "")
+    )
+    print(f"  dropped: {dropped}")
+    print(f"  input characters: {_spread_text(summary['input_characters'], 'chars')}")
+    if summary["input_tokens"]:
+        print(f"  input tokens: {_spread_text(summary['input_tokens'], 'tokens')}")
+    max_tokens = summary["max_tokens"]
+    print(
+        f"  max_tokens: {_spread_text(max_tokens['spread'], 'tokens')}"
+        + (f"; not set on {max_tokens['not_set']}" if max_tokens["not_set"] else "")
+    )
+    output = summary["output_tokens_captured"]
+    print(
+        f"  output tokens (captured responses' usage): {_spread_text(output, 'tokens')}"
+        if output
+        else "  output tokens: no captured response carried usage; a measurement's output lengths come from "
+        "max_tokens only"
+    )
+    for name in ("temperature", "top_p"):
+        values = ", ".join(f"{value} x{count}" for value, count in summary["sampling"][name].items())
+        print(f"  {name}: {values}")
+    if summary["fields_not_kept"]:
+        print("  fields not kept: " + ", ".join(f"{k} ({n})" for k, n in summary["fields_not_kept"].items()))
+    print(f"written: {out}, {summary_path(out)}")
+    print(
+        f"use: peagle capacity ... --prompts-file {out}; peagle tune ... --prompts-file {out} (without "
+        "temperature/top_p: --drop-field); peagle bench ... --buckets none --prompts-file " + str(out),
+        file=sys.stderr,
+    )
