@@ -30,6 +30,8 @@ _COMMAND_MODULES = (
     "peagle.smoke.cli",  # smoke
     "peagle.tune.cli",  # tune
     "peagle.capacity.cli",  # capacity
+    "peagle.prompts_capture.cli",  # prompts
+    "peagle.traffic.cli",  # traffic
 )
 
 
