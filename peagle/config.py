@@ -952,6 +952,106 @@ class AsyncInferenceSettings(StrictModel):
     )
 
 
+class CaptureSettings(StrictModel):
+    """SageMaker Data Capture on the real-time endpoint (variants mode): a sample of the requests (and, on request,
+    the responses) written as JSON lines under a prefix of a bucket the stack creates, expired after
+    ``expire_after_days``; what `peagle prompts` turns into a prompts file (docs/production-loop.md, "Capture")."""
+
+    # SageMaker's rules (SageMaker API Reference, DataCaptureConfig,
+    # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DataCaptureConfig.html; botocore 1.44.5):
+    # InitialSamplingPercentage "The percentage of requests SageMaker AI will capture", "Valid Range: Minimum value of
+    # 0. Maximum value of 100"; CaptureOptions: CaptureMode "Valid Values: Input | Output | InputAndOutput"
+    # (API_CaptureOption.html); KmsKeyId: "The Amazon Resource Name (ARN) of an AWS Key Management Service key that
+    # SageMaker AI uses to encrypt the captured data at rest using Amazon S3 server-side encryption". What the
+    # construct builds from these settings, and why: peagle_cdk/data_capture.py.
+
+    PROP_TYPE: ClassVar[str] = "DataCapture"  # PeagleEndpoint's capture prop (peagle_cdk/endpoint_props.py)
+
+    enabled: bool = Field(
+        default=False,
+        json_schema_extra=spelled(
+            "capture",
+            true="capture=DataCapture(...)",
+            false="capture=None",
+        ),
+        description="off by default: captured requests are your users' prompts. On: the endpoint config gets a "
+        "DataCaptureConfig, which replaces the endpoint config and rolls the endpoint out (docs/production-loop.md)",
+    )
+    sampling_percentage: int = Field(
+        default=10,
+        description="share of requests captured, 1-100 (SageMaker's InitialSamplingPercentage); it bounds the S3 "
+        "objects, PUT requests and storage capture costs",
+    )
+    mode: Literal["request", "request_and_response"] = Field(
+        default="request",
+        description="request: the request bodies only (CaptureMode Input; all `peagle prompts` needs); "
+        "request_and_response: the responses too (Input and Output; output token counts, and the answers your "
+        "users got, stored as well)",
+    )
+    # At least 1: S3's LifecycleExpiration Days "The value must be a non-zero positive integer" (Amazon S3 API
+    # Reference; botocore 1.44.5). At most 3650: our bound, not S3's; ten years is no longer a sample kept to size an
+    # endpoint.
+    expire_after_days: int = Field(
+        default=30,
+        ge=1,
+        le=3650,
+        json_schema_extra=spelled("DataCapture(expire_after=Duration.days(...))"),
+        description="the capture bucket's lifecycle rule deletes captured objects this many days after they were "
+        "written (their noncurrent versions one day later)",
+    )
+    kms_key_arn: str | None = Field(
+        default=None,
+        json_schema_extra=spelled("DataCapture(key=...)"),
+        description="a KMS key ARN (not an alias: the role's grant names the key) that encrypts the capture bucket "
+        "and the captured objects; its key policy must let the endpoint's role use it. Null: a new KMS key "
+        "of the stack's, with rotation",
+    )
+
+    @field_validator("sampling_percentage", mode="before")
+    @classmethod
+    def _sampling(cls, value: Any) -> Any:
+        # SageMaker takes 0-100 (above); 0 captures nothing, which turning capture off says better.
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+            why = (
+                "0 would capture nothing"
+                if value == 0 and not isinstance(value, bool)
+                else "SageMaker's InitialSamplingPercentage is a whole number of percent, 0-100 (SageMaker API "
+                "Reference, DataCaptureConfig)"
+            )
+            raise ValueError(
+                f"{value!r} is not a share of requests to capture: {why}; set a whole number 1-100 (e.g. "
+                f"{setting('capture.sampling_percentage', 10)}), or {setting('capture.enabled', False)} to capture nothing"
+            )
+        return value
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        # CaptureMode "Valid Values: Input | Output | InputAndOutput" (SageMaker API Reference, CaptureOption); the
+        # responses alone (Output) hold no prompt, so they are not offered.
+        if value not in ("request", "request_and_response"):
+            raise ValueError(
+                f"{value!r} is not a capture mode; use 'request' (SageMaker's CaptureMode Input: the prompts and "
+                "their sampling settings) or 'request_and_response' (Input and Output: the answers too). Capturing "
+                "responses alone (Output) is not offered: they hold no prompt to replay"
+            )
+        return value
+
+    @field_validator("kms_key_arn", mode="before")
+    @classmethod
+    def _key_arn(cls, value: Any) -> Any:
+        if value is not None and not (isinstance(value, str) and _KMS_KEY_ARN.match(value)):
+            raise ValueError(
+                f"{value!r} is not a KMS key ARN; give arn:aws:kms:<region>:<account>:key/<key-id> (SageMaker also "
+                "takes a key id or an alias, but the endpoint role's kms:GenerateDataKey grant must name the key "
+                "itself), or leave it unset for a new key"
+            )
+        return value
+
+
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+
+
 class DeploymentConfig(StrictModel):
     name: str = Field(
         default="peagle",
@@ -1005,6 +1105,7 @@ class DeploymentConfig(StrictModel):
     ab_test: AbTestSettings = Field(default=AbTestSettings(), json_schema_extra=spelled("ab_baseline"))
     batch: BatchSettings = BatchSettings()
     async_inference: AsyncInferenceSettings = AsyncInferenceSettings()
+    capture: CaptureSettings = Field(default=CaptureSettings(), json_schema_extra=spelled("capture"))
     vllm_args: dict[str, bool | int | float | str] = Field(
         default={},
         json_schema_extra=spelled("vllm_args"),
@@ -1291,6 +1392,8 @@ class DeploymentConfig(StrictModel):
                 "async_inference runs a second endpoint with production variants; in inference_components mode "
                 "turn it off (async_inference.enabled: false) or deploy it from a variants-mode deployment file"
             )
+        if self.capture.enabled:
+            problems.append(_CAPTURE_NEEDS_VARIANTS)
         return problems
 
     def blue_green_traffic(self) -> Literal["canary", "linear", "all_at_once"]:
@@ -1356,6 +1459,25 @@ class DeploymentConfig(StrictModel):
     def instance_facts(self) -> InstanceType:
         """The GPU and host facts of instance.type: its catalog row, or its custom_instances entry."""
         return self.custom_instances.get(self.instance.type) or load_catalog().instances[self.instance.type]
+
+
+# Our choice, not a quoted rule. SageMaker documents Data Capture for an endpoint that hosts models as production
+# variants: "To capture data for your real-time endpoint ... create a SageMaker AI model, define an endpoint
+# configuration, and create an HTTPS endpoint" ("Capture data from real-time endpoint",
+# https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-capture-endpoint.html), and its capture files are
+# keyed "{endpoint-name}/{variant-name}/yyyy/mm/dd/hh" (same page), with no place for an inference component. No AWS
+# document we found says whether an endpoint that hosts inference components captures, and AWS's own SDK drops the
+# setting on that path: ModelBuilder.deploy reads data_capture_config but creates an INFERENCE_COMPONENT_BASED
+# endpoint without it (aws/sagemaker-python-sdk a24812666d25, sagemaker-serve/src/sagemaker/serve/model_builder.py,
+# the ``endpoint_type == EndpointType.INFERENCE_COMPONENT_BASED`` branch: ``endpoint_from_production_variants(...)``
+# with no data_capture_config_dict). So a capture that might silently record nothing is refused, not synthesized.
+_CAPTURE_NEEDS_VARIANTS = (
+    f"{setting('capture.enabled', True)}: SageMaker documents Data Capture for endpoints whose models are production "
+    'variants ("Capture data from real-time endpoint", SageMaker Developer Guide), keyed by endpoint and variant; no '
+    "AWS document describes it for inference components, and AWS's SageMaker Python SDK does not pass it when it "
+    f"deploys them. Use {setting('endpoint.mode', 'variants')} to capture requests, or turn capture off "
+    f"({setting('capture.enabled', False)}) in inference_components mode"
+)
 
 
 def _set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:

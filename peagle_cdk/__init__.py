@@ -18,6 +18,7 @@ from peagle_cdk.endpoint_monitoring import AlarmThresholds, EndpointMonitoring
 from peagle_cdk.endpoint_props import (
     AbBaseline,
     Autoscaling,
+    DataCapture,
     EndpointMode,
     ModelWeights,
     Rollout,
@@ -36,6 +37,7 @@ __all__ = [
     "AlarmThresholds",
     "BaseImage",
     "Autoscaling",
+    "DataCapture",
     "EndpointMode",
     "EndpointMonitoring",
     "INTERFACE_ENDPOINTS",

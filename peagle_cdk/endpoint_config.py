@@ -79,6 +79,8 @@ def endpoint_settings(
         sections["rollout"] = props["rollout"].settings()
     if props["ab_baseline"] is not None:
         sections["ab_test"] = props["ab_baseline"].settings()
+    if props["capture"] is not None:
+        sections["capture"] = props["capture"].settings()
     return build(DeploymentConfig, owner=owner, **sections)
 
 

@@ -33,6 +33,7 @@ from peagle_cdk.settings_model import (
     ArtifactsSettings,
     AutoscalingSettings,
     BlueGreenSettings,
+    CaptureSettings,
     EndpointSettings,
     InferenceComponentSettings,
     MeasuredCapacity,
@@ -48,6 +49,7 @@ from peagle_cdk.settings_model import (
 # The deployment file's defaults are the value types' (one set of numbers, peagle_cdk/settings_model.py).
 _AUTOSCALING, _BLUE_GREEN, _ROLLING = DEFAULTS.autoscaling, DEFAULTS.rollout.blue_green, DEFAULTS.rollout.rolling
 _COMPONENTS, _AB_TEST = DEFAULTS.endpoint.inference_components, DEFAULTS.ab_test
+_CAPTURE = DEFAULTS.capture
 
 # The serving image's build context: inference_image/, linked into this package as serving_image/ and
 # shipped in the wheel as package data, so an installed library builds the same image.
@@ -509,4 +511,48 @@ class AbBaseline:
             baseline_speculative_tokens=self.speculative_tokens,
             baseline_instance_count=self.instance_count,
             **({"baseline_traffic_percent": self.traffic_percent} if self.traffic_percent is not None else {}),
+        )
+
+
+# --- data capture ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataCapture:
+    """SageMaker Data Capture of the endpoint's requests (variants mode), off unless given: a sample of the requests
+    (``mode`` "request_and_response": and of the responses) lands as JSON lines under capture/ in a bucket the
+    construct creates (KMS-encrypted, private, SSL-only, access-logged), expired after ``expire_after``. `peagle
+    prompts` turns it into a prompts file. Turning it on, off or changing it replaces the endpoint config and rolls the
+    endpoint out (docs/production-loop.md, "Capture").
+
+    :param sampling_percentage: share of requests captured, 1-100 (default 10).
+    :param mode: "request" (default) or "request_and_response".
+    :param expire_after: how long a captured object is kept, in whole days (default 30 days).
+    :param key: the KMS key of the bucket and the captured objects (its key policy must let the endpoint's role use
+        it); default: a new key with rotation.
+    """
+
+    sampling_percentage: int = _CAPTURE.sampling_percentage
+    mode: Literal["request", "request_and_response"] = _CAPTURE.mode
+    expire_after: Duration = Duration.days(_CAPTURE.expire_after_days)
+    key: kms.IKey | None = None
+
+    def __post_init__(self) -> None:
+        owner = "DataCapture"
+        prop_types.check_number(owner, "sampling_percentage", self.sampling_percentage, whole=True)
+        prop_types.check_instance(owner, "mode", self.mode, str, '"request" or "request_and_response"')
+        prop_types.check_duration(owner, "expire_after", self.expire_after, "Duration.days(30)")
+        prop_types.check_interface(owner, "key", self.key, "IKey")
+
+    def settings(self) -> CaptureSettings:
+        """The capture section; the key, a CDK object, stays with the prop (PeagleEndpoint uses it)."""
+        owner = "DataCapture"
+        return build(
+            CaptureSettings,
+            owner=owner,
+            path="capture",
+            enabled=True,
+            sampling_percentage=self.sampling_percentage,
+            mode=self.mode,
+            expire_after_days=whole(owner, "expire_after", self.expire_after, "days"),
         )

@@ -147,6 +147,24 @@ class SageMakerExecutionRole(Construct):
             bucket_name, prefix, f"Write access to {why} only: result object names are chosen by SageMaker at run time."
         )
 
+    def grant_put_prefix(self, bucket_name: str, prefix: str, *, sid: str, why: str) -> None:
+        """s3:PutObject under one prefix, nothing else: for a writer that only ever puts whole objects (SageMaker
+        Data Capture, peagle_cdk/data_capture.py)."""
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=sid, actions=["s3:PutObject"], resources=[f"{self._bucket_arn(bucket_name)}/{prefix}*"]
+            )
+        )
+        self._acknowledge_prefix(
+            bucket_name, prefix, f"Write access to {why} only: object names are chosen by SageMaker at run time."
+        )
+
+    def grant_encrypt(self, key: kms.IKey, *, sid: str) -> None:
+        """Objects SageMaker writes SSE-KMS with ``key`` (peagle_cdk/data_capture.py quotes the rules)."""
+        self.policy.add_statements(
+            iam.PolicyStatement(sid=sid, actions=["kms:GenerateDataKey", "kms:Encrypt"], resources=[key.key_arn])
+        )
+
     def grant_encrypt_with_bucket_key(self, key: kms.IKey | None = None) -> None:
         """Results written to a KMS-encrypted bucket need a data key from its key (default: the weights'), and
         inputs read from it need the key to decrypt."""

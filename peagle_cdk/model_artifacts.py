@@ -39,6 +39,39 @@ class ModelArtifactsLocation:
         return cls(bucket_name=bucket_name, prefix=prefix, key=key)
 
 
+def access_log_bucket(scope: Construct, id: str, *, audited: str) -> s3.Bucket:
+    """The server-access-log bucket of one of the project's buckets (``audited`` names it in the acknowledgements):
+    SSE-S3, private, SSL-only, versioned, logs kept a year, retained with the bucket it audits."""
+    bucket = s3.Bucket(
+        scope,
+        id,
+        # S3 server access logs can only be delivered to an SSE-S3 bucket.
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        enforce_ssl=True,
+        versioned=True,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+        lifecycle_rules=[
+            s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(30))
+        ],
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+    loop = f"This is the access-log bucket of {audited}; logging it to itself would loop."
+    acknowledge(bucket, "AwsSolutions-S1", loop)
+    acknowledge(bucket, "NIST.800.53.R5-S3BucketLoggingEnabled", loop)
+    acknowledge(
+        bucket,
+        "NIST.800.53.R5-S3DefaultEncryptionKMS",
+        "S3 server access logs can only be delivered to a bucket with SSE-S3 default encryption.",
+    )
+    acknowledge(
+        bucket,
+        "NIST.800.53.R5-S3BucketReplicationEnabled",
+        "Access logs stay in-region, next to the bucket they audit.",
+    )
+    return bucket
+
+
 class ModelArtifactsBucket(Construct):
     """A private, SSL-only, versioned, KMS-encrypted bucket for staged weights, with access logs.
 
@@ -54,28 +87,7 @@ class ModelArtifactsBucket(Construct):
             description="P-EAGLE model artifacts",
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            # S3 server access logs can only be delivered to an SSE-S3 bucket.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-            lifecycle_rules=[
-                s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(30))
-            ],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        loop = "This is the access-log bucket of the model artifacts bucket; logging it to itself would loop."
-        acknowledge(self.access_logs, "AwsSolutions-S1", loop)
-        acknowledge(self.access_logs, "NIST.800.53.R5-S3BucketLoggingEnabled", loop)
-        acknowledge(
-            self.access_logs,
-            "NIST.800.53.R5-S3DefaultEncryptionKMS",
-            "S3 server access logs can only be delivered to a bucket with SSE-S3 default encryption.",
-        )
+        self.access_logs = access_log_bucket(self, "AccessLogs", audited="the model artifacts bucket")
         self.bucket = s3.Bucket(
             self,
             "Bucket",
@@ -96,8 +108,3 @@ class ModelArtifactsBucket(Construct):
             "cross-region replication would double the storage of 10-70 GB models for no recovery gain."
         )
         acknowledge(self.bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", reproducible)
-        acknowledge(
-            self.access_logs,
-            "NIST.800.53.R5-S3BucketReplicationEnabled",
-            "Access logs stay in-region, next to the bucket they audit.",
-        )

@@ -35,10 +35,12 @@ from peagle.setting_refs import Door, in_words
 from peagle_cdk import prop_types
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec, id_suffix
+from peagle_cdk.data_capture import DataCaptureDestination
 from peagle_cdk.endpoint_config import endpoint_settings
 from peagle_cdk.endpoint_props import (
     AbBaseline,
     Autoscaling,
+    DataCapture,
     EndpointMode,
     ModelWeights,
     Rollout,
@@ -79,6 +81,7 @@ SETTINGS_PROPS = (
     "slo",
     "rollout",
     "ab_baseline",
+    "capture",
     "weights",
     "network_isolation",
     "container_startup_timeout",
@@ -116,9 +119,10 @@ class PeagleEndpoint(Construct):
     KPI metric filters, autoscaling and update policy. Add EndpointMonitoring for alarms and a dashboard.
 
     Child ids are a contract (a rename replaces the resource): ExecutionRole, PeagleModel, BaselineModel,
-    VolumeKey, PeagleEndpoint (the endpoint, its config, logs and scaling), KpiMetrics, AsyncModel,
-    AsyncInference. Give the construct the id "Default" to keep a stack's own logical ids: CDK leaves a
-    path component named Default out of logical ids ("Resources with this ID are complete hidden from the
+    VolumeKey, DataCapture (the capture bucket, with capture on; DataCaptureKey, a key given by ARN),
+    PeagleEndpoint (the endpoint, its config, logs and scaling), KpiMetrics, AsyncModel, AsyncInference. Give
+    the construct the id "Default" to keep a stack's own logical ids: CDK leaves a path component named Default
+    out of logical ids ("Resources with this ID are complete hidden from the
     logical ID calculation", aws/aws-cdk packages/aws-cdk-lib/core/lib/private/uniqueid.ts).
 
     Props (``_config`` is internal: use ``PeagleEndpoint.from_config``):
@@ -138,6 +142,9 @@ class PeagleEndpoint(Construct):
     :param autoscaling: the units' scaling, the same words in both modes; None: fixed capacity.
     :param rollout: how updates roll out; default blue/green for variants, rolling for components.
     :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
+    :param capture: SageMaker Data Capture of the endpoint's requests (``DataCapture(...)``; variants mode only): a
+        sample of them, into a bucket this construct creates, expired after ``DataCapture.expire_after``. Default
+        None: nothing is captured.
     :param image: the serving image; default: the deployment file's default (``image.build: in_account``), i.e.
         ``ServingImage.build_in_account()``, built in CodeBuild during `cdk deploy` with no Docker on your machine.
         ``ServingImage.from_asset()`` builds it with your Docker instead (the earlier default).
@@ -183,6 +190,7 @@ class PeagleEndpoint(Construct):
         autoscaling: Autoscaling | None = Autoscaling(),
         rollout: Rollout | None = None,
         ab_baseline: AbBaseline | None = None,
+        capture: DataCapture | None = None,
         image: ServingImage | None = None,
         name: str | None = None,
         endpoint_name: str | None = None,
@@ -208,6 +216,7 @@ class PeagleEndpoint(Construct):
         _check_prop_types(owner, props)
         self._vpc_given = vpc is not None or vpc_subnets is not None
         self._volume_key_given = volume_key
+        self._capture_key = capture.key if capture is not None else None
         # from_config: validated already, and its messages are the file's. Else the props build the settings model.
         config = _config or endpoint_settings(
             owner=owner,
@@ -310,6 +319,7 @@ class PeagleEndpoint(Construct):
             self.volume_key = kms.Key(  # pyright: ignore[reportAttributeAccessIssue]
                 self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume"
             )
+        self.data_capture = self._data_capture(config)
         self.endpoint: ServingUnits = self._component_endpoint() if components else self._variant_endpoint()
         self._acknowledge_nvme(self.endpoint.endpoint_config)
         # The plan travels with the template (peagle/plan_record.py): the tools read it, not a deployment file.
@@ -692,7 +702,7 @@ class PeagleEndpoint(Construct):
                     BASELINE_VARIANT_NAME, self.baseline_model, baseline_plan, baseline_plan.traffic_percent / 100
                 )
             )
-        observability = plan.observability
+        observability, capture = plan.observability, self._config.capture
         return VariantEndpoint(
             self,
             "PeagleEndpoint",
@@ -702,7 +712,27 @@ class PeagleEndpoint(Construct):
             log_retention_days=observability.log_retention_days,
             detailed_observability=observability.detailed_observability,
             metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
+            data_capture=(
+                self.data_capture.data_capture_config(
+                    sampling_percentage=capture.sampling_percentage, mode=capture.mode
+                )
+                if self.data_capture is not None
+                else None
+            ),
         )
+
+    def _data_capture(self, config: DeploymentConfig) -> DataCaptureDestination | None:
+        """The capture bucket, with capture on (the settings model refuses it in inference_components mode), and the
+        role's writes into it. Its key: the prop's, else the deployment file's kms_key_arn, else a new one."""
+        settings = config.capture
+        if not settings.enabled:
+            return None
+        key = self._capture_key or (
+            kms.Key.from_key_arn(self, "DataCaptureKey", settings.kms_key_arn) if settings.kms_key_arn else None
+        )
+        destination = DataCaptureDestination(self, "DataCapture", expire_after_days=settings.expire_after_days, key=key)
+        destination.grant_write(self.execution_role)
+        return destination
 
     def _component_endpoint(self) -> ComponentEndpoint:
         """Inference components: copies packed per instance, copies and instances scaled to zero. The endpoint
@@ -840,6 +870,7 @@ def _check_prop_types(owner: str, props: dict[str, Any]) -> None:
         "autoscaling": (Autoscaling, "Autoscaling(...) or None (fixed capacity)"),
         "rollout": (Rollout, "Rollout.blue_green(...), Rollout.rolling(...) or Rollout.none()"),
         "ab_baseline": (AbBaseline, "AbBaseline(...)"),
+        "capture": (DataCapture, "DataCapture(...) or None (no capture)"),
         "image": (
             ServingImage,
             "ServingImage.build_in_account(...), ServingImage.from_asset() or "

@@ -37,6 +37,7 @@ from peagle.config import (
     ArtifactsSettings,
     AutoscalingSettings,
     BlueGreenSettings,
+    CaptureSettings,
     DeploymentConfig,
     EndpointSettings,
     InferenceComponentSettings,
@@ -71,13 +72,13 @@ def build(section: type[Section], /, *, owner: str, path: str = "", **values: An
         raise ConfigError(format_validation_error(owner, error, door=Door.PROPS, prefix=path)) from None
 
 
-def whole(owner: str, name: str, value: Duration | None, unit: Literal["seconds", "minutes"]) -> int | None:
-    """A Duration prop as the whole seconds or minutes its field holds; a fraction is refused in the prop's
+def whole(owner: str, name: str, value: Duration | None, unit: Literal["seconds", "minutes", "days"]) -> int | None:
+    """A Duration prop as the whole seconds, minutes or days its field holds; a fraction is refused in the prop's
     words (jsii's own ``to_minutes()`` would raise CannotConvertedIntoWhole)."""
     if value is None:
         return None
     milliseconds = value.to_milliseconds(integral=False)
-    per = 1000 if unit == "seconds" else 60_000
+    per = {"seconds": 1000, "minutes": 60_000, "days": 86_400_000}[unit]
     if milliseconds % per:
         below, above = int(milliseconds // per), int(milliseconds // per) + 1
         raise ConfigError(
@@ -95,6 +96,7 @@ __all__ = [
     "ArtifactsSettings",
     "AutoscalingSettings",
     "BlueGreenSettings",
+    "CaptureSettings",
     "DeploymentConfig",
     "EndpointSettings",
     "InferenceComponentSettings",

@@ -62,6 +62,7 @@ class VariantEndpoint(Construct, ServingMetrics):
         detailed_observability: bool | None = None,
         metric_publish_frequency_seconds: int | None = None,
         async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
+        data_capture: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
     ) -> None:
         """
         :param endpoint_name: a physical name, so the log group (and with it the KPI metric filters)
@@ -73,6 +74,8 @@ class VariantEndpoint(Construct, ServingMetrics):
         :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics; with
             ``metric_publish_frequency_seconds``, required for a real-time endpoint (async ones have no metrics config).
         :param async_inference: makes this an asynchronous endpoint (default: real-time).
+        :param data_capture: SageMaker Data Capture of the variants' requests (default: none; DataCaptureDestination
+            in peagle_cdk/data_capture.py makes one, and grants the Models' role its writes).
         """
         super().__init__(scope, id)
         if not variants:
@@ -90,6 +93,9 @@ class VariantEndpoint(Construct, ServingMetrics):
         self.endpoint_config = self._endpoint_config(
             variants, volume_key, detailed_observability, metric_publish_frequency_seconds, async_inference
         )
+        # "The data capture configuration applies to all production variants hosted at the endpoint" (CloudFormation
+        # resource schema, AWS::SageMaker::EndpointConfig DataCaptureConfig): the A/B baseline is captured too.
+        self.endpoint_config.data_capture_config = data_capture
         self.endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",

@@ -160,6 +160,14 @@ class EndpointStack(Stack):
             bucket = self.artifacts.bucket_name
             CfnOutput(self, "BatchInputS3Uri", value=f"s3://{bucket}/{config.batch.input_prefix}")
             CfnOutput(self, "BatchOutputS3Uri", value=f"s3://{bucket}/{config.batch.output_prefix}")
+        if self.endpoint.data_capture is not None:
+            CfnOutput(
+                self,
+                "DataCaptureS3Uri",
+                value=self.endpoint.data_capture.destination_s3_uri,
+                description="where SageMaker Data Capture writes {endpoint}/{variant}/yyyy/mm/dd/hh/*.jsonl "
+                "(read it with `peagle prompts`)",
+            )
         if self.endpoint.async_endpoint is not None:
             CfnOutput(self, "AsyncEndpointName", value=config.async_endpoint_name)
             CfnOutput(

@@ -90,6 +90,8 @@ FIXES = {
     "rollback-alarms": "PeagleEndpoint.add_rollback_alarms(alarms) grants them (EndpointMonitoring calls it); "
     "for alarms set on cfn_endpoint directly, grant cloudwatch:DescribeAlarms on each",
     "async": "PeagleEndpoint.add_async_endpoint(bucket_name=..., bucket_key=...) grants them",
+    "capture": "PeagleEndpoint(capture=DataCapture(...)) grants them (deployment file: capture.enabled); a key of "
+    "your own (DataCapture(key=...), capture.kms_key_arn) must allow the role in its key policy",
     "build": "peagle_cdk/serving_image_build.py grants it to the stack's image builder: a missing grant here is a "
     "fault of the library, please report it",
 }
@@ -120,6 +122,7 @@ def runtime_needs(assembly: Assembly) -> list[Need]:
             needs += _model_needs(assembly, stack, logical_id, model)
         needs += _rollback_alarm_needs(assembly, stack)
         needs += _async_needs(assembly, stack)
+        needs += _capture_needs(assembly, stack)
         for logical_id, build in stack.resources("Custom::PeagleServingImageBuild").items():
             needs += _build_needs(assembly, stack, logical_id, build)
     return needs
@@ -336,6 +339,50 @@ def _async_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
             topic = assembly.find_resource(stack, topics[topic_key])
             why = f"SageMaker publishes {config_id}'s asynchronous {topic_key} notifications"
             needs += [Need(stack, role, "sns:Publish", arn, why, "async", resource_in=topic) for role in roles]
+    return needs
+
+
+def _capture_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
+    """SageMaker Data Capture writes with the endpoint's execution role: the capture guide's "make sure the role ...
+    has s3:PutObject permissions. This is the bucket into which the data is captured" (SageMaker Developer Guide,
+    "Capture data"), and, with a KmsKeyId, kms:GenerateDataKey to put an SSE-KMS object ("To upload an object
+    encrypted with an AWS KMS key to Amazon S3, you need kms:GenerateDataKey permissions on the key", Amazon S3 User
+    Guide, "Using server-side encryption with AWS KMS keys (SSE-KMS)"). Files go under
+    {DestinationS3Uri}/{endpoint-name}/{variant-name}/yyyy/mm/dd/hh/ ("Capture data from real-time endpoint")."""
+    needs = []
+    for config_id, config in stack.resources("AWS::SageMaker::EndpointConfig").items():
+        settings = config.get("Properties", {}).get("DataCaptureConfig")
+        if not settings or settings.get("EnableCapture") is False:
+            continue
+        roles = _roles_of_endpoint(assembly, stack, {"Ref": config_id})
+        destination = assembly.resolve(stack, settings.get("DestinationS3Uri")) or ""
+        found = S3_URI.match(destination)
+        if found is None:
+            continue
+        arn = (
+            f"arn:aws:s3:::{found['bucket']}/{found['key'].rstrip('/')}/endpoint/AllTraffic/2026/01/01/00/capture.jsonl"
+        )
+        bucket = assembly.find_resource(stack, f"arn:aws:s3:::{found['bucket']}")
+        why = f"SageMaker Data Capture writes {config_id}'s captured requests under {destination}"
+        needs += [Need(stack, role, "s3:PutObject", arn, why, "capture", dict(HTTPS), bucket) for role in roles]
+        key_value = settings.get("KmsKeyId")
+        if key_value is None:
+            continue
+        key_arn = assembly.resolve(stack, key_value) or "${?unresolved}"
+        needs += [
+            Need(
+                stack,
+                role,
+                "kms:GenerateDataKey",
+                key_arn,
+                f"{why}, encrypted with its KmsKeyId",
+                "capture",
+                {"kms:ViaService": _in_stack(stack, "s3.${AWS::Region}.amazonaws.com")},
+                assembly.find_resource(stack, key_value),
+                key_policy=True,
+            )
+            for role in roles
+        ]
     return needs
 
 

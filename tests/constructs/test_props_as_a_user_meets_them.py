@@ -254,6 +254,7 @@ def test_every_field_the_props_set_is_named_by_its_prop():
         speculation=Speculation.fixed(3),
         rollout=Rollout.rolling(),
         ab_baseline=AbBaseline(),
+        capture=None,  # inference_components mode refuses capture; its fields: tests/infra/test_data_capture.py
         weights=ModelWeights.from_hub(),
         network_isolation=False,
         container_startup_timeout=Duration.minutes(20),
