@@ -142,6 +142,8 @@ def describe_synthetic_prompts(buckets: Sequence[str], seed: int) -> str:
 
 
 def sampling_overrides(cases: Sequence[PromptCase]) -> dict[str, int]:
-    """How many prompts set each of SAMPLING_OVERRIDES themselves (only the ones set at least once)."""
+    """How many prompts set each of SAMPLING_OVERRIDES, and max_tokens, themselves (only the ones set at least
+    once): a line's max_tokens wins over the run's too (runner.build_requests), so a figure must say so."""
     counts = {name: sum(name in case.extra for case in cases) for name in SAMPLING_OVERRIDES}
+    counts["max_tokens"] = sum(case.max_tokens is not None for case in cases)
     return {name: count for name, count in counts.items() if count}

@@ -414,7 +414,7 @@ def _prompts(args: argparse.Namespace):
         overrides = sampling_overrides(prompts)
         notes = (
             [
-                "prompts that set their own sampling keep it (the capture's): "
+                "prompts that set their own sampling or length keep it (the capture's): "
                 + ", ".join(f"{name} on {count} of {len(prompts)}" for name, count in overrides.items())
                 + "; the sampling above applies to the others"
             ]

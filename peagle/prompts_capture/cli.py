@@ -127,7 +127,13 @@ def _prompts(args: argparse.Namespace) -> int:
 def _token_counts(tokenizer_path: str, bodies: list[dict]) -> list[int]:
     """Input tokens per prompt: the chat template's for messages when the tokenizer has one, else the
     messages' text contents joined."""
-    from transformers import AutoTokenizer
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise ValueError(
+            "--tokenizer needs the transformers package (the serving stack installs it: `make local`), or leave "
+            "--tokenizer out: lengths are then counted in characters"
+        ) from None
 
     from peagle.prompts_capture.convert import input_text
 
@@ -139,7 +145,10 @@ def _token_counts(tokenizer_path: str, bodies: list[dict]) -> list[int]:
     for body in bodies:
         if "messages" in body and getattr(tokenizer, "chat_template", None):
             try:
-                counts.append(len(tokenizer.apply_chat_template(body["messages"], tokenize=True)))
+                # The rendered text, tokenized as a completion is: apply_chat_template(tokenize=True) returns a
+                # BatchEncoding (input_ids, attention_mask) in recent transformers, whose len() is 2, not the tokens.
+                text = tokenizer.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True)
+                counts.append(len(tokenizer(text, add_special_tokens=False)["input_ids"]))
                 continue
             except Exception:  # a message shape the template refuses: count its text instead
                 pass

@@ -94,4 +94,7 @@ def test_prompts_that_set_their_own_sampling_say_so(sent, tmp_path):
     assert main(["capacity", "--url", "http://stand-in", "--prompts-file", str(prompts_file), "--out", str(out)]) == 0
     document = json.loads((out / "capacity.json").read_text())
     assert document["prompts"].endswith("2 prompts; temperature set by 1)")
-    assert "prompts that set their own sampling keep it (the capture's): temperature on 1 of 2" in document["notes"][0]
+    assert (
+        "prompts that set their own sampling or length keep it (the capture's): temperature on 1 of 2"
+        in document["notes"][0]
+    )

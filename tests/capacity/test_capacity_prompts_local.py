@@ -50,3 +50,29 @@ def test_capacity_measures_the_captured_prompts_and_names_their_file(local_serve
     assert document["prompts"] == f"{prompts_file} (sha256 {digest}, 4 prompts)"
     assert document["points"] and all(point["requests"] >= 1 for point in document["points"])
     assert "synthetic prompts" not in capsys.readouterr().err
+
+
+def test_input_tokens_of_a_chat_capture_count_the_rendered_template_not_the_encodings_fields(tiny_pair, tmp_path):
+    """apply_chat_template(tokenize=True) returns a BatchEncoding in recent transformers: its len() is 2."""
+    path = tmp_path / "capture" / "peagle-endpoint" / "AllTraffic" / "2026" / "12" / "01" / "10" / "chat.jsonl"
+    path.parent.mkdir(parents=True)
+    words = "Summarise the release notes of the last three versions in one short paragraph please"
+    body = {"messages": [{"role": "user", "content": words}], "max_tokens": 16}
+    record = {
+        "captureData": {
+            "endpointInput": {
+                "observedContentType": "application/json",
+                "mode": "INPUT",
+                "data": json.dumps(body),
+                "encoding": "JSON",
+            }
+        },
+        "eventMetadata": {"eventId": "chat-0", "inferenceTime": "2026-12-01T10:00:00Z"},
+        "eventVersion": "0",
+    }
+    path.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "prompts.jsonl"
+    tokenizer = str(tiny_pair.root / "target")
+    assert main(["prompts", str(tmp_path / "capture"), "--out", str(out), "--tokenizer", tokenizer]) == 0
+    summary = json.loads(out.with_name("prompts.summary.json").read_text())
+    assert summary["input_tokens"]["max"] >= len(words.split()), summary["input_tokens"]

@@ -405,3 +405,37 @@ def test_the_default_output_is_traffic_csv_in_the_working_directory(capsys, aws,
 
     assert code == 0, err
     assert from_csv(Path("traffic.csv")).requests_per_minute == (1.0, 0.0)
+
+
+def test_a_trace_from_cloudwatch_replays_a_deployments_schedule_at_its_wall_clock_time(
+    capsys, aws, tmp_path, cdk_synthesized
+):
+    """The loop's two ends joined: CloudWatch's minutes -> `peagle traffic` -> `peagle simulate` of a deployment
+    whose schedule raises the floor at 07:00 UTC; the trace starts at 06:00, so the floor rises at its minute 60."""
+    import yaml
+
+    from peagle.config import load_deployment_config
+    from peagle.planner import plan_deployment
+    from peagle.preflight.template import load_template_file
+    from peagle.simulate.scenarios import run
+
+    repo = Path(__file__).resolve().parents[2]
+    settings = yaml.safe_load((repo / "deployments" / "default.yaml").read_text())
+    floor = {"name": "MorningFloor", "schedule": "cron(0 7 * * ? *)", "min_capacity": 2, "max_capacity": 3}
+    settings["autoscaling"] = {"max_capacity": 3, "schedules": [floor]}
+    deployment = tmp_path / "scheduled.yaml"
+    deployment.write_text(yaml.safe_dump(settings))
+
+    out = tmp_path / "morning.csv"
+    start, end = at("2026-12-03T06:00"), at("2026-12-03T08:00")
+    aws.metric_page(start=start, end=end, counts={start + timedelta(minutes=m): 20.0 for m in range(0, 120, 3)})
+    code, _, err = traffic(
+        capsys, *VARIANT_ARGS, "--start", "2026-12-03T06:00Z", "--end", "2026-12-03T08:00Z", "--out", str(out)
+    )
+    assert code == 0, err
+
+    template = load_template_file(cdk_synthesized(deployment=str(deployment)).outdir / "PeagleEndpoint.template.json")
+    plan = plan_deployment(load_deployment_config(str(deployment), {}))
+    minutes = run(template, plan, traces=[from_csv(out)], readings=[{}])[0].timeline.minutes
+    assert [m.desired for m in minutes[58:61]] == [1, 1, 2]
+    assert minutes[60].actions[0] == "scheduled MorningFloor: bounds 2-3: 1 -> 2"

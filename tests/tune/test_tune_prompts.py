@@ -52,7 +52,10 @@ def test_every_run_measures_the_prompts_file_and_the_recommendation_names_it(ben
     assert main(["tune", "--pair", "tiny", "--k", "0,4", "--prompts-file", str(prompts_file), "--out", str(out)]) == 0
     assert benched == [("none", prompts_file), ("none", prompts_file)]
     digest = hashlib.sha256(prompts_file.read_bytes()).hexdigest()[:12]
-    assert f"Prompts: {prompts_file} (sha256 {digest}, 1 prompts)." in (out / "recommendation.md").read_text()
+    assert (
+        f"Prompts: {prompts_file} (sha256 {digest}, 1 prompts; max_tokens set by 1)."
+        in (out / "recommendation.md").read_text()
+    )
     assert "synthetic prompts" not in capsys.readouterr().err
 
 
