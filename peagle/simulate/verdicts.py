@@ -198,22 +198,63 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
     found = f"{'; and '.join(said)}; {_describe_try(best, seen)}{lever}"
     if "min_units" not in change:
         return found
-    scheduled = scheduled_floor(timeline, change["min_units"], change.get("max_units"))
-    if scheduled is None or scheduled.outcome.cost_usd >= best.cost_usd:
+    maximum = change.get("max_units")
+    options: list[tuple[str, Outcome, str]] = []  # (what, what it gives, how to apply it when chosen)
+    if maximum:
+        options.append((f"the maximum {maximum} alone", _outcome_with(timeline, max_units=maximum), ""))
+    headroom = _more_headroom(timeline, maximum)
+    if headroom is not None:
+        value, then = headroom
+        setting = f"`{setup.spell('target', value)}`" + (
+            f" and `{setup.spell('max_units', maximum)}`" if maximum else ""
+        )
+        options.append((f"more headroom, {setting}", then, f"set {setting}"))
+    options.append((f"the floor {change['min_units']} all day{_and_max(change)}", best, "the change above"))
+    scheduled = scheduled_floor(timeline, change["min_units"], maximum)
+    if scheduled is not None:
+        options.append(
+            (
+                scheduled.describe(timeline),
+                scheduled.outcome,
+                f"(it assumes the load comes at the same time every day) {scheduled.snippet(Door.FILE)}; "
+                f"{scheduled.snippet(Door.PROPS)}",
+            )
+        )
+    if len(options) == 1:
         return found
-    alternatives = []
-    if "max_units" in change:
-        higher = _outcome_with(timeline, max_units=change["max_units"])
-        alternatives.append(f"the maximum {change['max_units']} alone: {_priced(higher, seen)}")
-    alternatives += [
-        f"the floor {change['min_units']} all day{_and_max(change)}: {_priced(best, seen)}",
-        f"{scheduled.describe(timeline)}: {_priced(scheduled.outcome, seen)}",
+    passing = [option for option in options if _meets(option[1], setup)]
+    side_by_side = "; ".join(f"{words}: {_priced(then, seen)}" for words, then, _ in options)
+    if not passing:
+        return f"{found}. Side by side, each simulated on this trace: {side_by_side}. None meets the SLO"
+    what, _, apply = min(passing, key=lambda option: option[1].cost_usd)
+    return f"{found}. Side by side, each simulated on this trace: {side_by_side}. Cheapest that meets the SLO: {what}: {apply}"
+
+
+def _more_headroom(timeline: Timeline, maximum: int | None) -> tuple[float, Outcome] | None:
+    """The highest concurrency target, in steps below today's, that meets the SLO on this trace (with ``maximum``
+    as the maximum), or the lowest step tried when none does; None without a concurrency target to lower."""
+    setup = timeline.setup
+    tracked = [
+        policy
+        for policy in setup.target.target_tracking
+        if policy.query.stat is not None and policy.query.stat.name.startswith("ConcurrentRequests")
     ]
-    return (
-        f"{found}. Side by side, each simulated on this trace: {'; '.join(alternatives)}. The schedule meets the SLO "
-        f"for the least (it assumes the load comes at the same time every day): {scheduled.snippet(Door.FILE)}; "
-        f"{scheduled.snippet(Door.PROPS)}"
-    )
+    if not tracked or not setup.keys.target:
+        return None
+    tried = None
+    for share in HEADROOM_STEPS:
+        value = round(tracked[0].target_value * share, 1)
+        if value <= 0:
+            break
+        then = _outcome_with(timeline, max_units=maximum, target_concurrency=value)
+        tried = (value, then)
+        if _meets(then, setup):
+            break
+    return tried
+
+
+# More headroom: the concurrency target at these shares of today's, tried in turn (our choice).
+HEADROOM_STEPS = (0.75, 0.5, 0.35, 0.25)
 
 
 def _priced(then: Outcome, seen: Outcome) -> str:
@@ -379,9 +420,18 @@ def with_changes(
     max_units: int | None = None,
     idle_minutes: int | None = None,
     schedules: tuple[ScheduledAction, ...] = (),
+    target_concurrency: float | None = None,
 ) -> Setup:
     """``setup`` as if the deployment file set other bounds, another idle window or more scheduled actions."""
     target, shape = setup.target, setup.shape
+    if target_concurrency is not None:
+        tracking = tuple(
+            replace(policy, target_value=target_concurrency)
+            if policy.query.stat is not None and policy.query.stat.name.startswith("ConcurrentRequests")
+            else policy
+            for policy in target.target_tracking
+        )
+        target = replace(target, target_tracking=tracking)
     if schedules:
         target = replace(target, scheduled_actions=target.scheduled_actions + schedules)
         shape = replace(shape, max_instances=max([shape.max_instances] + [a.max_capacity or 0 for a in schedules]))

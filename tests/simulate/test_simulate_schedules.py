@@ -150,6 +150,11 @@ def test_on_a_day_shaped_trace_a_schedule_is_proposed_for_less_than_the_all_day_
     assert floor_all_day and scheduled, change
     assert float(scheduled.group(2).replace(",", "")) < float(floor_all_day.group(2).replace(",", ""))
     assert "in the props `Autoscaling(" in change and "ScheduledCapacity(name='RaiseFloor" in change
+    assert (
+        re.search(r"the maximum \d+ alone: answered", change)
+        and "more headroom, `autoscaling.target_concurrency:" in change
+    )
+    assert "Cheapest that meets the SLO: a floor of" in change  # the schedule
 
     snippet = yaml.safe_load(re.search(r"in the deployment file `(.*?)`;", change).group(1))
     settings = yaml.safe_load(found.deployment_file.read_text())
