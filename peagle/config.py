@@ -376,6 +376,22 @@ class ScheduledScaling(StrictModel):
             data, "autoscaling.schedules[]", {"min_instances": "min_capacity", "max_instances": "max_capacity"}
         )
 
+    @model_validator(mode="after")
+    def _expression(self) -> ScheduledScaling:
+        """What Application Auto Scaling would refuse at deploy time (six cron fields, one day field `?`, values
+        in range, an IANA time zone), refused at synth: the rules and their sources are in
+        peagle/simulate/schedules.py, which `peagle simulate` runs the schedule with."""
+        from peagle.simulate.schedules import ScheduledAction, ScheduleError
+
+        action = ScheduledAction(
+            self.name, self.schedule, self.min_capacity, self.max_capacity, self.time_zone or "UTC"
+        )
+        try:
+            action.check(simulated=False)
+        except ScheduleError as error:
+            raise ValueError(str(error)) from None
+        return self
+
 
 class MeasuredCapacity(StrictModel):
     """What `peagle capacity` measured for one instance (or copy): the highest request rate at which the

@@ -95,8 +95,9 @@ class ScheduledAction:
             return elapsed >= 0 and elapsed % every == 0
         return _cron(self, body).matches(local)
 
-    def check(self) -> None:
-        """Raise ScheduleError if the expression or time zone is one the simulator cannot evaluate."""
+    def check(self, *, simulated: bool = True) -> None:
+        """Raise ScheduleError if the expression or time zone is one the simulator cannot evaluate; with
+        ``simulated`` False, only what Application Auto Scaling itself refuses (``L``, ``W`` and ``#`` pass)."""
         kind, body = _split(self)
         _zone(self)
         if kind == "at":
@@ -104,7 +105,7 @@ class ScheduledAction:
         elif kind == "rate":
             _rate_minutes(self, body)
         else:
-            _cron(self, body)
+            _cron(self, body, simulated=simulated)
 
 
 def action_from_template(props: Mapping[str, Any], where: str) -> ScheduledAction:
@@ -178,7 +179,7 @@ def _rate_minutes(action: ScheduledAction, body: str) -> int:
     return int(match.group(1)) * _RATE_UNITS[match.group(2)]
 
 
-def _cron(action: ScheduledAction, body: str) -> _Cron:
+def _cron(action: ScheduledAction, body: str, *, simulated: bool = True) -> _Cron:
     parts = body.split()
     if len(parts) != len(_FIELDS):
         raise ScheduleError(
@@ -190,13 +191,15 @@ def _cron(action: ScheduledAction, body: str) -> _Cron:
             f"scheduled action {action.name}: cron({body}) gives both day-of-month and day-of-week; one of them "
             "must be ? (EventBridge cron reference), e.g. cron(0 7 * * ? *) for every day"
         )
-    return _Cron(tuple(_field(action, body, part, spec) for part, spec in zip(parts, _FIELDS, strict=True)))
+    return _Cron(tuple(_field(action, body, part, spec, simulated) for part, spec in zip(parts, _FIELDS, strict=True)))
 
 
-def _field(action: ScheduledAction, body: str, text: str, spec: tuple) -> frozenset[int] | None:
+def _field(action: ScheduledAction, body: str, text: str, spec: tuple, simulated: bool = True) -> frozenset[int] | None:
     name, low, high, names = spec
     if text in ("*", "?"):
         return None
+    if not simulated and ("#" in text or re.fullmatch(r"\d*L|\d+W|LW", text.upper())):
+        return None  # valid EventBridge syntax the simulator does not model
     allowed: set[int] = set()
     for item in text.split(","):
         match = re.fullmatch(r"(\*|[A-Za-z0-9]+)(?:-([A-Za-z0-9]+))?(?:/(\d+))?", item)

@@ -8,6 +8,7 @@ import copy
 import json
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import yaml
@@ -168,3 +169,32 @@ def test_on_a_day_shaped_trace_a_schedule_is_proposed_for_less_than_the_all_day_
 
     after = ["simulate", "--cdk-out", str(cdk_out), "--traffic", str(trace), "--no-plots", "--out", str(tmp_path / "a")]
     assert main(after) == 0, capsys.readouterr().out  # every reading, not only the one it was found under
+
+
+@pytest.mark.parametrize(
+    ("schedule", "time_zone", "message"),
+    [
+        ("cron(0 7 * * * *)", None, "one of them must be ?"),
+        ("cron(0 7 * * ?)", None, "has 5 fields"),
+        ("cron(0 7 * * ? *)", "Europe/Bonn", "not an IANA name"),
+    ],
+)
+def test_a_schedule_aws_would_refuse_fails_the_deployment_file_with_what_to_write(
+    tmp_path, schedule, time_zone, message
+):
+    from peagle.errors import ConfigError
+
+    settings = yaml.safe_load((Path(__file__).resolve().parents[2] / "deployments" / "default.yaml").read_text())
+    floor = {"name": "Morning", "schedule": schedule, "min_capacity": 2, "max_capacity": 3}
+    settings["autoscaling"] = {
+        "max_capacity": 3,
+        "schedules": [floor | ({"time_zone": time_zone} if time_zone else {})],
+    }
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    with pytest.raises(ConfigError, match=r"autoscaling\.schedules.*Morning.*" + re.escape(message)):
+        load_deployment_config(str(path), {})
+    # L, W and # are AWS's own syntax: the file takes them, only the simulator declines to guess them
+    settings["autoscaling"]["schedules"][0] = floor | {"schedule": "cron(0 7 L * ? *)"}
+    path.write_text(yaml.safe_dump(settings))
+    load_deployment_config(str(path), {})
