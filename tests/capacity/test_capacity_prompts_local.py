@@ -47,7 +47,7 @@ def test_capacity_measures_the_captured_prompts_and_names_their_file(local_serve
     assert main(argv) in (0, 1), capsys.readouterr().err
     document = json.loads((out / "capacity.json").read_text())
     digest = hashlib.sha256(prompts_file.read_bytes()).hexdigest()[:12]
-    assert document["prompts"] == f"{prompts_file} (sha256 {digest}, 4 prompts)"
+    assert document["prompts"] == f"{prompts_file} (sha256 {digest}, 4 prompts; max_tokens set by 4)"
     assert document["points"] and all(point["requests"] >= 1 for point in document["points"])
     assert "synthetic prompts" not in capsys.readouterr().err
 
