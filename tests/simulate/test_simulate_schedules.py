@@ -118,30 +118,16 @@ def test_a_trace_file_carries_its_start_and_a_bad_one_names_the_line(tmp_path):
         from_csv(path)
 
 
-def _day_shaped(path):
-    """The issue's day: a quiet night, a morning ramp to 300 requests/minute, a 10-minute spike to 1,500."""
-    rows = []
-    for minute in range(1440):
-        hour = minute / 60
-        rate = 5.0
-        if 6 <= hour < 9:
-            rate = 5 + 295 * (hour - 6) / 3
-        elif 9 <= hour < 18:
-            rate = 300.0
-        elif 18 <= hour < 21:
-            rate = 300 - 295 * (hour - 18) / 3
-        if 840 <= minute < 850:
-            rate = 1500.0
-        rows.append(f"{minute},{rate:.1f}")
-    path.write_text("# start: 2026-11-30T00:00:00Z\nminute,requests\n" + "\n".join(rows) + "\n")
-    return path
+# The issue's day (a quiet night, a morning ramp to 300 requests/minute, a 10-minute spike to 1,500 at 14:00), as
+# the production loop's worked example ships it (written by examples/production-loop/make_example.py).
+DAY = Path(__file__).resolve().parents[2] / "examples" / "production-loop" / "day.csv"
 
 
 def test_on_a_day_shaped_trace_a_schedule_is_proposed_for_less_than_the_all_day_floor_and_passes_applied(
     synthesized, cdk_synthesized, tmp_path, capsys
 ):
     found = synthesized("default")
-    trace = _day_shaped(tmp_path / "day.csv")
+    trace = DAY
     argv = ["simulate", "--cdk-out", str(found.cdk_out), "--traffic", str(trace), "--no-plots", *ONE_READING]
     assert main([*argv, "--out", str(tmp_path / "before")]) == 1
     printed = capsys.readouterr().out

@@ -3,7 +3,10 @@ least over the band, and a dynamic schedule only when it never lost."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from host_records import recorded_host
@@ -208,3 +211,21 @@ def test_runs_without_a_shared_level_are_refused_naming_what_each_measured():
     high = _candidate("K=8", {16: 80.0})
     with pytest.raises(ValueError, match=r"levels measured: K=2: 1, 4; K=8: 16\)"):
         recommend([low, high])
+
+
+def test_tune_measures_a_capture_turned_prompts_file_and_names_it(tmp_path, capsys):
+    # The production loop's real path: capture records in SageMaker's format -> `peagle prompts` -> `peagle tune
+    # --prompts-file` serving the tiny pair through the launcher; the recommendation names the file it measured.
+    capture = Path(__file__).resolve().parents[2] / "examples" / "production-loop" / "capture"
+    prompts = tmp_path / "tune-prompts.jsonl"
+    drop = ["--drop-field", "temperature", "--drop-field", "top_p", "--drop-field", "max_tokens", "--limit", "2"]
+    assert main(["prompts", str(capture), "--out", str(prompts), *drop]) == 0
+    out = tmp_path / "tune"
+    argv = ["tune", "--pair", "tiny", "--k", "0", "--concurrency", "1", "--requests", "2", "--max-tokens", "16"]
+    assert main([*argv, "--busy-limit", "1", "--prompts-file", str(prompts), "--out", str(out)]) == 0
+    digest = hashlib.sha256(prompts.read_bytes()).hexdigest()[:12]
+    named = f"{prompts} (sha256 {digest}, 2 prompts)"
+    assert f"Prompts: {named}." in (out / "recommendation.md").read_text()
+    measured = json.loads((out / "off" / "results.json").read_text())  # the candidate's bench run
+    assert measured["settings"]["prompts"] == named, measured["settings"]
+    assert "synthetic prompts" not in capsys.readouterr().err

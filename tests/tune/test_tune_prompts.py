@@ -9,17 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 from test_tune_choice import _run
+from test_tune_temperatures import FakeServer
 
 from peagle.bench.results import BenchResults, results_to_json
 from peagle.cli import main
-
-
-class FakeServer:
-    pid = 0
-    returncode = 0
-
-    def poll(self):
-        return None
 
 
 @pytest.fixture
