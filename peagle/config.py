@@ -831,17 +831,36 @@ class InferenceComponentSettings(StrictModel):
         description="GPUs per copy (vLLM tensor_parallel_size); unset: the fewest on which the profile's full "
         "context fits, else the fewest on which the model fits at all",
     )
-    # AWS::SageMaker::InferenceComponent InferenceComponentDataCacheConfig EnableCaching: "With caching enabled, the
-    # endpoint caches this data in each instance that it provisions for the inference component. That way, the
-    # inference component deploys faster during the auto scaling process. ... Update requires: No interruption"
-    # (CloudFormation Template Reference, https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/
-    # aws-properties-sagemaker-inferencecomponent-inferencecomponentdatacacheconfig.html).
+    # On by default: nothing AWS publishes argues against it, and a scale-out copy may start sooner.
+    # - What it does: EnableCaching "Sets whether the endpoint that hosts the inference component caches the model
+    #   artifacts and container image. With caching enabled, the endpoint caches this data in each instance that it
+    #   provisions for the inference component. That way, the inference component deploys faster during the auto
+    #   scaling process. If caching isn't enabled, the inference component takes longer to deploy because of the
+    #   time it spends downloading the data" (SageMaker API Reference, InferenceComponentDataCacheConfig,
+    #   https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentDataCacheConfig.html).
+    #   DescribeInferenceComponent reports it back: "Indicates whether the inference component caches model
+    #   artifacts as part of the auto scaling process" (InferenceComponentDataCacheConfigSummary).
+    # - Where it helps: "This approach reduced the cold start latency for scaling inference component operations
+    #   that reuse existing instances"; a new instance is "the scenario where our previous instance-store-based
+    #   caching couldn't help" ("Introducing container caching in Amazon SageMaker AI for faster model scaling",
+    #   AWS Machine Learning Blog, 2026-06-16, https://aws.amazon.com/blogs/machine-learning/introducing-container-
+    #   caching-in-amazon-sagemaker-ai-for-faster-model-scaling/; read in copies of the post, not on the AWS page).
+    #   So a wake from zero, whose instances managed instance scaling released, gains nothing; `peagle simulate`
+    #   runs the saving both ways (its data_cache reading): AWS gives no figure.
+    # - What it costs: no charge, storage requirement (volume size, instance storage) or restriction (ModelName
+    #   or container specification, scale to zero, managed instance scaling) is stated in the API reference pages
+    #   above, InferenceComponentSpecification, or the CloudFormation reference; not verified against a pricing
+    #   page, which this search did not reach. The cache is the instance's own storage, already paid for.
+    # - Changing it: "Update requires: No interruption" (CloudFormation Template Reference, AWS::SageMaker::
+    #   InferenceComponent InferenceComponentDataCacheConfig, https://docs.aws.amazon.com/AWSCloudFormation/latest/
+    #   TemplateReference/aws-properties-sagemaker-inferencecomponent-inferencecomponentdatacacheconfig.html).
     data_cache: bool = Field(
-        default=False,
+        default=True,
         description="cache the model artifacts and the container image on each instance SageMaker provisions for "
         "the component, so a copy added on an instance that already hosts one starts without downloading them "
         "again (InferenceComponentDataCacheConfig.EnableCaching; changing it updates the component without "
-        "interruption). It does not help a copy that needs a new instance",
+        "interruption). On by default: AWS documents no charge or restriction for it. It does not help a copy "
+        "that needs a new instance, such as a wake from zero after the instances were released",
         json_schema_extra=spelled("EndpointMode.inference_components(data_cache=...)"),
     )
     scale_to_zero_after_idle_minutes: int | None = Field(

@@ -265,12 +265,12 @@ class ComponentEndpoint(Construct, ServingMetrics):
                     container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
                     model_data_download_timeout_in_seconds=spec.model_download_timeout_seconds,
                 ),
-                # Left out unless asked for: a template without it is the one earlier versions synthesized.
+                # Always stated (on by default, peagle/config.py InferenceComponentSettings.data_cache): turning it
+                # off must say EnableCaching false, not leave the property out of the update. "Update requires: No
+                # interruption" (CloudFormation Template Reference, InferenceComponentDataCacheConfig).
                 data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
-                    enable_caching=True
-                )
-                if spec.settings.data_cache
-                else None,
+                    enable_caching=spec.settings.data_cache
+                ),
             ),
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=spec.initial_copies

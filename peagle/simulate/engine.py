@@ -160,7 +160,7 @@ def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
         cancelled=list(endpoint.cancelled),
         left_waiting=sum(cohort.count for cohort in endpoint.waiting),
         left_queued=[(cohort.sent, cohort.count) for cohort in endpoint.queue if cohort.count > 1e-9],
-        consulted=frozenset(scaling.consulted),
+        consulted=frozenset(scaling.consulted | endpoint.consulted),
     )
 
 

@@ -58,7 +58,7 @@ class Scenario:
         fixed = [
             reading.describe(chosen[0][reading.field])
             for reading in READINGS
-            if len({choice[reading.field] for choice in chosen}) == 1
+            if len({choice[reading.field] for choice in chosen}) == 1 and reading.applies(chosen[0][reading.field])
         ]
         return "; ".join(fixed or ["mixed readings"]) + f" ({len(chosen)} of {self.of})"
 
@@ -349,8 +349,14 @@ def summary(results: list[Result], source: str, found: list[Scenario] | None = N
     if results:
         base = results[0].timeline.assumptions
         lines += ["## Assumptions", "", "Run both ways (AWS does not say):", ""]
-        lines += [f"- {reading.question}" for reading in READINGS]
+        lines += [
+            f"- {reading.question}"
+            for reading in READINGS
+            if any(reading.applies(getattr(r.timeline.assumptions, reading.field)) for r in results)
+        ]
         lines += ["", "Fixed (the command line sets the numbers):", ""]
+        # A target whose component caches its model data says how a cached start is counted (Assumptions.fixed).
+        base = next((r.timeline.assumptions for r in results if r.timeline.assumptions.data_cache != "off"), base)
         lines += [f"- {text}" for text in base.fixed()]
         lines.append("")
     lines += ["## Scenarios", ""]

@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, TYPICAL_INSTANCE_LAUNCH_SECONDS, Plan
+from peagle.planner import (
+    DOWNLOAD_BYTES_PER_SECOND,
+    INSTANCE_LAUNCH_ALLOWANCE_S,
+    TYPICAL_INSTANCE_LAUNCH_SECONDS,
+    Plan,
+)
 from peagle.preflight.template import StackTemplate
 from peagle.setting_refs import Door
 from peagle.simulate.engine import SettingKeys, Setup, Timeline, simulate
@@ -18,7 +23,8 @@ from peagle.simulate.service import READING_FIELDS, READINGS, Assumptions, UnitS
 from peagle.simulate.traffic import Trace, built_in
 from peagle.simulate.verdicts import Verdict, verdicts
 
-# Every combination of the open readings (READINGS), each run by default.
+# Every combination of the open readings (READINGS), each run by default (a target a reading does not apply to,
+# Reading.inapplicable, runs only the combinations of the others: scenarios.run).
 ALL_READINGS = tuple(
     dict(zip((reading.field for reading in READINGS), values, strict=True))
     for values in itertools.product(*((value for value, _, _ in reading.values) for reading in READINGS))
@@ -42,20 +48,29 @@ def base_assumptions(plan: Plan, *, startup: str = "typical", **overrides) -> As
     download and start-up timeouts and its instance allowance: the slowest start SageMaker still accepts).
     Request time: the planner's estimate (half the profile's p90 latency SLA); output tokens: half its
     max_tokens; a client's cold-start wait: what peagle.client waits for a component (download + start-up
-    timeouts + the instance allowance)."""
+    timeouts + the instance allowance). A copy whose instance holds the component's cached data (the
+    ``data_cache`` reading ``on-instance``) starts without the model download: typical, without the weights'
+    download at the planner's rate; budget, the start-up timeout alone; a start given in seconds, less the
+    download's share of the typical start."""
     budget = float(plan.model_download_timeout_seconds + plan.container_startup_timeout_seconds)
+    typical = plan.typical_model_start_seconds
+    download = (plan.pair.target.weight_bytes + plan.pair.drafter.weight_bytes) / DOWNLOAD_BYTES_PER_SECOND
     if startup == "budget":
         values = {
             "startup_seconds": budget,
             "startup_basis": "the plan's download and start-up timeouts, the slowest start SageMaker accepts",
             "instance_launch_seconds": float(INSTANCE_LAUNCH_ALLOWANCE_S),
+            "cached_startup_seconds": float(plan.container_startup_timeout_seconds),
         }
     else:
         values = {
-            "startup_seconds": round(plan.typical_model_start_seconds),
+            "startup_seconds": round(typical),
             "startup_basis": "typical: the weights at the planner's transfer rates, then vLLM's start",
             "instance_launch_seconds": float(TYPICAL_INSTANCE_LAUNCH_SECONDS),
+            "cached_startup_seconds": float(round(typical - download)),
         }
+    if overrides.get("startup_seconds") is not None and overrides.get("cached_startup_seconds") is None:
+        values["cached_startup_seconds"] = float(round(overrides["startup_seconds"] * (1 - download / typical)))
     values |= {
         "request_seconds": plan.request_seconds_estimate,
         "output_tokens": plan.profile.sampling.max_tokens / 2,
@@ -109,6 +124,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
     components = plan.components
     price = getattr(plan, "price_per_hour_usd", plan.instance.price_per_hour_usd)
     asynchronous = _asynchronous_endpoints(template)
+    cached = _caching_components(template)
     found = []
     for target in targets:
         parts = target.resource_id.split("/")
@@ -120,6 +136,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 max_instances=components.max_instances,
                 min_instances=components.min_instances,
                 gpus_per_unit=components.accelerators_per_copy,
+                data_cache=target.name in cached,
             )
             initial, share, name = components.initial_copies, 1.0, target.name
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
@@ -174,6 +191,42 @@ def _of_endpoint(template: StackTemplate, target, endpoint: str) -> bool:
     return False
 
 
+def _caching_components(template: StackTemplate) -> set[str]:
+    """Names of the components whose Specification has DataCacheConfig.EnableCaching true and whose model has
+    SageMaker download its weights (PrimaryContainer.ModelDataSource): SageMaker caches "the model artifacts and
+    container image" (InferenceComponentDataCacheConfig); weights a container downloads itself (artifacts.source
+    hub) are not among them, and the image pull is not part of the simulated start."""
+    found = set()
+    for component in template.of_type("AWS::SageMaker::InferenceComponent").values():
+        props = component.get("Properties") or {}
+        specification = props.get("Specification") or {}
+        caching = (specification.get("DataCacheConfig") or {}).get("EnableCaching")
+        if caching is not True and str(template.resolve(caching)).lower() != "true":  # a boolean, or "true"
+            continue
+        container = _model_of(template, specification.get("ModelName")).get("PrimaryContainer") or {}
+        name = template.resolve(props.get("InferenceComponentName"))
+        if container.get("ModelDataSource") or container.get("ModelDataUrl"):
+            found.add(name)
+    return found
+
+
+def _model_of(template: StackTemplate, reference) -> dict:
+    """The Properties of the AWS::SageMaker::Model a component's ModelName points at (GetAtt, Ref, or the model's
+    literal name); {} when none of the template's does."""
+    models = template.of_type("AWS::SageMaker::Model")
+    if isinstance(reference, dict) and len(reference) == 1:
+        ((function, argument),) = reference.items()
+        if function == "Fn::GetAtt":
+            argument = argument.split(".", 1)[0] if isinstance(argument, str) else argument[0]
+        model = models.get(argument) if function in ("Ref", "Fn::GetAtt") and isinstance(argument, str) else None
+        return dict((model or {}).get("Properties") or {})
+    for model in models.values():
+        props = model.get("Properties") or {}
+        if reference is not None and props.get("ModelName") == reference:
+            return dict(props)
+    return {}
+
+
 def _asynchronous_endpoints(template: StackTemplate) -> dict[str, int]:
     """Name of each endpoint whose config has an AsyncInferenceConfig -> requests an instance takes at once."""
     found = {}
@@ -215,6 +268,7 @@ def run(
     for setup in setups(template, plan, door=door, endpoint=endpoint):
         if attainment is not None:
             setup = replace(setup, slo_attainment=attainment)
+        chosen_variants = _applicable(variants, setup)
         # The shapes load this target at their level whatever its share of the endpoint's traffic.
         unit_rpm = setup.unit_rpm(base) / setup.traffic_share
         chosen = list(traces) + [
@@ -223,8 +277,23 @@ def run(
         ]
         chosen = [replace(trace, start=start) for trace in chosen] if start is not None else chosen
         for trace in chosen:
-            results += _every_reading(setup, trace, variants)
+            results += _every_reading(setup, trace, chosen_variants)
     return results
+
+
+def _applicable(variants: list[Assumptions], setup: Setup) -> list[Assumptions]:
+    """``variants`` as they apply to ``setup``: the ``data_cache`` reading only where its component caches its
+    model data (``UnitShape.data_cache``, from the template): elsewhere "off", and the variants it doubled run
+    once. A caching component given no reading of it runs the cautious one, ``no-gain``."""
+    found: list[Assumptions] = []
+    for variant in variants:
+        if not setup.shape.data_cache:
+            variant = variant.but(data_cache="off")
+        elif variant.data_cache == "off":
+            variant = variant.but(data_cache="no-gain")
+        if variant not in found:
+            found.append(variant)
+    return found
 
 
 def _every_reading(setup: Setup, trace: Trace, variants: list[Assumptions]) -> list[Result]:

@@ -19,7 +19,21 @@ What AWS documents and this model follows:
   GPUs, the components' ``GPUUtilizationNormalized`` is 0-100 ("Amazon SageMaker AI metrics in Amazon
   CloudWatch", https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html);
 - managed instance scaling with ``IDLE_RELEASE`` "Releases instances that have no hosted inference
-  component copies" (API reference, ProductionVariantManagedInstanceScalingScaleInPolicy).
+  component copies" (API reference, ProductionVariantManagedInstanceScalingScaleInPolicy);
+- a component with ``DataCacheConfig.EnableCaching`` caches "the model artifacts and container image":
+  "With caching enabled, the endpoint caches this data in each instance that it provisions for the
+  inference component. That way, the inference component deploys faster during the auto scaling process.
+  If caching isn't enabled, the inference component takes longer to deploy because of the time it spends
+  downloading the data" (API reference, InferenceComponentDataCacheConfig,
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentDataCacheConfig.html).
+  The cache is on the instance and helps only a copy placed on one already running: "This approach reduced
+  the cold start latency for scaling inference component operations that reuse existing instances", and a
+  new instance is "the scenario where our previous instance-store-based caching couldn't help" ("Introducing
+  container caching in Amazon SageMaker AI for faster model scaling", AWS Machine Learning Blog, 2026-06-16,
+  https://aws.amazon.com/blogs/machine-learning/introducing-container-caching-in-amazon-sagemaker-ai-for-faster-model-scaling/;
+  read here in copies of the post, not on the AWS page itself). So a copy on a new instance, a wake from zero
+  with every instance released included, downloads again. How much time the cache saves AWS does not say:
+  the ``data_cache`` reading.
 
 Everything else is an ``Assumptions`` field, printed with every result; the deciding ones run both ways.
 Requests are fluid (fractions of a request per minute), grouped in cohorts by the minute they were first
@@ -53,8 +67,17 @@ class Reading:
     question: str
     values: tuple[tuple[object, str, str], ...]  # (value, the option's word for it, what it means)
 
+    # (value, what it means): the value when the rule does not arise for a target (``data_cache`` for a target
+    # whose component caches nothing); it is not an option's word, and a label leaves it out.
+    inapplicable: tuple[object, str] | None = None
+
     def describe(self, value: object) -> str:
+        if self.inapplicable is not None and value == self.inapplicable[0]:
+            return self.inapplicable[1]
         return next(text for candidate, _, text in self.values if candidate == value)
+
+    def applies(self, value: object) -> bool:
+        return self.inapplicable is None or value != self.inapplicable[0]
 
     def value_of(self, word: str) -> object:
         return next(value for value, candidate, _ in self.values if candidate == word)
@@ -115,6 +138,25 @@ READINGS = (
             ),
         ),
     ),
+    Reading(
+        "data_cache",
+        "--data-cache",
+        "A component whose template caches its data (DataCacheConfig.EnableCaching, the weights downloaded by "
+        "SageMaker from the model's ModelDataSource): AWS says only that it \"deploys faster during the auto scaling "
+        'process" (InferenceComponentDataCacheConfig), with no figure. Does a copy added on an instance that has '
+        "already hosted one skip the model download, or gain nothing to count on? Either way a copy on a new "
+        "instance (a wake from zero included) downloads: the cache goes with the instance.",
+        (
+            (
+                "on-instance",
+                "on-instance",
+                "data cache on the instance: a copy added where one has run skips the model download; a new "
+                "instance (a wake from zero included) downloads again",
+            ),
+            ("no-gain", "no-gain", "data cache saves no time: every copy downloads"),
+        ),
+        inapplicable=("off", "the component caches no model data: every copy downloads"),
+    ),
 )
 READING_FIELDS = tuple(reading.field for reading in READINGS)
 
@@ -128,10 +170,16 @@ class Assumptions:
     conflicts: str = "largest"  # largest | in-turn
     cooldown_after_lowered: str = "counted"  # counted | blocked
     updates_while_updating: str = "at-once"  # at-once | after-update
+    # on-instance | no-gain; "off" where the target's component caches no model data (scenarios.run sets it from
+    # the template, UnitShape.data_cache), so the reading runs both ways only where it can matter.
+    data_cache: str = "off"
     # Model download + container start-up of a new unit, seconds; ``startup_basis`` says where it came from
     # (scenarios.base_assumptions: a typical start estimated from the plan, or the plan's whole budget).
     startup_seconds: float = 0.0
     startup_basis: str = "given"
+    # A copy's start when its instance already holds the component's cached data (the ``on-instance`` reading):
+    # ``startup_seconds`` without the model download (scenarios.base_assumptions). None: no shorter than a start.
+    cached_startup_seconds: float | None = None
     # An instance's launch before its first copy or model starts: "several minutes" (scale-to-zero page).
     instance_launch_seconds: float = 300.0
     # Mean time a request holds one of vLLM's max_num_seqs slots; default: half the profile's p90 SLA.
@@ -150,7 +198,19 @@ class Assumptions:
     idle_concurrency_reported_as_zero: bool = True
 
     def deciding(self) -> list[str]:
-        return [reading.describe(getattr(self, reading.field)) for reading in READINGS]
+        return [
+            reading.describe(getattr(self, reading.field))
+            for reading in READINGS
+            if reading.applies(getattr(self, reading.field))
+        ]
+
+    @property
+    def cached_start_seconds(self) -> float:
+        """A copy's start on an instance that holds the component's cached data, under the ``on-instance``
+        reading (``startup_seconds`` otherwise)."""
+        if self.data_cache != "on-instance" or self.cached_startup_seconds is None:
+            return self.startup_seconds
+        return min(self.startup_seconds, self.cached_startup_seconds)
 
     def fixed(self) -> list[str]:
         clients = (
@@ -160,9 +220,23 @@ class Assumptions:
             if self.clients == "retry"
             else "clients send each request once: a refused or timed-out request is lost"
         )
+        cached = (
+            [
+                "the component caches its model data (DataCacheConfig.EnableCaching in the template): under the "
+                f"on-instance reading a copy added on an instance that has hosted one serves after "
+                f"{self.cached_startup_seconds or self.startup_seconds:.0f} s (the model download skipped), under "
+                "no-gain after the whole start; a copy on a new instance, a wake from zero included, downloads: "
+                'the cache is on the instance and goes with it (AWS Machine Learning Blog, "Introducing container '
+                'caching in Amazon SageMaker AI for faster model scaling": a new instance is "the scenario where '
+                "our previous instance-store-based caching couldn't help\")"
+            ]
+            if self.data_cache != "off"
+            else []
+        )
         return [
             f"a new unit serves after {self.startup_seconds:.0f} s of download + start-up ({self.startup_basis}),"
             f" plus {self.instance_launch_seconds:.0f} s when it needs a new instance",
+            *cached,
             f"a request holds a vLLM slot for {self.request_seconds:g} s on average and yields "
             f"{self.output_tokens:g} output tokens",
             "a real-time request not answered within its minute times out (60 s) and reports ModelLatency 60 s",
@@ -182,6 +256,7 @@ class Assumptions:
                 f"conflicts {self.conflicts}",
                 f"cooldown {self.cooldown_after_lowered}",
                 f"updates {self.updates_while_updating}",
+                *([f"data cache {self.data_cache}"] if self.data_cache != "off" else []),
             ]
         )
 
@@ -203,6 +278,10 @@ class UnitShape:
     # HasBacklogWithoutCapacity: "Autoscale an asynchronous endpoint",
     # https://docs.aws.amazon.com/sagemaker/latest/dg/async-inference-autoscale.html).
     asynchronous: bool = False
+    # The component caches the model data SageMaker downloads on each of its instances: the template's
+    # DataCacheConfig.EnableCaching, with the weights in the model's ModelDataSource (weights the container
+    # downloads itself are not SageMaker's to cache). See the module docstring and the ``data_cache`` reading.
+    data_cache: bool = False
 
 
 @dataclass
@@ -261,6 +340,15 @@ class Unit:
     ready_at: float  # the minute it serves from
 
 
+@dataclass
+class Host:
+    """An instance of a component's endpoint: the minute it is up, and the minute from which it holds the
+    component's model data (a copy downloaded it there and served; inf: none has yet)."""
+
+    ready_at: float
+    cached_from: float = math.inf
+
+
 @dataclass(frozen=True)
 class CancelledStart:
     """A unit removed while it was still starting and none served: the requests it woke for are lost."""
@@ -276,10 +364,15 @@ class Endpoint:
     def __init__(self, shape: UnitShape, assumptions: Assumptions, initial: int) -> None:
         self.shape, self.assumptions = shape, assumptions
         self.units: list[Unit] = [Unit(0, 0.0) for _ in range(initial)]  # the deploy's units serve from the start
-        self.instances_ready_at: list[float] = [0.0] * max(shape.min_instances, self._instances_for(initial))
+        hosting = self._instances_for(initial)  # the deploy's copies downloaded there and serve from the start
+        self.hosts: list[Host] = [
+            Host(0.0, 0.0 if index < hosting else math.inf) for index in range(max(shape.min_instances, hosting))
+        ]
         self.waiting: deque[Cohort] = deque()  # real-time requests refused "no capacity", retrying
         self.queue: deque[Cohort] = deque()  # asynchronous requests not served yet
         self.cancelled: list[CancelledStart] = []
+        # The open readings (READINGS fields) the endpoint's own behaviour turned on (Timeline.consulted).
+        self.consulted: set[str] = set()
 
     @property
     def desired(self) -> int:
@@ -294,7 +387,7 @@ class Endpoint:
 
     @property
     def instances(self) -> int:
-        return self.desired if self.shape.kind == "instances" else len(self.instances_ready_at)
+        return self.desired if self.shape.kind == "instances" else len(self.hosts)
 
     def set_desired(self, count: int, minute: int, by: str = "") -> None:
         if count < self.desired:
@@ -319,19 +412,28 @@ class Endpoint:
         if self.shape.kind == "instances":
             return start + launch
         needed = self._instances_for(self.desired + 1)
-        if needed > len(self.instances_ready_at):
+        if needed > len(self.hosts):
             if needed > self.shape.max_instances:
                 return math.inf  # no instance may be added: the copy waits for room that never comes
-            self.instances_ready_at.append(minute + launch)
+            # A new instance has no cache: its copy downloads, and the data is there once it serves.
+            self.hosts.append(Host(minute + launch, minute + launch + start))
             return start + launch
         # Room on a running (or launching) instance.
-        slot_instance = sorted(self.instances_ready_at)[needed - 1]
-        return max(start, slot_instance - minute + start)
+        self.hosts.sort(key=lambda host: host.ready_at)
+        host = self.hosts[needed - 1]
+        if self.shape.data_cache and host.cached_from <= minute:
+            # A copy of the component ran here and its data is cached on the instance: the reading decides.
+            self.consulted.add("data_cache")
+            start = self.assumptions.cached_start_seconds / 60
+        ready = max(start, host.ready_at - minute + start)
+        host.cached_from = min(host.cached_from, minute + ready)
+        return ready
 
     def _release_instances(self) -> None:
+        """IDLE_RELEASE: the instances beyond what the copies (or the minimum) need go, and their cache with them."""
         keep = max(self.shape.min_instances, self._instances_for(self.desired))
-        self.instances_ready_at.sort()
-        del self.instances_ready_at[keep:]
+        self.hosts.sort(key=lambda host: host.ready_at)
+        del self.hosts[keep:]
 
     @property
     def outstanding(self) -> bool:

@@ -233,20 +233,24 @@ def test_inference_components_mode_scales_copies_to_zero_with_the_same_keywords(
 
 
 def test_a_component_setting_of_the_file_is_a_prop_by_the_same_name():
-    """EndpointMode.inference_components takes every field of endpoint.inference_components (data_cache here), and
-    refuses a name the section does not have, naming the ones it does."""
-    stack = _stack()
-    _endpoint(
-        stack,
-        model="qwen3-8b",
-        instance_type="ml.g6e.48xlarge",
-        mode=EndpointMode.inference_components(data_cache=True),
-        autoscaling=Autoscaling(min_capacity=0),
-    )
-    Template.from_stack(stack).has_resource_properties(
-        "AWS::SageMaker::InferenceComponent",
-        {"Specification": Match.object_like({"DataCacheConfig": {"EnableCaching": True}})},
-    )
+    """EndpointMode.inference_components takes every field of endpoint.inference_components (data_cache here, on by
+    default like the file's key), and refuses a name the section does not have, naming the ones it does."""
+    for mode, caching in (
+        (EndpointMode.inference_components(), True),
+        (EndpointMode.inference_components(data_cache=False), False),
+    ):
+        stack = _stack()
+        _endpoint(
+            stack,
+            model="qwen3-8b",
+            instance_type="ml.g6e.48xlarge",
+            mode=mode,
+            autoscaling=Autoscaling(min_capacity=0),
+        )
+        Template.from_stack(stack).has_resource_properties(
+            "AWS::SageMaker::InferenceComponent",
+            {"Specification": Match.object_like({"DataCacheConfig": {"EnableCaching": caching}})},
+        )
     with pytest.raises(TypeError, match=r"no setting named data_cash; it takes .*, data_cache"):
         EndpointMode.inference_components(data_cash=True)
 

@@ -509,13 +509,17 @@ def test_component_settings_in_variants_mode_are_refused(tmp_path, capsys):
     )
 
 
-def test_the_data_cache_is_off_unless_asked_for_and_then_on_each_component(synth, tmp_path, s2z):
-    """endpoint.inference_components.data_cache: the file key, read where the component is built."""
+def test_the_data_cache_is_on_by_default_and_off_only_when_asked_on_each_component(synth, tmp_path, s2z):
+    """endpoint.inference_components.data_cache: the file key, read where the component is built. On by default
+    (scale-to-zero.yaml leaves it out); turned off, the template says EnableCaching false rather than leaving the
+    property out, so an update turns a cache that was on off."""
+    assert "data_cache" not in S2Z_FILE.read_text()  # what the first assertion shows is the default
     s2z.template().has_resource_properties(
-        "AWS::SageMaker::InferenceComponent", {"Specification": Match.object_like({"DataCacheConfig": Match.absent()})}
-    )
-    cached = synth(deployment=_deployment(tmp_path, **{"endpoint.inference_components.data_cache": True}))
-    cached.template().has_resource_properties(
         "AWS::SageMaker::InferenceComponent",
         {"Specification": Match.object_like({"DataCacheConfig": {"EnableCaching": True}})},
+    )
+    uncached = synth(deployment=_deployment(tmp_path, **{"endpoint.inference_components.data_cache": False}))
+    uncached.template().has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {"Specification": Match.object_like({"DataCacheConfig": {"EnableCaching": False}})},
     )

@@ -293,3 +293,59 @@ def test_a_change_while_units_start_waits_for_them_or_not_by_the_reading(reading
     ]
     assert bool(changed_while_starting) is (reading == "at-once")
     assert "updates_while_updating" in timeline.consulted
+
+
+def _cache_case(reading: str, *, data_cache: bool = True, min_instances: int = 0) -> Endpoint:
+    """One instance of 4 copies' room hosting the deploy's copy; a copy starts in 7 min, 2 without the download."""
+    shape = _shape("copies", units_per_instance=4, max_instances=2, min_instances=min_instances, data_cache=data_cache)
+    assumptions = Assumptions(
+        startup_seconds=420, cached_startup_seconds=120, instance_launch_seconds=300, data_cache=reading
+    )
+    return Endpoint(shape, assumptions, 1)
+
+
+@pytest.mark.parametrize(
+    ("reading", "data_cache", "serves_at"),
+    [
+        ("on-instance", True, 12),  # asked for at 10, the download skipped: 2 min
+        ("no-gain", True, 17),  # the whole start: 7 min
+        ("on-instance", False, 17),  # the component caches nothing: the reading does not arise
+    ],
+)
+def test_a_scale_out_copy_on_an_instance_that_hosted_one_serves_sooner_only_with_the_cache_on_instance(
+    reading, data_cache, serves_at
+):
+    """InferenceComponentDataCacheConfig: "the inference component deploys faster during the auto scaling process";
+    AWS gives no figure, so the on-instance reading skips the model download and no-gain skips nothing."""
+    endpoint = _cache_case(reading, data_cache=data_cache)
+    endpoint.set_desired(2, 10)
+    assert endpoint.instances == 1  # the second copy shares the deploy's instance
+    assert endpoint.serving(serves_at - 1) == 1 and endpoint.serving(serves_at) == 2
+    assert ("data_cache" in endpoint.consulted) is data_cache
+
+
+@pytest.mark.parametrize("data_cache", [True, False])
+def test_a_wake_from_zero_downloads_again_when_the_cache_is_lost_with_the_instance(data_cache):
+    """IDLE_RELEASE releases the instance that hosted no copy; a new instance is "the scenario where our previous
+    instance-store-based caching couldn't help" (AWS ML Blog): the woken copy takes the launch and the whole start,
+    cache on or off, under the on-instance reading."""
+    endpoint = _cache_case("on-instance", data_cache=data_cache)
+    endpoint.set_desired(0, 30)
+    assert endpoint.instances == 0
+    endpoint.set_desired(1, 60)
+    assert endpoint.instances == 1
+    assert endpoint.serving(71) == 0 and endpoint.serving(72) == 1  # 60 + 5 min launch + 7 min start
+    assert "data_cache" not in endpoint.consulted
+    # A copy added next to the woken one, once it served, finds its data cached on the new instance.
+    endpoint.set_desired(2, 80)
+    assert endpoint.serving(82) == (2 if data_cache else 1)
+
+
+def test_an_instance_kept_by_the_minimum_keeps_the_cache_for_the_next_wake():
+    """The cache goes with the instance, not with the copies: min_instances 1 keeps the instance, and a copy woken
+    on it under the on-instance reading skips the download."""
+    endpoint = _cache_case("on-instance", min_instances=1)
+    endpoint.set_desired(0, 30)
+    assert endpoint.instances == 1
+    endpoint.set_desired(1, 60)
+    assert endpoint.serving(61) == 0 and endpoint.serving(62) == 1

@@ -72,13 +72,32 @@ def test_the_readings_can_be_pinned_and_the_budget_start_chosen(synthesized, tmp
     found = synthesized("scale-to-zero")
     out = tmp_path / "report"
     arguments = ["--traffic", "sparse", "--refused-counted", "no", "--conflicts", "in-turn", "--cooldown", "blocked"]
-    arguments += ["--updates", "after-update", "--startup", "budget", "--clients", "once", "--no-plots"]
-    main([*_base(found, out), *arguments])
+    arguments += [
+        "--updates",
+        "after-update",
+        "--data-cache",
+        "on-instance",
+        "--startup",
+        "budget",
+        "--clients",
+        "once",
+    ]
+    main([*_base(found, out), *arguments, "--no-plots"])
+    printed = capsys.readouterr().out
     summary = (out / "simulation.md").read_text()
     # One reading: its label, not "every reading".
-    assert "| refused not counted, conflicts in-turn, cooldown blocked, updates after-update |" in summary
+    label = "refused not counted, conflicts in-turn, cooldown blocked, updates after-update, data cache on-instance"
+    assert f"| {label} |" in summary
     assert "a new unit serves after 1653 s of download + start-up (the plan's download and start-up timeouts" in summary
     assert "clients send each request once" in summary
+    # The data cache (on by default, read from the template's DataCacheConfig): the question, and the cached start
+    # (the budget's start-up timeout alone) with its source, in the report and in what the command prints.
+    assert "- A component whose template caches its data (DataCacheConfig.EnableCaching" in summary
+    for text in (summary, printed):
+        assert (
+            "a copy added on an instance that has hosted one serves after 1053 s (the model download skipped)" in text
+        )
+        assert "instance-store-based caching couldn't help" in text
 
 
 @pytest.mark.parametrize(
