@@ -1244,7 +1244,12 @@ class DeploymentConfig(StrictModel):
             problems.append(
                 f"{setting('custom_instances')} redefine catalog instance types {clashes}; leave them to the catalog"
             )
-        if self.instance.type not in catalog.instances and self.instance.type not in self.custom_instances:
+        if self.instance.type in catalog.excluded_instances:
+            problems.append(
+                f"{setting('instance.type')} {self.instance.type!r} cannot serve: "
+                f"{catalog.excluded_instances[self.instance.type]}"
+            )
+        elif self.instance.type not in catalog.instances and self.instance.type not in self.custom_instances:
             problems.append(
                 f"{setting('instance.type')} {self.instance.type!r} is not in the instance catalog; "
                 f"use one of {sorted(catalog.instances)}, or give its GPU facts with {setting('custom_instances')}"

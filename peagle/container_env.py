@@ -69,6 +69,7 @@ def container_environment(plan: Plan, *, variant_name: str, endpoint_name: str) 
         passes its own, so its KPI lines carry its name).
     """
     env = contract.encode_vllm_flags(vllm_flags(plan))
+    env.update(plan.gpu_environment)  # the target's GPU-specific variables, only where the plan's GPU qualifies
     env.update(
         {
             contract.ENV_MODEL_PAIR: plan.pair_id,

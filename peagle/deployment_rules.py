@@ -86,6 +86,23 @@ def host_driver(instance_type: str, ami_version: str | None) -> HostDriver | Non
     return runtime.default_host_drivers.get(instance_family(instance_type))
 
 
+def architecture_driver_problem(instance_type: str, instance: InstanceType, ami: str, host: HostDriver) -> str | None:
+    """Why ``ami``'s driver cannot drive the instance's GPUs at all (None: it can). A driver older than the first CUDA
+    toolkit for the GPU's architecture does not know the GPU, whatever the image's CUDA; the oldest driver per
+    generation is data (runtime.yaml, architecture_drivers, with its sources)."""
+    runtime = load_catalog().runtime
+    needed = runtime.driver_needed_for(instance.cc)
+    if needed is None or host.driver >= needed.driver:
+        return None
+    working = [name for name, h in runtime.inference_amis.items() if h.driver >= needed.driver]
+    return (
+        f"{instance_type} has {needed.generation} GPUs ({instance.gpu}, compute capability {instance.cc}), which need "
+        f"NVIDIA driver >= {needed.driver} (CUDA {needed.cuda} is the first toolkit for them); {ami} has driver "
+        f"{host.driver}. Use {' or '.join(setting('instance.ami_version', name) for name in working) or 'a newer AMI'}, "
+        f"or leave {setting('instance.ami_version')} unset to get {runtime.serving_image.inference_ami_version}"
+    )
+
+
 def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
     # A CUDA image needs a driver that supports its CUDA version; otherwise "deploying the endpoint
     # will fail with ... Failure reason CannotStartContainerError" ("Best practices to minimize
@@ -107,6 +124,9 @@ def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
             )
             continue
         host = runtime.inference_amis[ami]
+        problem = architecture_driver_problem(plan.instance_type, plan.instance, ami, host)
+        if problem:
+            violations.append(Violation("gpu-driver", f"{endpoint}/{variant}: {problem}"))
         if host.cuda_version < cuda_version(image.cuda):
             violations.append(
                 Violation(

@@ -239,6 +239,9 @@ class Plan:
     vllm_args: dict[str, bool | int | float | str] = field(default_factory=dict)
     hf_token_secret_arn: str | None = None
     weights_from_hub: bool = False  # artifacts.source hub: the container downloads the weights at start-up
+    # Environment variables the target needs on this instance's GPUs only (the pair's target.gpu_environment rules
+    # that apply to its compute capability); peagle/container_env.py writes them into the container.
+    gpu_environment: dict[str, str] = field(default_factory=dict)
 
     @property
     def speculation_enabled(self) -> bool:
@@ -488,6 +491,15 @@ def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance:
             f"{config.instance.type} has {instance.gpu} GPUs (compute capability {instance.cc}); current vLLM "
             f"needs compute capability >= {MIN_COMPUTE_CAPABILITY}, so {instance.gpu} instances cannot serve this model"
         )
+    image = load_catalog().runtime.serving_image
+    if image.runs_on(instance.cc)[1] is None:
+        # No kernel of the image runs there (runtime.yaml, serving_image.compiled_for): vLLM's first CUDA kernel
+        # would fail with "no kernel image is available for execution on the device".
+        raise InstanceFitError(
+            f"{config.instance.type} has {instance.gpu} GPUs (compute capability {instance.cc}), but the serving image "
+            f"{image.base} is compiled for compute capabilities {', '.join(f'{c:g}' for c in image.compiled_for)} "
+            f"only, none of which runs on {instance.cc}; pick an instance type with one of those GPUs"
+        )
     if instance.cc < pair.min_compute_capability:
         raise InstanceFitError(
             f"{config.model} ({pair.target.quantization} weights) needs compute capability >= "
@@ -499,6 +511,21 @@ def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance:
             f"{config.model} has {pair.target.attention_heads} attention heads, which do not split over "
             f"{tp} GPUs of {config.instance.type} (tensor parallel size must divide them)"
         )
+
+
+def _architecture_notes(instance_type: str, instance: InstanceType) -> list[str]:
+    """A warning where the image has no kernels compiled for the GPU's exact compute capability but binaries of a
+    lower minor revision run on it (B300, 10.3, runs the image's 10.0 kernels)."""
+    image = load_catalog().runtime.serving_image
+    exact, runs = image.runs_on(instance.cc)
+    if exact or runs is None:
+        return []
+    return [
+        f"{instance_type}: {image.base} has no kernels compiled for compute capability {instance.cc} ({instance.gpu}); "
+        f"it runs the {runs:.1f} binaries (same major revision), but arch-specific kernels (sm_{int(runs * 10)}a, e.g. "
+        "FlashInfer's and CUTLASS's) are not portable and vLLM may fall back to slower ones: run `peagle bench` "
+        "before relying on its speed"
+    ]
 
 
 def _plan_memory(
@@ -585,7 +612,14 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         given = config.endpoint.inference_components.scale_to_zero_after_idle_minutes
         shortest = shortest_idle_window_minutes(INSTANCE_LAUNCH_ALLOWANCE_S + download + startup)
         components = replace(components, scale_to_zero_after_idle_minutes=given or shortest)
-    notes = [*notes, *pair.notes]
+    notes = [*notes, *pair.notes, *_architecture_notes(config.instance.type, instance)]
+    gpu_environment = pair.target.environment_for(instance.cc)
+    if gpu_environment:
+        sources = "; ".join(rule.source for rule in pair.target.gpu_environment if rule.applies_to(instance.cc))
+        notes.append(
+            f"container environment {' '.join(f'{k}={v}' for k, v in gpu_environment.items())} on {instance.gpu} "
+            f"(compute capability {instance.cc}): {sources}"
+        )
     if k > 0 and k > pair.recommended_k.get(config.profile, k):
         notes.append(
             f"K={k} is above the recommended {pair.recommended_k[config.profile]} for {config.profile.value}: "
@@ -628,6 +662,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         else 100.0 - config.ab_test.baseline_traffic_percent,
         vllm_args=dict(config.vllm_args),
         hf_token_secret_arn=config.artifacts.hf_token_secret_arn,
+        gpu_environment=gpu_environment,
         weights_from_hub=config.artifacts.source == "hub",
     )
 
@@ -646,9 +681,11 @@ def _price(config: DeploymentConfig) -> tuple[float, str]:
     if config.instance.type in config.custom_instances:
         return config.instance_facts().price_per_hour_usd, f"custom_instances.{config.instance.type}"
     catalog = load_catalog()
+    facts = config.instance_facts()
     return (
-        config.instance_facts().price_per_hour_usd,
-        f"catalog, {catalog.price_region}, prices of {catalog.price_date}",
+        facts.price_per_hour_usd,
+        f"catalog, {catalog.price_region}, prices of {catalog.price_date}"
+        + ("" if facts.price_verified else "; this type's price is an unverified estimate"),
     )
 
 
@@ -733,9 +770,13 @@ def _plan_components(
     )
 
 
-def smallest_fitting_instance(config: DeploymentConfig) -> str | None:
-    """The cheapest catalog instance type on which the same pair, profile and K plan."""
-    for name, _instance in sorted(load_catalog().instances.items(), key=lambda item: item[1].price_per_hour_usd):
+def smallest_fitting_instance(config: DeploymentConfig, *, estimated_prices: bool = False) -> str | None:
+    """The cheapest catalog instance type on which the same pair, profile and K plan. Types whose price is an
+    unverified estimate (price_verified: false, the Blackwell rows) count only with ``estimated_prices``: a guessed
+    price must not pick the suggestion by itself."""
+    catalog = load_catalog().instances
+    candidates = {name: inst for name, inst in catalog.items() if estimated_prices or inst.price_verified}
+    for name, _instance in sorted(candidates.items(), key=lambda item: item[1].price_per_hour_usd):
         candidate = config.model_copy(update={"instance": config.instance.model_copy(update={"type": name})})
         try:
             _plan_exactly(candidate)
@@ -760,17 +801,30 @@ def plan_deployment(config: DeploymentConfig) -> Plan:
         return _plan_exactly(config)
     except InstanceFitError as error:  # other PlanErrors (K, profile) no instance type would fix
         message = str(error)
+        instances = load_catalog().instances
         suggestion = smallest_fitting_instance(config)
+        cheaper_estimate = smallest_fitting_instance(config, estimated_prices=True)
+        if suggestion is None:
+            suggestion, cheaper_estimate = cheaper_estimate, None
         if suggestion is None:
             hint = (
                 f"No instance type in the catalog fits; use a smaller or quantized pair ({setting('custom_pairs')}), "
                 f"or lower {setting('profile_overrides.max_model_len')}"
             )
         else:
-            instance = load_catalog().instances[suggestion]
+            instance = instances[suggestion]
+            estimated = "" if instance.price_verified else ", an estimated price: see instances.yaml"
+            # The fix comes last, so the message ends with what to set; an estimated-price alternative goes before it.
+            also = ""
+            if cheaper_estimate not in (None, suggestion):
+                other = instances[cheaper_estimate]
+                also = (
+                    f"; {cheaper_estimate} ({other.describe()}) also fits, at an estimated "
+                    f"${other.price_per_hour_usd:g}/hour (unverified, see instances.yaml)"
+                )
             hint = (
-                f"Smallest that fits: {suggestion} ({instance.describe()}, ${instance.price_per_hour_usd:g}/hour); "
-                f"set {setting('instance.type', suggestion)}"
+                f"Smallest that fits: {suggestion} ({instance.describe()}, ${instance.price_per_hour_usd:g}/hour"
+                f"{estimated}){also}; set {setting('instance.type', suggestion)}"
             )
         raise PlanError(f"{message}. {hint}") from None
 

@@ -329,6 +329,14 @@ def catalog_pairs() -> str:
                 "vLLM flags " + ", ".join(f"`{name}: {_value(value)}`" for name, value in pair.vllm_flags.items())
             )
         parts += [f"Known fix: {fix}" for fix in pair.known_fixes]
+        parts += [
+            "Container environment "
+            + ", ".join(f"`{name}={value}`" for name, value in rule.variables.items())
+            + f" on compute capability >= {rule.min_compute_capability:.1f}"
+            + (f" and < {rule.below_compute_capability:.1f}" if rule.below_compute_capability is not None else "")
+            + " only"
+            for rule in pair.target.gpu_environment
+        ]
         parts += pair.notes
         lines.append(f"- `{pair_id}`: " + " ".join(_sentence(part) for part in parts if part))
     return "\n".join(lines)
@@ -340,7 +348,13 @@ def _planner_note(cc: float, supports_fp8: bool) -> str:
     needed = min(pair.min_compute_capability for pair in load_catalog().pairs.values())
     if cc < needed:
         return f"rejected for bf16/MXFP4 (every catalog pair needs CC {needed:.1f})"
-    return "fp8 KV cache" if supports_fp8 else ""
+    exact, runs = load_catalog().runtime.serving_image.runs_on(cc)
+    if runs is None:
+        return "rejected (no kernels of the serving image run on this CC)"
+    notes = ["fp8 KV cache"] if supports_fp8 else []
+    if not exact:
+        notes.append(f"runs the image's CC {runs:.1f} kernels (warns)")
+    return "; ".join(notes)
 
 
 def catalog_instances() -> str:
@@ -354,7 +368,7 @@ def catalog_instances() -> str:
             str(inst.vcpus),
             f"{inst.memory_gib:g}",
             "yes" if inst.local_nvme else "no",
-            f"{inst.price_per_hour_usd:g}",
+            f"{inst.price_per_hour_usd:g}" + ("" if inst.price_verified else " (estimate)"),
             _planner_note(inst.cc, inst.supports_fp8),
         ]
         for name, inst in catalog.instances.items()

@@ -41,6 +41,20 @@ class InstanceTypes:
     P5_48XLARGE = "ml.p5.48xlarge"
     P5E_48XLARGE = "ml.p5e.48xlarge"
     P5EN_48XLARGE = "ml.p5en.48xlarge"
+    G7E_2XLARGE = "ml.g7e.2xlarge"
+    G7E_4XLARGE = "ml.g7e.4xlarge"
+    G7E_8XLARGE = "ml.g7e.8xlarge"
+    G7E_12XLARGE = "ml.g7e.12xlarge"
+    G7E_24XLARGE = "ml.g7e.24xlarge"
+    G7E_48XLARGE = "ml.g7e.48xlarge"
+    G7_2XLARGE = "ml.g7.2xlarge"
+    G7_4XLARGE = "ml.g7.4xlarge"
+    G7_8XLARGE = "ml.g7.8xlarge"
+    G7_12XLARGE = "ml.g7.12xlarge"
+    G7_24XLARGE = "ml.g7.24xlarge"
+    G7_48XLARGE = "ml.g7.48xlarge"
+    P6_B200_48XLARGE = "ml.p6-b200.48xlarge"
+    P6_B300_48XLARGE = "ml.p6-b300.48xlarge"
 
 
 class Profiles:

@@ -65,4 +65,5 @@ def load_catalog() -> Catalog:
         price_region=instances.price_region,
         price_date=instances.price_date,
         price_source=instances.price_source,
+        excluded_instances=instances.excluded,
     )

@@ -21,6 +21,32 @@ class ProfileName(str, Enum):
     BATCH = "batch"
 
 
+class GpuEnvironment(StrictModel):
+    """Container environment variables the target needs on some GPUs only (e.g. a kernel switch vLLM honours
+    on one architecture and refuses elsewhere). The planner sets them on instances whose compute capability is in
+    [min_compute_capability, below_compute_capability); peagle/container_env.py writes them."""
+
+    variables: dict[str, str] = Field(description="name -> value, set as they are in the container environment")
+    min_compute_capability: float = Field(description="the lowest compute capability they are set on")
+    below_compute_capability: float | None = Field(
+        None, description="set only below this compute capability (None: no upper bound)"
+    )
+    source: str = Field(description="where the rule comes from, for `peagle plan`")
+
+    @model_validator(mode="after")
+    def _plain_names(self) -> GpuEnvironment:
+        # SM_VLLM_* and PEAGLE_* belong to the container contract (peagle_serve/contract.py); a pair sets neither.
+        reserved = [name for name in self.variables if name.startswith(("SM_VLLM_", "PEAGLE_"))]
+        if reserved:
+            raise ValueError(f"{reserved}: SM_VLLM_* and PEAGLE_* are the container contract's; use vllm_flags")
+        return self
+
+    def applies_to(self, cc: float) -> bool:
+        return cc >= self.min_compute_capability and (
+            self.below_compute_capability is None or cc < self.below_compute_capability
+        )
+
+
 class TargetModel(StrictModel):
     hf_id: str = Field(description="Hugging Face repository id of the target model")
     weight_bytes: PositiveFloat = Field(description="size of the weights as served (sums memory and download time)")
@@ -32,6 +58,18 @@ class TargetModel(StrictModel):
     head_dim: PositiveInt = Field(description="dimension of one attention head")
     attention_heads: PositiveInt = Field(description="query heads; tensor parallel size must divide them")
     max_position_embeddings: PositiveInt = Field(description="the longest context the model supports")
+    gpu_environment: list[GpuEnvironment] = Field(
+        [], description="environment variables set only on GPUs of some compute capabilities"
+    )
+
+    def environment_for(self, cc: float) -> dict[str, str]:
+        """The variables of every gpu_environment rule that applies to a GPU of compute capability ``cc``."""
+        return {
+            name: value
+            for rule in self.gpu_environment
+            if rule.applies_to(cc)
+            for name, value in rule.variables.items()
+        }
 
 
 class DrafterModel(StrictModel):
@@ -72,6 +110,9 @@ class InstanceType(StrictModel):
     vcpus: PositiveInt = Field(description="host vCPUs")
     memory_gib: PositiveFloat = Field(description="host memory")
     price_per_hour_usd: PositiveFloat = Field(description="on-demand price, for `peagle plan` and the reports")
+    price_verified: bool = Field(
+        True, description="false: price_per_hour_usd is an estimate (instances.yaml says how it was derived)"
+    )
 
     @property
     def total_gpu_memory_gib(self) -> float:
@@ -125,6 +166,7 @@ class InstanceCatalog(StrictModel):
     price_date: str
     price_source: str
     instances: dict[str, InstanceType]
+    excluded: dict[str, str] = Field({}, description="SageMaker instance types the image cannot run on -> why")
 
 
 class HostDriver(StrictModel):
@@ -147,6 +189,27 @@ class ServingImage(StrictModel):
     base: str = Field(description="the vLLM image inference_image/Dockerfile builds FROM")
     cuda: str = Field(pattern=r"^\d+\.\d+$", description="CUDA the image is built for")
     inference_ami_version: str = Field(description="the InferenceAmiVersion every variant gets")
+    compiled_for: list[float] = Field(
+        description="compute capabilities the image's vLLM kernels are compiled for (TORCH_CUDA_ARCH_LIST)"
+    )
+
+    def runs_on(self, cc: float) -> tuple[bool, float | None]:
+        """(compiled for exactly ``cc``, else the compiled capability whose binaries run on it). A cubin runs on
+        the same major compute capability at the same or a higher minor one (Blackwell compatibility guide,
+        quoted in runtime.yaml); None: nothing compiled runs there."""
+        if cc in self.compiled_for:
+            return True, cc
+        same_major = [c for c in self.compiled_for if int(c) == int(cc) and c < cc]
+        return False, (max(same_major) if same_major else None)
+
+
+class ArchitectureDriver(StrictModel):
+    """The oldest NVIDIA driver branch that runs a GPU generation at all."""
+
+    min_compute_capability: float = Field(description="GPUs of this compute capability and above")
+    driver: PositiveInt = Field(description="need at least this driver branch")
+    cuda: str = Field(pattern=r"^\d+\.\d+$", description="the first CUDA toolkit that compiles for them")
+    generation: str = Field(description="e.g. Blackwell, for messages")
 
 
 class Runtime(StrictModel):
@@ -155,6 +218,14 @@ class Runtime(StrictModel):
     default_host_drivers: dict[str, HostDriver] = Field(description="instance family -> driver without an AMI override")
     transform_amis: dict[str, HostDriver]
     transform_instance_families: list[str]
+    architecture_drivers: list[ArchitectureDriver] = Field(
+        description="the oldest driver each GPU generation needs, whatever the image's CUDA"
+    )
+
+    def driver_needed_for(self, cc: float) -> ArchitectureDriver | None:
+        """The architecture_drivers row of the newest generation at or below ``cc`` (None: no minimum recorded)."""
+        rows = [row for row in self.architecture_drivers if cc >= row.min_compute_capability]
+        return max(rows, key=lambda row: row.min_compute_capability) if rows else None
 
 
 def instance_family(instance_type: str) -> str:
@@ -170,3 +241,4 @@ class Catalog(StrictModel):
     price_region: str
     price_date: str
     price_source: str
+    excluded_instances: dict[str, str] = Field({}, description="instance types left out on purpose -> why")
