@@ -151,6 +151,8 @@ def run_plan(args: argparse.Namespace) -> int:
                 "kv_cache": plan.memory.kv_cache_gib,
             },
             "kv_cache_tokens": plan.memory.kv_cache_tokens,
+            "prefix_caching": {"enabled": plan.prefix_caching, "why": plan.prefix_caching_why},
+            "routing": plan.routing.model_dump(mode="json"),
             "notes": list(plan.notes),
             "inference_components": dataclasses.asdict(plan.components) if plan.components else None,
             "scaling_target": (

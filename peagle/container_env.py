@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from peagle import prefix_caching
 from peagle.catalog.schema import Sampling
 from peagle.planner import Plan
 from peagle_serve import contract
@@ -58,6 +59,8 @@ def vllm_flags(plan: Plan) -> dict[str, bool | int | float | str]:
         flags["speculative-config"] = json.dumps(spec, separators=(",", ":"))
     flags.update(plan.pair.vllm_flags)
     flags.update(plan.vllm_args)
+    # The plan's decision, written out whatever vLLM's default (peagle/prefix_caching.py): the container says it.
+    flags[prefix_caching.FLAG] = plan.prefix_caching
     return flags
 
 

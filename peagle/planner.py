@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from peagle import engine_budget
+from peagle import engine_budget, prefix_caching
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
 from peagle.config import (
     AlarmSettings,
@@ -26,6 +26,7 @@ from peagle.config import (
     MeasuredCapacity,
     ObservabilitySettings,
     RolloutSettings,
+    RoutingSettings,
 )
 from peagle.errors import InstanceFitError, PlanError
 from peagle.setting_refs import setting
@@ -231,6 +232,12 @@ class Plan:
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     alarms: AlarmSettings = field(default_factory=AlarmSettings)
     network_isolation: bool = True
+    # How SageMaker routes the real-time endpoint's requests, resolved: a prefix-aware concurrency threshold the
+    # settings left unset is what one instance's engines run at once (``routing_threshold``).
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
+    # Whether vLLM caches prompt prefixes (peagle/prefix_caching.py decides, and says why).
+    prefix_caching: bool = False
+    prefix_caching_why: str = ""
     # Production variants: the share of the endpoint's requests this variant gets (the A/B split), in percent.
     # Inference components have no split (each request names its component): 100.
     traffic_percent: float = 100.0
@@ -339,6 +346,8 @@ class Plan:
             f"max_num_seqs={self.max_num_seqs} gpu_memory_utilization={self.gpu_memory_utilization} "
             f"kv_cache_dtype={self.kv_cache_dtype}",
             f"token budget    {engine_budget.describe(**self._budget_inputs())}",
+            f"prefix caching  {self.prefix_caching_why}",
+            f"routing         {self._routing_text()}",
             f"sampling        temperature={self.profile.sampling.temperature} top_p={self.profile.sampling.top_p} "
             f"max_tokens={self.profile.sampling.max_tokens}",
             f"SLO             {describe_slo(self.profile.slo)}",
@@ -364,6 +373,15 @@ class Plan:
             lines[-1:-1] = self._component_lines()
         lines += [f"note            {note}" for note in self.notes]
         return lines
+
+    def _routing_text(self) -> str:
+        routing = self.routing
+        if routing.strategy != prefix_caching.PREFIX_AWARE:
+            return routing.strategy
+        return (
+            f"PREFIX_AWARE: the first {routing.prefix_length:,} bytes of a request body pick its instance; past "
+            f"{routing.concurrency_threshold} requests in flight there, the next goes elsewhere"
+        )
 
     def _component_lines(self) -> list[str]:
         c = self.components
@@ -626,6 +644,9 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
             "measure with `peagle bench` before keeping it"
         )
     price, price_source = _price(config)
+    caching = prefix_caching.decide(
+        pair_id=config.model, pair=pair, routing_strategy=config.endpoint.routing.strategy, vllm_args=config.vllm_args
+    )
     return Plan(
         pair_id=config.model,
         pair=pair,
@@ -654,6 +675,9 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         notes=tuple(notes),
         rollout=_resolved_rollout(config),
+        routing=_resolved_routing(config, max_num_seqs, components),
+        prefix_caching=caching.enabled,
+        prefix_caching_why=caching.why,
         observability=config.observability,
         alarms=config.alarms,
         network_isolation=config.network.isolation,
@@ -768,6 +792,21 @@ def _plan_components(
         scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes or 0,
         settings=settings,
     )
+
+
+def routing_threshold(max_num_seqs: int, components: ComponentPlan | None) -> int:
+    """The requests one instance's engines run at once (max_num_seqs per replica, one replica per instance, or a
+    component's copies per instance), within ConcurrencyThreshold's 1-1024: past it a request would queue in vLLM, so
+    prefix-aware routing sends it to another instance instead."""
+    per_instance = max_num_seqs * (components.copies_per_instance if components is not None else 1)
+    return max(1, min(per_instance, 1024))
+
+
+def _resolved_routing(config: DeploymentConfig, max_num_seqs: int, components: ComponentPlan | None) -> RoutingSettings:
+    routing = config.endpoint.routing
+    if routing.strategy != prefix_caching.PREFIX_AWARE or routing.concurrency_threshold is not None:
+        return routing
+    return routing.model_copy(update={"concurrency_threshold": routing_threshold(max_num_seqs, components)})
 
 
 def smallest_fitting_instance(config: DeploymentConfig, *, estimated_prices: bool = False) -> str | None:

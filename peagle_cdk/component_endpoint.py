@@ -64,12 +64,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
 from peagle_cdk.endpoint_logs import EndpointLogGroup, component_log_group_name
+from peagle_cdk.endpoint_routing import routing_config
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import ServingMetrics
 from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
-from peagle_cdk.settings_model import InferenceComponentSettings
+from peagle_cdk.settings_model import InferenceComponentSettings, RoutingSettings
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
@@ -121,6 +122,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
         min_instances: int,
         max_instances: int,
         inference_ami_version: str | None,
+        routing: RoutingSettings,
         execution_role: iam.IRole,
         components: list[ComponentSpec],
         execution_role_policy: IDependable | None = None,
@@ -156,6 +158,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
             min_instances=min_instances,
             max_instances=max_instances,
             inference_ami_version=inference_ami_version,
+            routing=routing,
             execution_role=execution_role,
             network_isolation=network_isolation,
             subnet_ids=subnet_ids,
@@ -200,6 +203,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
         min_instances: int,
         max_instances: int,
         inference_ami_version: str | None,
+        routing: RoutingSettings,
         execution_role: iam.IRole,
         network_isolation: bool,
         subnet_ids: list[str] | None,
@@ -240,9 +244,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
                         # instances (CONSOLIDATION) would cost a GPU model load each time.
                         scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(strategy="IDLE_RELEASE"),
                     ),
-                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
-                        routing_strategy="LEAST_OUTSTANDING_REQUESTS"
-                    ),
+                    routing_config=routing_config(routing),
                 )
             ],
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_cdk import Duration
 
-from peagle_cdk.endpoint_props import Autoscaling, EndpointMode
+from peagle_cdk.endpoint_props import Autoscaling, EndpointMode, Routing
 from peagle_cdk.settings_model import (
     AlarmSettings,
     AutoscalingSettings,
@@ -24,7 +24,7 @@ from peagle_cdk.settings_model import (
 
 
 def endpoint_settings(
-    *, owner: str, mode: EndpointMode, autoscaling: Autoscaling | None, **props: Any
+    *, owner: str, mode: EndpointMode, autoscaling: Autoscaling | None, routing: Routing | None, **props: Any
 ) -> DeploymentConfig:
     """The settings model PeagleEndpoint's props amount to; ConfigError in props words if they break a rule."""
     instance = {"type": props["instance_type"], "count": props["instance_count"]}
@@ -36,7 +36,10 @@ def endpoint_settings(
         "name": props["name"],
         "model": props["model"],
         "instance": build(InstanceSettings, owner=owner, path="instance", **instance),
-        "endpoint": mode.section,
+        # Routing is its own prop (it applies in either mode) and part of the file's endpoint section.
+        "endpoint": mode.section
+        if routing is None
+        else mode.section.model_copy(update={"routing": routing.settings()}),
         "profile": props["profile"],
         "speculation": props["speculation"].settings(),
         "artifacts": props["weights"].settings(),

@@ -39,6 +39,7 @@ from peagle_cdk.settings_model import (
     MeasuredCapacity,
     RollingSettings,
     RolloutSettings,
+    RoutingSettings,
     ScheduledScaling,
     SpeculationBand,
     SpeculationSettings,
@@ -512,6 +513,58 @@ class AbBaseline:
             baseline_instance_count=self.instance_count,
             **({"baseline_traffic_percent": self.traffic_percent} if self.traffic_percent is not None else {}),
         )
+
+
+# --- routing -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Routing:
+    """How SageMaker spreads the real-time endpoint's requests over its instances (the endpoint config's
+    RoutingConfig). Changing it replaces the endpoint config: `peagle preflight` says what that update does.
+
+    ``Routing.prefix_aware`` sends requests whose first ``prefix_length`` bytes match to the same instance, so its vLLM
+    prefix cache serves the shared part; it needs prefix caching on (``vllm_args={"enable-prefix-caching": True}``)
+    and a pair that allows it with its drafter (docs/routing.md)."""
+
+    section: RoutingSettings
+
+    @property
+    def strategy(self) -> str:
+        return self.section.strategy
+
+    @staticmethod
+    def least_outstanding_requests() -> Routing:
+        """To the instance with the fewest requests in flight (the default)."""
+        return Routing(RoutingSettings(strategy="LEAST_OUTSTANDING_REQUESTS"))
+
+    @staticmethod
+    def random() -> Routing:
+        """To a randomly chosen instance."""
+        return Routing(RoutingSettings(strategy="RANDOM"))
+
+    @staticmethod
+    def prefix_aware(*, prefix_length: int, concurrency_threshold: int | None = None) -> Routing:
+        """``prefix_length``: bytes of each request body that decide its instance, 1024-65536 (cover the system
+        prompt and some of what differs); ``concurrency_threshold``: requests in flight on that instance before
+        the next goes elsewhere, 1-1024 (None: what one instance's engines run at once, from the plan)."""
+        owner = "Routing.prefix_aware"
+        prop_types.check_number(owner, "prefix_length", prefix_length, whole=True)
+        if concurrency_threshold is not None:
+            prop_types.check_number(owner, "concurrency_threshold", concurrency_threshold, whole=True)
+        return Routing(
+            build(
+                RoutingSettings,
+                owner=owner,
+                path="endpoint.routing",
+                strategy="PREFIX_AWARE",
+                prefix_length=prefix_length,
+                concurrency_threshold=concurrency_threshold,
+            )
+        )
+
+    def settings(self) -> RoutingSettings:
+        return self.section
 
 
 # --- data capture ------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from peagle_cdk.endpoint_props import (
     EndpointMode,
     ModelWeights,
     Rollout,
+    Routing,
     ServingImage,
     Speculation,
 )
@@ -82,6 +83,7 @@ SETTINGS_PROPS = (
     "rollout",
     "ab_baseline",
     "capture",
+    "routing",
     "weights",
     "network_isolation",
     "container_startup_timeout",
@@ -145,6 +147,9 @@ class PeagleEndpoint(Construct):
     :param capture: SageMaker Data Capture of the endpoint's requests (``DataCapture(...)``; variants mode only): a
         sample of them, into a bucket this construct creates, expired after ``DataCapture.expire_after``. Default
         None: nothing is captured.
+    :param routing: how SageMaker spreads requests over the instances: ``Routing.least_outstanding_requests()``
+        (the default), ``Routing.random()`` or ``Routing.prefix_aware(prefix_length=...)`` (needs prefix caching
+        on, for a pair that allows it: docs/routing.md).
     :param image: the serving image; default: the deployment file's default (``image.build: in_account``), i.e.
         ``ServingImage.build_in_account()``, built in CodeBuild during `cdk deploy` with no Docker on your machine.
         ``ServingImage.from_asset()`` builds it with your Docker instead (the earlier default).
@@ -191,6 +196,7 @@ class PeagleEndpoint(Construct):
         rollout: Rollout | None = None,
         ab_baseline: AbBaseline | None = None,
         capture: DataCapture | None = None,
+        routing: Routing | None = None,
         image: ServingImage | None = None,
         name: str | None = None,
         endpoint_name: str | None = None,
@@ -690,6 +696,7 @@ class PeagleEndpoint(Construct):
             container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
             model_download_timeout_seconds=plan.model_download_timeout_seconds,
             inference_ami_version=plan.inference_ami_version,
+            routing=plan.routing,
         )
 
     def _variant_endpoint(self) -> VariantEndpoint:
@@ -766,6 +773,7 @@ class PeagleEndpoint(Construct):
             min_instances=plan.components.min_instances,
             max_instances=plan.components.max_instances,
             inference_ami_version=plan.inference_ami_version,
+            routing=plan.routing,
             execution_role=self.execution_role.role,  # pyright: ignore[reportArgumentType]
             execution_role_policy=self.execution_role.policy,
             components=specs,
@@ -871,6 +879,10 @@ def _check_prop_types(owner: str, props: dict[str, Any]) -> None:
         "rollout": (Rollout, "Rollout.blue_green(...), Rollout.rolling(...) or Rollout.none()"),
         "ab_baseline": (AbBaseline, "AbBaseline(...)"),
         "capture": (DataCapture, "DataCapture(...) or None (no capture)"),
+        "routing": (
+            Routing,
+            "Routing.least_outstanding_requests(), Routing.random(), Routing.prefix_aware(...) or None",
+        ),
         "image": (
             ServingImage,
             "ServingImage.build_in_account(...), ServingImage.from_asset() or "

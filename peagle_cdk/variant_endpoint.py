@@ -5,7 +5,7 @@ ServingUnits (peagle_cdk/serving_unit.py): each variant is a unit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -15,11 +15,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from peagle_cdk.endpoint_logs import EndpointLogGroup, endpoint_log_group_name
+from peagle_cdk.endpoint_routing import routing_config
 from peagle_cdk.endpoint_scaling import ScalableInstanceCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import SAGEMAKER_NAMESPACE, ServingMetrics
 from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
+from peagle_cdk.settings_model import RoutingSettings
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class VariantSpec:
     # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it,
     # which is too old for a CUDA 13 serving image; peagle/deployment_rules.py picks and checks it.
     inference_ami_version: str | None = None
+    # How SageMaker routes requests over the instances (real-time endpoints; the async endpoint's queue hands out work).
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
 
 
 class VariantEndpoint(Construct, ServingMetrics):
@@ -235,13 +239,8 @@ def _production_variant(
         container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
         model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
         inference_ami_version=variant.inference_ami_version,
-        # LLM requests vary 100x in length: route to the least busy instance
-        # (real-time only; an async endpoint's queue hands out work itself).
-        routing_config=(
-            sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
-            if real_time
-            else None
-        ),
+        # Real-time only: an async endpoint's queue hands out work itself.
+        routing_config=routing_config(variant.routing) if real_time else None,
     )
 
 

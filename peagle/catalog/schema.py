@@ -83,6 +83,13 @@ class DrafterModel(StrictModel):
     trained_k: PositiveInt = Field(description="draft positions the drafter was trained for")
 
 
+class PrefixCaching(StrictModel):
+    """Whether vLLM's prefix cache may be on with this pair's drafter (peagle/prefix_caching.py reads it)."""
+
+    allowed: bool = Field(description="may prefix caching (and prefix-aware routing) be turned on with the drafter")
+    evidence: str = Field(description="why: the measurement or vLLM issue that decides it, for `peagle plan`")
+
+
 class ModelPair(StrictModel):
     description: str = Field("", description="one line for `peagle catalog`")
     target: TargetModel = Field(description="the model whose output the endpoint serves")
@@ -99,6 +106,14 @@ class ModelPair(StrictModel):
         {}, description="vLLM flags the pair always needs (name without '--'); deployment vllm_args win"
     )
     notes: list[str] = Field([], description="printed by `peagle plan` under the plan")
+    prefix_caching: PrefixCaching = Field(
+        PrefixCaching(
+            allowed=True,
+            evidence="not assessed for a custom pair: measure it as docs/baselines/prefix-caching/ does before relying "
+            "on it",
+        ),
+        description="whether vLLM's prefix cache may be on with the drafter, and the evidence",
+    )
 
 
 class InstanceType(StrictModel):

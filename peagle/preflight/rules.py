@@ -584,6 +584,78 @@ def image_source(old: StackTemplate, new: StackTemplate, context: CheckContext) 
     return findings
 
 
+# --- routing ----------------------------------------------------------------------------
+
+# CloudFormation Template Reference, AWS::SageMaker::EndpointConfig RoutingConfig
+# (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-sagemaker-endpointconfig-routingconfig.html):
+# PrefixAwareRoutingConfig and RoutingStrategy, each "Update requires: Replacement"; so do the two fields of
+# PrefixAwareRoutingConfig (aws-properties-sagemaker-endpointconfig-prefixawareroutingconfig.html). The endpoint config
+# is replaced and the endpoint, which names it, is updated onto the new one (UpdateEndpoint) under its DeploymentConfig:
+# "If this update policy is specified, SageMaker creates a new fleet during the deployment while maintaining the old
+# fleet" (SageMaker API Reference, DeploymentConfig, BlueGreenUpdatePolicy).
+ROUTING_REPLACEMENT = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+    "aws-properties-sagemaker-endpointconfig-routingconfig.html"
+)
+_DEFAULT_ROUTING = {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+
+
+def _routing_words(template: StackTemplate, routing: Any) -> str:
+    config = routing if isinstance(routing, dict) else _DEFAULT_ROUTING
+    strategy = template.render(config.get("RoutingStrategy"))
+    prefix = config.get("PrefixAwareRoutingConfig")
+    if isinstance(prefix, dict):
+        strategy += (
+            f" (prefix {template.render(prefix.get('PrefixLength'))} bytes, "
+            f"threshold {template.render(prefix.get('ConcurrencyThreshold'))})"
+        )
+    return strategy
+
+
+def routing_change(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """A variant's RoutingConfig changes: the endpoint config is replaced and the endpoint updated onto it."""
+    findings = []
+    for before, after in updated_in_place(old, new):
+        for variant in after.variants:
+            previous = before.variant(variant.name)
+            if previous is None:
+                continue  # a variant added: rule variant-set
+            was = previous.routing if previous.routing is not None else _DEFAULT_ROUTING
+            now = variant.routing if variant.routing is not None else _DEFAULT_ROUTING
+            if canonical(was) == canonical(now):
+                continue
+            guardrail = after.guardrail or (before.guardrail if after.retain_deployment_config else None)
+            if after.hosts_components:
+                how = (
+                    "the endpoint that hosts the inference components; no AWS page says what that update does to "
+                    "their running copies: expect them to start again (a model download and vLLM start each), and "
+                    "deploy it when a cold start is acceptable"
+                )
+            elif guardrail == "blue/green":
+                how = (
+                    "blue/green (the endpoint's DeploymentConfig): a second fleet of the same size starts, takes the "
+                    "traffic in its steps and serves beside the first until the baking period ends; both fleets are "
+                    "billed meanwhile"
+                )
+            elif guardrail == "rolling":
+                how = "rolling (the endpoint's DeploymentConfig): instances are replaced a batch at a time"
+            else:
+                how = "SageMaker's plain update (no DeploymentConfig): a new fleet, with no guardrails or auto-rollback"
+            findings.append(
+                Finding(
+                    rule="routing",
+                    severity=Severity.WARN if after.hosts_components else Severity.NOTE,
+                    what=f"{_label(after)}: variant {variant.name} routing {_routing_words(old, was)} -> "
+                    f"{_routing_words(new, now)} ({setting('endpoint.routing')})",
+                    why='RoutingConfig "Update requires: Replacement": CloudFormation creates a new endpoint config '
+                    f"and updates the endpoint onto it, {how}. The endpoint keeps its name and serves throughout; a "
+                    "prefix-aware instance's prefix cache starts empty",
+                    source=ROUTING_REPLACEMENT,
+                )
+            )
+    return findings
+
+
 # --- 8 ----------------------------------------------------------------------------------
 
 # A resource whose name the template fixes cannot be replaced under that name. CloudFormation User Guide, "Name
@@ -784,6 +856,7 @@ RULES: tuple[Rule, ...] = (
     weights_prefix,
     log_group_name_taken,
     image_source,
+    routing_change,
 )
 
 

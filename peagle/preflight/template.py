@@ -69,6 +69,7 @@ class Variant:
     name: str
     instance_type: Any  # the template value: a string, or an intrinsic function; None for serverless
     model_id: str | None  # logical id of the AWS::SageMaker::Model it serves, if referenced
+    routing: Any = None  # its RoutingConfig as written; None when absent
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,7 @@ class StackTemplate:
                     name=str(variant.get("VariantName")),
                     instance_type=variant.get("InstanceType"),
                     model_id=self._referenced(variant.get("ModelName"), MODEL),
+                    routing=variant.get("RoutingConfig"),
                 )
                 for variant in config.get("ProductionVariants") or []
                 if isinstance(variant, Mapping)

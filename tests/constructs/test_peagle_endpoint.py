@@ -20,7 +20,7 @@ from aws_cdk.assertions import Match, Template
 from peagle.catalog import load_catalog
 from peagle.config import config_from_overrides, parse_deployment_config
 from peagle.deployment_rules import DeploymentRuleError, plan_checked_deployment
-from peagle.errors import ConfigError
+from peagle.errors import ConfigError, PlanError
 from peagle.setting_refs import Door
 from peagle_cdk import (
     AbBaseline,
@@ -29,6 +29,7 @@ from peagle_cdk import (
     ModelWeights,
     PeagleEndpoint,
     Rollout,
+    Routing,
     ServingImage,
     Speculation,
 )
@@ -253,6 +254,41 @@ def test_a_component_setting_of_the_file_is_a_prop_by_the_same_name():
         )
     with pytest.raises(TypeError, match=r"no setting named data_cash; it takes .*, data_cache"):
         EndpointMode.inference_components(data_cash=True)
+
+
+def test_routing_is_one_prop_for_either_mode_with_the_files_rules_in_props_words():
+    """routing=Routing...: the file's endpoint.routing, the same template in both modes, its refusals naming the prop."""
+    prefix_aware = Routing.prefix_aware(prefix_length=4096, concurrency_threshold=9)
+    expected = {
+        "RoutingStrategy": "PREFIX_AWARE",
+        "PrefixAwareRoutingConfig": {"PrefixLength": 4096, "ConcurrencyThreshold": 9},
+    }
+    for mode in (EndpointMode.variants(), EndpointMode.inference_components()):
+        stack = _stack()
+        _endpoint(stack, model="qwen3-8b", instance_type="ml.g6e.48xlarge", mode=mode, routing=prefix_aware)
+        Template.from_stack(stack).has_resource_properties(
+            "AWS::SageMaker::EndpointConfig",
+            {"ProductionVariants": [Match.object_like({"RoutingConfig": expected})]},
+        )
+    stack = _stack()
+    _endpoint(stack, routing=Routing.random())
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {"ProductionVariants": [Match.object_like({"RoutingConfig": {"RoutingStrategy": "RANDOM"}})]},
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"(?s)Routing.prefix_aware: .*Routing.prefix_aware\(prefix_length=\.\.\.\): 512 is outside SageMaker's range",
+    ):
+        Routing.prefix_aware(prefix_length=512)
+    with pytest.raises(TypeError, match=r"Routing.prefix_aware: prefix_length must be a whole number"):
+        Routing.prefix_aware(prefix_length="4k")  # pyright: ignore[reportArgumentType]
+    # gpt-oss-20b (the default model) refuses caching with its drafter: the refusal names the prop, not the file key.
+    with pytest.raises(PlanError) as refused:
+        _endpoint(_stack(), routing=prefix_aware)
+    assert "routing=Routing.prefix_aware(prefix_length=...)" in str(refused.value)
+    assert "routing=Routing.least_outstanding_requests()" in str(refused.value)
+    assert "endpoint.routing" not in str(refused.value)
 
 
 def test_variants_mode_scales_instances_with_the_same_keywords():

@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match, Template
 from peagle.config import MeasuredCapacity
 from peagle.errors import PeagleError
 from peagle.setting_refs import field_words
-from peagle_cdk import Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint, Rollout
+from peagle_cdk import Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint, Rollout, Routing
 from peagle_cdk.endpoint_config import endpoint_settings
 from peagle_cdk.endpoint_props import AbBaseline, Speculation
 
@@ -255,6 +255,7 @@ def test_every_field_the_props_set_is_named_by_its_prop():
         rollout=Rollout.rolling(),
         ab_baseline=AbBaseline(),
         capture=None,  # inference_components mode refuses capture; its fields: tests/infra/test_data_capture.py
+        routing=Routing.prefix_aware(prefix_length=4096, concurrency_threshold=5),
         weights=ModelWeights.from_hub(),
         network_isolation=False,
         container_startup_timeout=Duration.minutes(20),

@@ -50,6 +50,13 @@ DEPLOYMENTS = {
     "s2z-no-autoscaling": _deployment("scale-to-zero.yaml", autoscaling__enabled=False, autoscaling__min_capacity=None),
     "s2z-new-model": _deployment("scale-to-zero.yaml", speculation__speculative_tokens=3),
     "s2z-min-one": _deployment("scale-to-zero.yaml", autoscaling__min_capacity=1),
+    # Routing changed (endpoint.routing): prefix-aware on the Blackwell example, from the default routing; and on
+    # the scale-to-zero components' endpoint.
+    "prefix-aware": _deployment("prefix-aware.yaml"),
+    "prefix-aware-by-load": _deployment(
+        "prefix-aware.yaml", endpoint__routing={"strategy": "LEAST_OUTSTANDING_REQUESTS"}
+    ),
+    "s2z-random": _deployment("scale-to-zero.yaml", endpoint__routing={"strategy": "RANDOM"}),
     # The vLLM base pulled through an ECR pull-through cache rule (a resource named by its prefix).
     "pull-through": _deployment("default.yaml", image__pull_through_cache_secret_arn=PULL_THROUGH_SECRET),
 }

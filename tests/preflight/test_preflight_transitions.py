@@ -245,3 +245,24 @@ def test_an_unchanged_component_endpoint_redeploys(capsys, synthesized):
 
     assert code == 0, out
     assert "REFUSED" not in out
+
+
+def test_a_routing_change_is_noted_with_the_replacement_and_the_fleet_it_starts(capsys, synthesized):
+    """RoutingConfig "Update requires: Replacement": allowed, and preflight says what the update does."""
+    code, out, _ = compare(capsys, synthesized, "prefix-aware-by-load", "prefix-aware")
+
+    assert code == 0, out
+    assert (
+        "note [routing] endpoint peagle-prefix-endpoint: variant Primary routing LEAST_OUTSTANDING_REQUESTS -> " in out
+    )
+    assert "PREFIX_AWARE (prefix 8192 bytes, threshold" in out
+    assert '"Update requires: Replacement"' in out and "a second fleet of the same size" in out
+    assert "REFUSED" not in out
+
+
+def test_a_routing_change_of_a_component_endpoint_is_a_warning(capsys, synthesized):
+    code, out, _ = compare(capsys, synthesized, "s2z", "s2z-random")
+
+    assert code == 0, out
+    assert "WARNING [routing] endpoint peagle-s2z-endpoint:" in out
+    assert "LEAST_OUTSTANDING_REQUESTS -> RANDOM" in out and "no AWS page says" in out
