@@ -16,6 +16,8 @@ VARIANTS = {
     "async-summarization": {"deployment": str(REPO_ROOT / "deployments" / "async-summarization.yaml")},
     "private-vpc": {"deployment": str(REPO_ROOT / "deployments" / "private-vpc.yaml")},
     "scale-to-zero": {"deployment": str(REPO_ROOT / "deployments" / "scale-to-zero.yaml")},
+    # Blackwell instances with prefix-aware routing (RoutingConfig.PrefixAwareRoutingConfig) and prefix caching on.
+    "prefix-aware": {"deployment": str(REPO_ROOT / "deployments" / "prefix-aware.yaml")},
     # SageMaker Data Capture on (off in every example): its bucket, key and grants go through cdk-nag and cfn-lint too.
     "data-capture": {"deployment": str(REPO_ROOT / "tests" / "infra" / "deployments" / "data-capture.yaml")},
 }
