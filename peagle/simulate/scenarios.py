@@ -197,34 +197,16 @@ def _caching_components(template: StackTemplate) -> set[str]:
     container image" (InferenceComponentDataCacheConfig); weights a container downloads itself (artifacts.source
     hub) are not among them, and the image pull is not part of the simulated start."""
     found = set()
-    for component in template.of_type("AWS::SageMaker::InferenceComponent").values():
-        props = component.get("Properties") or {}
-        specification = props.get("Specification") or {}
+    for component in template.components():
+        specification = component.properties.get("Specification") or {}
         caching = (specification.get("DataCacheConfig") or {}).get("EnableCaching")
         if caching is not True and str(template.resolve(caching)).lower() != "true":  # a boolean, or "true"
             continue
-        container = _model_of(template, specification.get("ModelName")).get("PrimaryContainer") or {}
-        name = template.resolve(props.get("InferenceComponentName"))
-        if container.get("ModelDataSource") or container.get("ModelDataUrl"):
-            found.add(name)
+        model = template.properties(component.model_id) if component.model_id else {}
+        container = model.get("PrimaryContainer") or {}
+        if component.name and (container.get("ModelDataSource") or container.get("ModelDataUrl")):
+            found.add(component.name)
     return found
-
-
-def _model_of(template: StackTemplate, reference) -> dict:
-    """The Properties of the AWS::SageMaker::Model a component's ModelName points at (GetAtt, Ref, or the model's
-    literal name); {} when none of the template's does."""
-    models = template.of_type("AWS::SageMaker::Model")
-    if isinstance(reference, dict) and len(reference) == 1:
-        ((function, argument),) = reference.items()
-        if function == "Fn::GetAtt":
-            argument = argument.split(".", 1)[0] if isinstance(argument, str) else argument[0]
-        model = models.get(argument) if function in ("Ref", "Fn::GetAtt") and isinstance(argument, str) else None
-        return dict((model or {}).get("Properties") or {})
-    for model in models.values():
-        props = model.get("Properties") or {}
-        if reference is not None and props.get("ModelName") == reference:
-            return dict(props)
-    return {}
 
 
 def _asynchronous_endpoints(template: StackTemplate) -> dict[str, int]:
