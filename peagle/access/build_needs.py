@@ -1,0 +1,116 @@
+"""What the in-account image build (peagle_cdk/serving_image_build.py) must be able to do at runtime.
+
+Part of the runtime-access check's needs (peagle.access.requirements, whose docstring quotes the sources for the
+build's pushes and pulls): the CodeBuild role reads the build context, pulls the base and pushes the image; the
+handler asks ECR for the tag and starts the build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from peagle.access.assembly import Assembly, AssemblyStack
+from peagle.access.requirements import ECR_IMAGE, ECR_PULL, ECR_PUSH, HTTPS, S3_URI, Need, _in_stack
+
+
+def build_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
+    """Every need of the stack's serving image builds, in template order."""
+    needs: list[Need] = []
+    for logical_id, build in stack.resources("Custom::PeagleServingImageBuild").items():
+        needs += _build_needs(assembly, stack, logical_id, build)
+    return needs
+
+
+def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, build: dict) -> list[Need]:
+    properties = build.get("Properties", {})
+    project = assembly.find_resource(stack, properties.get("ProjectName"))
+    handler = assembly.find_resource(stack, properties.get("ServiceToken"))
+    if project is None or handler is None:
+        return []
+    project_props = project[0].template["Resources"][project[1]]["Properties"]
+    builder = project_props["ServiceRole"]
+    repository_name = assembly.resolve(stack, properties.get("RepositoryName"))
+    repository_arn = _in_stack(stack, f"arn:aws:ecr:${{AWS::Region}}:${{AWS::AccountId}}:repository/{repository_name}")
+    repository = assembly.find_resource(stack, properties.get("RepositoryName"))
+    why = f"the image build {logical_id}"
+    needs = [Need(stack, builder, "ecr:GetAuthorizationToken", "*", f"{why} logs in to ECR", "build")]
+    needs += [
+        Need(stack, builder, action, repository_arn, f"{why} pushes its image", "build", resource_in=repository)
+        for action in ECR_PUSH
+    ]
+    source = S3_URI.match(assembly.resolve(stack, properties.get("SourceS3Url")) or "")
+    if source is not None:
+        context = f"arn:aws:s3:::{source['bucket']}/{source['key']}"
+        needs.append(
+            Need(stack, builder, "s3:GetObject", context, f"{why} reads its build context", "build", dict(HTTPS))
+        )
+    needs += _base_needs(assembly, stack, builder, why, assembly.resolve(stack, properties.get("BaseImage")) or "")
+    group = assembly.resolve(
+        stack, ((project_props.get("LogsConfig") or {}).get("CloudWatchLogs") or {}).get("GroupName")
+    )
+    if group:
+        stream = _in_stack(
+            stack, f"arn:aws:logs:${{AWS::Region}}:${{AWS::AccountId}}:log-group:{group}:log-stream:build"
+        )
+        needs += [
+            Need(stack, builder, action, stream, f"{why} writes its log", "build")
+            for action in ("logs:CreateLogStream", "logs:PutLogEvents")
+        ]
+    function = handler[0].template["Resources"][handler[1]]["Properties"]
+    runner = function["Role"]
+    project_arn = assembly.resolve(project[0], {"Fn::GetAtt": [project[1], "Arn"]})
+    needs += [
+        Need(
+            stack, runner, "ecr:DescribeImages", repository_arn, f"{why}'s handler asks whether the tag exists", "build"
+        ),
+        Need(stack, runner, "codebuild:StartBuild", project_arn, f"{why}'s handler starts the build", "build"),
+    ]
+    needs += _build_ended_needs(assembly, stack, handler, project)
+    return needs
+
+
+def _base_needs(assembly: Assembly, stack: AssemblyStack, builder: Any, why: str, base: str) -> list[Need]:
+    found = ECR_IMAGE.match(base)
+    if found is None:
+        return []  # Docker Hub, anonymously: nothing to grant
+    repository = found["repository"]
+    arn = f"arn:aws:ecr:{found['region']}:{found['account']}:repository/{repository}"
+    needs = [Need(stack, builder, action, arn, f"{why} pulls its base {base}", "build") for action in ECR_PULL]
+    cached = any(
+        repository.startswith((assembly.resolve(rule_stack, rule["Properties"].get("EcrRepositoryPrefix")) or "") + "/")
+        for rule_stack in assembly.stacks
+        for rule in rule_stack.resources("AWS::ECR::PullThroughCacheRule").values()
+    )
+    if cached:  # through a pull-through cache: the first pull imports the upstream image into a new repository
+        needs += [
+            Need(stack, builder, action, arn, f"{why} pulls its base through the pull-through cache", "build")
+            for action in ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
+        ]
+    return needs
+
+
+def _build_ended_needs(assembly: Assembly, stack: AssemblyStack, handler: tuple, project: tuple) -> list[Need]:
+    """EventBridge invokes the handler when a build ends: the function's policy must allow the rule."""
+    needs = []
+    function_arn = assembly.resolve(handler[0], {"Fn::GetAtt": [handler[1], "Arn"]})
+    project_name = assembly.resolve(project[0], {"Ref": project[1]})
+    for rule_id, rule in stack.resources("AWS::Events::Rule").items():
+        properties = rule.get("Properties", {})
+        names = ((properties.get("EventPattern") or {}).get("detail") or {}).get("project-name", [])
+        if project_name not in [assembly.resolve(stack, name) for name in names]:
+            continue
+        rule_arn = assembly.resolve(stack, {"Fn::GetAtt": [rule_id, "Arn"]})
+        needs.append(
+            Need(
+                stack,
+                "events.amazonaws.com",
+                "lambda:InvokeFunction",
+                function_arn or "${?unresolved}",
+                f"rule {rule_id} invokes the image build's handler when a build ends",
+                "build",
+                {"aws:SourceArn": rule_arn},
+                handler,
+                service_principal=True,
+            )
+        )
+    return needs
