@@ -4,41 +4,83 @@ The runtime-access check derives requests from a synthesized template (the SageM
 reading ``s3:GetObject`` on a model file over TLS, pulling from ECR, decrypting with a KMS key) and asks
 ``evaluate`` whether the role's identity policies and the resource's policy allow each one, the way IAM
 decides a request within one account. A refused request comes back as a ``Decision`` whose ``explain()``
-names the principal, action, resource and the statements that decided.
+names the principal, action, resource and the statements that decided. A request whose outcome IAM's
+documentation does not settle raises ``NotDecidable`` (a ValueError naming what is missing): the caller
+reports it as not checked, never as granted or denied.
 
-Why not a library: none of the PyPI candidates evaluates a request against a context (each read from a
-scratch download, outside the project venv): policyuniverse 1.5.1.20231109 parses, expands and summarises
-policies (``whos_allowed``, ``is_internet_accessible``) but has no request evaluation; parliament 1.6.4
-is a linter whose ``get_allowed_resources`` skips every Deny that has a Condition, never evaluates a
-condition, and reads only ``Action`` (a ``NotAction`` statement raises KeyError in
-``get_allowed_actions``); policy_sentry 0.15.2 writes policies from the IAM action database;
-cloudsplaining 0.9.1 flags risky expanded actions; policyglass 0.8.0 (last release January 2022) computes
-effective-permission shards with conditions kept as symbols, never decided against values, and matches
-with ``fnmatch`` (``[...]`` becomes a character class, which IAM does not have); iam-ape 1.1.6 (GPL-3.0,
-needs boto3, requests, bs4) merges an account authorization report into one effective policy, conditions
-merged not evaluated; aws-iam-tester 1.1.0 calls the live ``SimulatePrincipalPolicy`` API, which needs
-credentials and a deployed account. So this is written here, small, each rule with its primary source
-quoted beside it.
+Tested against 80 cases taken from IAM's and KMS's documentation (tests/access/iam_corpus.py, each citing
+its page): the evaluator before issue 43 (commit ffe975c) decided 62 of them right; this one decides all 80.
+
+Libraries compared (each installed in a scratch environment outside the project venv and, where it can
+decide a request offline, run on the same corpus; "right" means the same allowed/denied answer):
+- @cloud-copilot/iam-simulate 0.1.173 (npm, released 2026, AGPL-3.0-or-later), a full offline simulator
+  (identity, resource, SCP/RCP policies, boundaries, every operator): 67/80. It puts none of the keys every
+  request carries in the context (its README: "Coming Soon ... Automatically populating context keys from the
+  request such as aws:PrincipalServiceName"), so 9 cases on aws:PrincipalArn, aws:PrincipalAccount,
+  aws:PrincipalIsAWSService, aws:PrincipalServiceName, aws:username and kms:CallerAccount go wrong; it also
+  reads ForAllValues over "" as false, does not let StringNotEquals match a variable without a value ("Inverted
+  condition operators like StringNotEquals or StringNotLike do match against a null value"), substitutes
+  variables in Version 2008-10-17 policies, and applies a key-policy statement without Resource.
+  Not used: AGPL-3.0, and a Node runtime in the check's path.
+- principalmapper 1.1.5 (PyPI, last release January 2022, AGPL-3.0): as shipped it does not import on Python
+  3.10+ ("cannot import name 'Mapping' from 'collections'"); with that patched in a scratch copy,
+  ``local_check_authorization_full`` decides 66/80: it infers aws:PrincipalArn, aws:PrincipalAccount and
+  aws:username, but matches Resource case-insensitively, substitutes no variable in conditions and takes no
+  default value, adds no service-principal key nor kms:CallerAccount, ignores Version, and applies a
+  key-policy statement without Resource. Not used: unmaintained, AGPL-3.0.
+- iam-explorer 0.2.0 (PyPI, June 2025, Apache-2.0): ``fnmatch`` on Action and Resource, no Condition,
+  NotAction, NotResource or Principal: 44/80.
+- aws-why 0.5.0 (PyPI, September 2026, MIT) is a Rust CLI whose ``can`` calls the live
+  ``iam:SimulatePrincipalPolicy``; aws-iam-tester 1.1.0 (June 2026) likewise; iamspy 0.0.1 is an empty
+  placeholder: none decides a request offline, none was scored.
+- policyuniverse 1.5.1.20231109, parliament 1.6.4, policy_sentry 0.15.2, cloudsplaining 0.9.1,
+  policyglass 0.8.0 and iam-ape 1.1.6 parse, lint, generate or summarise policies and decide no request
+  against a context (parliament's ``get_allowed_resources`` skips every Deny that has a Condition;
+  policyglass keeps conditions as symbols; iam-ape merges them unevaluated): not scored.
+So the project keeps its own evaluator, small, each rule with its primary source quoted beside it.
 
 What it implements (sources beside the code):
 - Explicit Deny in any policy wins; within one account an Allow in the identity policies OR the resource
   policy suffices; nothing allowing is an implicit deny.
 - ``resource_policy_must_allow`` (KMS keys): the key policy must allow the principal, or allow its account
   (``arn:aws:iam::<acct>:root`` or ``<acct>``), which delegates to IAM: then an identity policy must allow.
+  A key-policy statement without Resource has no effect.
 - Action/NotAction (case-insensitive), Resource/NotResource (case-sensitive), ``*`` and ``?`` wildcards;
   a resource-policy statement with neither Resource nor NotResource applies to its own resource.
 - Principal/NotPrincipal in resource policies: ``*``, ``{"AWS": "*"}``, exact ARNs, accounts (which delegate
   to identity policies for an Allow, and cover every principal of that account for a Deny), and any other
   kind (``Service``, ``Federated``...) compared as exact text, so a service never matches a role.
-- Condition: String*, Arn*, Bool, Null, Numeric* with ``IfExists`` and ``ForAllValues:``/``ForAnyValue:``.
+- The keys IAM documents in every request, added unless the caller gives them: for an IAM principal
+  aws:PrincipalArn (a role's ARN, never its session's), aws:PrincipalAccount, aws:PrincipalIsAWSService
+  false, aws:PrincipalType, aws:username for an IAM user and kms:CallerAccount for a KMS key operation; for a
+  service principal aws:PrincipalIsAWSService true and aws:PrincipalServiceName. A key IAM documents as
+  present whose value cannot be known here (aws:userid, a session's aws:PrincipalArn, a service's
+  aws:PrincipalAccount) makes a statement that consults it NotDecidable.
+- Policy variables in Version 2012-10-17 policies: ``${key}`` and ``${key, 'default'}`` in the resource part
+  of Resource/NotResource ARNs and in String*/Arn* condition values, a key without a value matching nothing;
+  IAM's escapes ``${*}``, ``${?}``, ``${$}``. Every other ``${...}`` (the template's unresolved placeholders,
+  ``${AWS::Region}``, ``${<stack>/<LogicalId>.Attr}``, ``${Fn::ImportValue:name}``, ``${?unresolved}``) is
+  literal text, and so is everything in a policy of another Version. A variable whose request value is a list
+  ("You can't use a multivalued condition key as a variable"), empty, or holds * or ? where wildcards match is
+  NotDecidable: no page says what IAM does with it.
+- Condition: String*, Arn*, Bool, Null, Numeric* with ``IfExists`` and ``ForAllValues:``/``ForAnyValue:``,
+  a missing key or an empty value being the "null dataset" of the set operators and Null.
+
+Where IAM's pages disagree: Boolean operators take policy variables by the Condition operators page
+("Policy variables - Supported") and not by the Variables page ("You can't use a policy variable with ...
+Boolean ... operators"): a Bool condition with a variable is NotDecidable. The Condition operators page's
+wildcard table (ForAllValues:StringNotLike on aws:ResourceOrgPaths) labels its rows by whether the resource is
+inside the boundary, the reverse of its other tables; read by outcome it agrees with the operator definitions.
+Its ForAllValues:ArnLike table marks ".../distribution/costcenter" with ".../distribution/admin" No match though
+both match ".../distribution/*": that row is not in the corpus. The ForAllValues sentence ("returns true if
+there are no context keys in the request or if the context key value resolves to a null dataset") is followed.
 
 Deliberately left out: cross-account requests (an account other than the principal's is simply not
-matched), permission boundaries, SCPs/RCPs, session policies, KMS grants, VPC endpoint policies; Date*,
-IpAddress, NotIpAddress and BinaryEquals (each raises ValueError naming it). Policy variables such as
-``${aws:username}`` are NOT substituted: every ``${...}`` stays literal text, which is exactly what the
-template's unresolved placeholders (``${ArtifactsBucket.Arn}``) need; only IAM's escapes ``${*}``, ``${?}``,
-``${$}`` stand for the literal character. The principal is taken as given (a role ARN): an assumed-role
-session ARN is not derived from it.
+matched), permission boundaries, SCPs/RCPs, session policies, KMS grants, VPC endpoint policies, anonymous
+requests; Date*, IpAddress, NotIpAddress and BinaryEquals (each raises ValueError naming it). The principal
+is taken as given (a role ARN stands for its sessions). A ``*`` in the middle of a non-final ARN segment
+crosses colons here (IAM's Resource page: only a ``*`` that ends a segment "can expand to match beyond the
+colon boundaries").
 """
 
 from __future__ import annotations
@@ -54,9 +96,15 @@ Reason = Literal["explicit-deny", "allow", "implicit-deny", "key-policy-does-not
 PrincipalMatch = Literal["direct", "account"] | None
 
 
+class NotDecidable(ValueError):
+    """IAM's documentation does not settle the outcome: report the request as not checked."""
+
+
 @dataclass(frozen=True)
 class Request:
-    principal: str  # caller's ARN; placeholders such as "${Role.Arn}" are literal text
+    # The caller: an IAM role, user, account root or STS session ARN, or a service principal such as
+    # "events.amazonaws.com"; a placeholder such as "${Role.Arn}" is literal text standing for an ARN.
+    principal: str
     action: str  # "s3:GetObject"; IAM action names are case-insensitive
     resource: str  # ARN, matched case-sensitively; placeholders are literal text
     context: Mapping[str, Any] = field(default_factory=dict)  # condition key -> str | bool | number | list
@@ -122,6 +170,16 @@ class Decision:
         return f"DENIED: {asked}: no statement allows it (consulted: {consulted}): add an Allow for it"
 
 
+@dataclass(frozen=True)
+class _Matches:
+    """The statements that apply to one request, and those whose applying the documentation cannot settle."""
+
+    identity: tuple[StatementRef, ...] = ()
+    resource: tuple[tuple[StatementRef, PrincipalMatch], ...] = ()
+    undecided_identity: tuple[tuple[StatementRef, str], ...] = ()  # (statement, why) for NotDecidable ones
+    undecided_resource: tuple[tuple[StatementRef, str], ...] = ()
+
+
 def evaluate(
     request: Request,
     identity_policies: Sequence[Policy] = (),
@@ -130,38 +188,76 @@ def evaluate(
     resource_policy_must_allow: bool = False,
 ) -> Decision:
     """Decide ``request`` as IAM does within one account (see the module docstring for the scope)."""
-    identity = [
-        ref
-        for policy in identity_policies
-        for ref, statement in _statements(policy)
-        if _statement_applies(ref, statement, request, in_resource_policy=False)
-    ]
-    resource: list[tuple[StatementRef, PrincipalMatch]] = []
-    for ref, statement in _statements(resource_policy) if resource_policy else []:
-        principal = _principal_match(ref, statement, request)
-        applies = _statement_applies(ref, statement, request, in_resource_policy=True)
-        if principal and applies:
-            resource.append((ref, principal))
+    matches = _matching_statements(request, identity_policies, resource_policy, resource_policy_must_allow)
     consulted = tuple(policy.source for policy in identity_policies) + (
         (resource_policy.source,) if resource_policy else ()
     )
     # "An explicit deny in any of the policies overrides the allow." (IAM User Guide, Policy evaluation
     # for requests within a single account). A Deny naming the account covers every principal in it.
-    denies = tuple(ref for ref in identity if ref.effect == "Deny")
-    denies += tuple(ref for ref, _ in resource if ref.effect == "Deny")
+    denies = tuple(ref for ref in matches.identity if ref.effect == "Deny")
+    denies += tuple(ref for ref, _ in matches.resource if ref.effect == "Deny")
     if denies:
         return Decision(False, "explicit-deny", denies, request, consulted=consulted)
-    identity_allows = tuple(identity)
-    direct = tuple(ref for ref, match in resource if match == "direct")
-    delegating = tuple(ref for ref, match in resource if match == "account")
+    _refuse_if_undecided(request, matches.undecided_identity + matches.undecided_resource, "Deny")
+    identity_allows = matches.identity
+    direct = tuple(ref for ref, match in matches.resource if match == "direct")
+    delegating = tuple(ref for ref, match in matches.resource if match == "account")
     if resource_policy_must_allow:
-        return _key_policy_decision(request, identity_allows, direct, delegating, consulted)
+        decision = _key_policy_decision(request, identity_allows, direct, delegating, consulted)
     # "If either the identity-based policy or the resource-based policy within the same account allows the
     # request and the other doesn't, the request is still allowed." (same page). An Allow to the account
     # only delegates to the identity policies, so it adds nothing of its own here.
-    if identity_allows or direct:
-        return Decision(True, "allow", identity_allows + direct, request, consulted=consulted)
-    return Decision(False, "implicit-deny", (), request, delegating, consulted)
+    elif identity_allows or direct:
+        decision = Decision(True, "allow", identity_allows + direct, request, consulted=consulted)
+    else:
+        decision = Decision(False, "implicit-deny", (), request, delegating, consulted)
+    if not decision.allowed:
+        # With a key policy that neither allows nor delegates, no identity-policy Allow could change the outcome.
+        key_refuses = decision.reason == "key-policy-does-not-allow"
+        undecided = (() if key_refuses else matches.undecided_identity) + matches.undecided_resource
+        _refuse_if_undecided(request, undecided, "Allow")
+    return decision
+
+
+def _matching_statements(
+    request: Request, identity_policies: Sequence[Policy], resource_policy: Policy | None, key_policy: bool
+) -> _Matches:
+    context = _request_context(request)
+    identity: list[StatementRef] = []
+    resource: list[tuple[StatementRef, PrincipalMatch]] = []
+    undecided_identity: list[tuple[StatementRef, str]] = []
+    undecided_resource: list[tuple[StatementRef, str]] = []
+    for policy in identity_policies:
+        for ref, statement in _statements(policy):
+            scope = _Scope(ref, context, _supports_variables(policy))
+            try:
+                if _statement_applies(scope, statement, request, in_resource_policy=False):
+                    identity.append(ref)
+            except NotDecidable as error:
+                undecided_identity.append((ref, str(error)))
+    resource_variables = resource_policy is not None and _supports_variables(resource_policy)
+    for ref, statement in _statements(resource_policy) if resource_policy else []:
+        scope = _Scope(ref, context, resource_variables)
+        principal = _principal_match(ref, statement, request)
+        try:
+            applies = _statement_applies(scope, statement, request, in_resource_policy=True, key_policy=key_policy)
+        except NotDecidable as error:
+            if principal:
+                undecided_resource.append((ref, str(error)))
+            continue
+        if principal and applies:
+            resource.append((ref, principal))
+    return _Matches(tuple(identity), tuple(resource), tuple(undecided_identity), tuple(undecided_resource))
+
+
+def _refuse_if_undecided(request: Request, undecided: tuple[tuple[StatementRef, str], ...], effect: str) -> None:
+    """A statement of ``effect`` that might apply but cannot be decided would change the outcome: refuse."""
+    reasons = [why for ref, why in undecided if ref.effect == effect]
+    if reasons:
+        raise NotDecidable(
+            f"{request.principal} -> {request.action} on {request.resource}: {'; '.join(reasons)}; IAM's "
+            f"documentation does not settle whether that {effect} applies: check this grant by hand"
+        )
 
 
 def _key_policy_decision(
@@ -196,9 +292,34 @@ def _statements(policy: Policy) -> list[tuple[StatementRef, Mapping[str, Any]]]:
     return refs
 
 
+def _supports_variables(policy: Policy) -> bool:
+    # IAM JSON policy elements: Version: "2012-10-17. This is the current version of the policy language ...
+    # Otherwise, you cannot use features such as policy variables"; "2008-10-17 ... variables such as
+    # ${aws:username} aren't recognized as variables and are instead treated as literal strings in the policy."
+    # The Variables page: "If you don't include the Version element ..., variables like ${aws:username} are
+    # treated as literal strings in the policy." The escapes ${*} ${?} ${$} are predefined variables: "These
+    # predefined policy variables can be used in any string where you can use regular policy variables."
+    return policy.document.get("Version") == "2012-10-17"
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """One statement being decided for one request: where it is, the request context, its policy's Version."""
+
+    ref: StatementRef
+    context: Mapping[str, Any]  # lower-cased key -> value, or _Unknown
+    variables: bool
+
+
 def _statement_applies(
-    ref: StatementRef, statement: Mapping[str, Any], request: Request, *, in_resource_policy: bool
+    scope: _Scope,
+    statement: Mapping[str, Any],
+    request: Request,
+    *,
+    in_resource_policy: bool,
+    key_policy: bool = False,
 ) -> bool:
+    ref = scope.ref
     actions = _element(ref, statement, "Action", "NotAction")
     if actions is None:
         raise ValueError(f"{ref}: has neither Action nor NotAction")
@@ -206,18 +327,56 @@ def _statement_applies(
     if resources is None and not in_resource_policy:
         # "Statements must include either a Resource or a NotResource element." (IAM, Resource element)
         raise ValueError(f"{ref}: an identity-policy statement needs Resource or NotResource")
-    # Conditions are decided even when the action or resource already misses, so that a policy's unknown
-    # operator is reported whatever the request.
-    conditions_hold = _conditions_hold(ref, statement.get("Condition", {}), request.context)
+    # Conditions and resource variables are checked even when the action already misses, so that a policy's
+    # unknown operator or misplaced variable is reported whatever the request.
+    conditions = _parse_conditions(ref, statement.get("Condition", {}), scope.variables)
+    if resources is not None and scope.variables:
+        for pattern in resources[0]:
+            _check_resource_variables(ref, pattern)
     # NotAction "explicitly matches everything except the specified list of actions"; NotResource
     # "explicitly matches every resource except those specified" (IAM, NotAction / NotResource elements).
     patterns, negated = actions
-    action_matches = any(wildcard_match(p.lower(), request.action.lower()) for p in patterns) != negated
-    resource_matches = True  # no Resource/NotResource: only in a resource policy, meaning the resource it is on
-    if resources is not None:
-        patterns, negated = resources
-        resource_matches = any(wildcard_match(p, request.resource) for p in patterns) != negated
-    return action_matches and resource_matches and conditions_hold
+    if (any(wildcard_match(p.lower(), request.action.lower(), escapes=False) for p in patterns) == negated) or (
+        not _resource_matches(scope, resources, request.resource, key_policy=key_policy)
+    ):
+        return False
+    # Conditions AND: one that certainly fails decides, whatever an undecidable one would say.
+    return _settled(all, [lambda condition=condition: _condition_holds(scope, condition) for condition in conditions])
+
+
+def _settled(combine: Callable[[list[bool]], bool], checks: list[Callable[[], bool]]) -> bool:
+    """``combine`` (all or any) of ``checks``, raising NotDecidable only where an undecidable check matters."""
+    results, undecided = [], None
+    for check in checks:
+        try:
+            results.append(check())
+        except NotDecidable as error:
+            undecided = error
+    settling = combine is any  # one True settles any(), one False settles all()
+    if undecided is None or settling in results:
+        return combine(results)
+    raise undecided
+
+
+def _resource_matches(
+    scope: _Scope, resources: tuple[list[str], bool] | None, resource: str, *, key_policy: bool
+) -> bool:
+    if resources is None:
+        # AWS KMS, Key policy elements: "If the required Resource element is missing from a key policy statement,
+        # the policy statement has no effect. A key policy statement without a Resource element doesn't apply to
+        # any KMS key." Other resource policies name no Resource where the policy's own resource is meant (ECR,
+        # Private repository policy examples: statements with only Principal and Action).
+        return not key_policy
+    patterns, negated = resources
+
+    def matches(pattern: str) -> bool:
+        # Variables page: "If a variable that has no value in the authorization context is used as part of the
+        # Resource or NotResource element of a policy, the resource that includes a policy variable with no
+        # value will not match any resource."
+        text = _substitute(scope, pattern, wildcards=True) if scope.variables else pattern
+        return text is not None and wildcard_match(text, resource, escapes=scope.variables)
+
+    return _settled(any, [lambda pattern=pattern: matches(pattern) for pattern in patterns]) != negated
 
 
 def _element(
@@ -311,57 +470,299 @@ def named_account(value: str) -> str | None:
     return None
 
 
-# ---- Condition ---------------------------------------------------------------------------------------
+# ---- The request context: what every signed request carries -------------------------------------------------
 
 
-def _conditions_hold(ref: StatementRef, block: Mapping[str, Any], context: Mapping[str, Any]) -> bool:
+@dataclass(frozen=True)
+class _Unknown:
+    """A key IAM documents in this request whose value cannot be known here."""
+
+    why: str
+
+
+# Principal element, AWS service principals: "The identifier for a service principal includes the service
+# name, and is usually in the following format: service-name.amazonaws.com" (Regional ones add the Region).
+_SERVICE_PRINCIPAL = re.compile(r"[a-z0-9][a-z0-9.-]*\.amazonaws\.com(\.cn)?")
+
+
+def _request_context(request: Request) -> dict[str, Any]:
+    """The request's condition keys, lower-cased: the caller's, over the keys IAM puts in every request."""
+    if _SERVICE_PRINCIPAL.fullmatch(request.principal):
+        implied = _service_principal_keys(request)
+    else:
+        implied = _iam_principal_keys(request)
+    if request.action.lower().startswith("kms:") and _is_kms_key(request.resource):
+        # AWS KMS condition keys, kms:CallerAccount: String, Single-valued, API operations "KMS key resource
+        # operations"; "You can use this condition key to allow or deny access to all identities (IAM users and
+        # roles) in an AWS account"; "because each API call can originate from only one AWS account,
+        # kms:CallerAccount is a single valued condition key".
+        implied["kms:CallerAccount"] = implied["aws:PrincipalAccount"]  # an _Unknown says why it is not known
+    context = {key.lower(): value for key, value in implied.items()}
+    context.update({str(key).lower(): value for key, value in request.context.items()})
+    return context
+
+
+def _is_kms_key(resource: str) -> bool:
+    parts = arn_parts(resource)
+    return parts is None or (parts[2] == "kms" and parts[5].startswith("key/"))  # None: a placeholder for one
+
+
+def _service_principal_keys(request: Request) -> dict[str, Any]:
+    # IAM User Guide, AWS global condition context keys: aws:PrincipalIsAWSService "The request context key is
+    # set to true when a service uses a service principal to perform a direct action on your resources";
+    # aws:PrincipalServiceName "When a service principal makes a direct request to your resource, the
+    # aws:PrincipalServiceName key contains the name of the service principal." aws:PrincipalAccount and
+    # aws:PrincipalType are "included in the request context for all requests", aws:PrincipalArn "for all
+    # signed requests", but no page gives their value for a service principal.
+    undocumented = "IAM documents no value of this key for a service principal"
+    return {
+        "aws:PrincipalIsAWSService": True,
+        "aws:PrincipalServiceName": request.principal,
+        "aws:PrincipalServiceNamesList": _Unknown("the Regional service principal names are not known here"),
+        "aws:PrincipalArn": _Unknown(undocumented),
+        "aws:PrincipalAccount": _Unknown(undocumented),
+        "aws:PrincipalType": _Unknown(undocumented),
+        "aws:userid": _Unknown(undocumented),
+        "aws:username": _Unknown(undocumented),
+    }
+
+
+def _iam_principal_keys(request: Request) -> dict[str, Any]:
+    # AWS global condition context keys: aws:PrincipalArn "is included in the request context for all signed
+    # requests ... For IAM roles, the request context returns the ARN of the role, not the ARN of the user that
+    # assumed the role"; aws:PrincipalAccount "is included in the request context for all requests";
+    # aws:PrincipalIsAWSService "is present in the request context for all signed API requests that use AWS
+    # credentials ... set to false if the service uses the credentials of an IAM principal"; aws:PrincipalType
+    # and aws:userid "for all requests"; aws:username "always included in the request context for IAM users.
+    # ... requests that are made using the AWS account root user or IAM roles do not include this key".
+    # aws:PrincipalServiceName is "not present ... If the call is made directly by an IAM principal".
+    principal_type, principal_arn, username = _principal_kind(request.principal)
+    account = request.account()
+    keys: dict[str, Any] = {
+        "aws:PrincipalArn": principal_arn,
+        "aws:PrincipalAccount": account if account else _Unknown("the principal's account is not known"),
+        "aws:PrincipalIsAWSService": False,
+        "aws:PrincipalType": principal_type,
+        # Variables page, Principal key values: aws:userid is the account ID for the root user, an IAM user's
+        # unique ID, "role-id:caller-specified-role-name" for a role: unique ids are not in the templates.
+        "aws:userid": account if principal_type == "Account" and account else _Unknown("IAM unique ids are not known"),
+    }
+    if username is not None:
+        keys["aws:username"] = username
+    return keys
+
+
+def _principal_kind(principal: str) -> tuple[Any, Any, Any]:
+    """aws:PrincipalType, aws:PrincipalArn and aws:username (None: not in the request) for an IAM principal."""
+    # Variables page, Principal key values (aws:PrincipalType): root user "Account", IAM user "User", STS
+    # federated user "FederatedUser", assumed role and a role assigned to an EC2 instance "AssumedRole" (a
+    # role's requests are made by its sessions); aws:username "(not present)" for all but an IAM user.
+    parts = arn_parts(principal)
+    resource = parts[5] if parts else ""
+    if parts and parts[2] == "iam" and resource.startswith("role/"):
+        return "AssumedRole", principal, None
+    if parts and parts[2] == "iam" and resource.startswith("user/"):
+        return "User", principal, resource.rsplit("/", 1)[-1]
+    if parts and parts[2] == "iam" and resource == "root":
+        return "Account", principal, None
+    if parts and parts[2] == "sts" and resource.startswith("federated-user/"):
+        return "FederatedUser", principal, None
+    if parts and parts[2] == "sts" and resource.startswith("assumed-role/"):
+        # The role's ARN carries its path, which the session's ARN does not: the role ARN is not derivable.
+        return "AssumedRole", _Unknown("the role ARN of an assumed-role session (its path) is not known"), None
+    # A template placeholder standing for an ARN: the ARN is this text, its kind is not known.
+    unknown_kind = _Unknown(f"the kind of principal {principal!r} is not known")
+    return unknown_kind, principal, unknown_kind
+
+
+# ---- Policy variables -----------------------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
+# An IAM policy variable: a condition key (a service prefix, a colon, a name, then optionally "/" or ":" and
+# more, as in "aws:PrincipalTag/team" or "kms:EncryptionContext:user") and an optional default. Variables page, Specifying default values: "surround the default value with
+# single quotes (' '), and separate the variable text and the default value with a comma and space (, )":
+# "${aws:PrincipalTag/team, 'company-wide'}". "${AWS::Region}", "${Fn::ImportValue:x}", "${stack/Id.Attr}" and
+# "${?unresolved}" are not of this form and stay literal text.
+_VARIABLE = re.compile(r"\s*(?P<key>[A-Za-z0-9-]+:[A-Za-z0-9_.-]+(?:[:/][^,']*)?)\s*(?:,\s*'(?P<default>[^']*)'\s*)?")
+_ESCAPES = {"*": "*", "?": "?", "$": "$"}
+
+
+def _variable(placeholder_body: str) -> re.Match[str] | None:
+    return _VARIABLE.fullmatch(placeholder_body)
+
+
+def _check_resource_variables(ref: StatementRef, pattern: str) -> None:
+    # Variables page, Resource element: "You can use a policy variable in the Resource element, but only in the
+    # resource portion of the ARN. This portion of the ARN appears after the fifth colon (:). You can't use a
+    # variable to replace parts of the ARN before the fifth colon, such as the service or account."
+    parts = arn_parts(pattern)
+    head = parts[:5] if parts else [pattern]
+    if any(_has_variable(part) for part in head):
+        raise ValueError(
+            f"{ref}: Resource {pattern!r} uses a policy variable before the ARN's fifth colon; IAM allows one only "
+            f"in the resource part (IAM policy elements: Variables, Resource element)"
+        )
+
+
+def _substitute(scope: _Scope, text: str, *, wildcards: bool) -> str | None:
+    """``text`` with its policy variables replaced from the request; None when one has no value.
+
+    Variables page, Policy variables with no value: "When policy variables reference a condition context key
+    that has no value or is not present in an authorization context for a request, the value is effectively
+    null. There is no equal or like value." Key names are case-insensitive ("aws:CurrentTime is equivalent to
+    AWS:currenttime").
+    """
+    null = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal null
+        variable = _variable(match.group(1))
+        if variable is None:  # an escape (kept for the matcher) or a template placeholder: literal text
+            return match.group(0)
+        value = _variable_value(scope, variable.group("key"), wildcards)
+        if value is None:
+            value = variable.group("default")
+        if value is None:
+            null = True
+            return ""
+        return value
+
+    substituted = _PLACEHOLDER.sub(replace, text)
+    return None if null else substituted
+
+
+def _variable_value(scope: _Scope, key: str, wildcards: bool) -> str | None:
+    value = scope.context.get(key.strip().lower())
+    where = f"{scope.ref}: policy variable ${{{key}}}"
+    if isinstance(value, _Unknown):
+        raise NotDecidable(f"{where}: {value.why}")
+    if isinstance(value, list | tuple):
+        # "You can use any single-valued condition key as a variable. You can't use a multivalued condition key
+        # as a variable." (Variables page)
+        raise NotDecidable(f"{where}: the request gives it several values, and a multivalued key is no variable")
+    if value is None:
+        return None
+    text = _text(value)
+    if text == "":
+        raise NotDecidable(f"{where}: the request gives it an empty value, which IAM does not say is 'no value'")
+    if wildcards and re.search(r"[*?]", _PLACEHOLDER.sub("", text)):
+        raise NotDecidable(
+            f"{where}: its value {text!r} holds * or ?, and IAM does not say whether they match as wildcards"
+        )
+    return text
+
+
+def _unescape(text: str) -> str:
+    """IAM's predefined variables for special characters, as the characters (for exact comparisons)."""
+    # Variables page, Special characters: "${*} - use where you need an * (asterisk) character. ${?} - ... a ?
+    # (question mark) character. ${$} - ... a $ (dollar sign) character."
+    return _PLACEHOLDER.sub(lambda match: _ESCAPES.get(match.group(1), match.group(0)), text)
+
+
+# ---- Condition ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Condition:
+    qualifier: str  # "", "ForAllValues", "ForAnyValue"
+    base: str  # "StringEquals", "Null", ...
+    if_exists: bool
+    key: str
+    values: tuple[str, ...]
+
+
+def _parse_conditions(ref: StatementRef, block: Any, variables: bool) -> list[_Condition]:
     # "Condition key names are not case-sensitive." (IAM, Condition element). Several operators, and several
     # keys under one operator, AND (Conditions with multiple context keys or values). Every operator is
     # parsed before any is decided, so an unknown one is reported even where an earlier one already fails.
     if not isinstance(block, Mapping) or not all(isinstance(keys, Mapping) for keys in block.values()):
         raise ValueError(f"{ref}: Condition must map operators to {{condition key: values}}: {block!r}")
-    by_key = {str(key).lower(): value for key, value in context.items()}
-    results = [
-        _condition_holds(ref, op_name, _condition_values(ref, op_name, values), _context_values(by_key, key))
-        for op_name, keys in block.items()
-        for key, values in keys.items()
-    ]
-    return all(results)
+    conditions = []
+    for op_name, keys in block.items():
+        qualifier, base, if_exists = _parse_operator(ref, op_name)
+        for key, values in keys.items():
+            texts = _condition_values(ref, op_name, values)
+            if variables:
+                _check_condition_variables(ref, op_name, base, texts)
+            conditions.append(_Condition(qualifier, base, if_exists, str(key), tuple(texts)))
+    return conditions
 
 
-def _condition_holds(ref: StatementRef, op_name: str, policy_values: list[str], present: list[str] | None) -> bool:
-    qualifier, base, if_exists = _parse_operator(ref, op_name)
-    if base == "Null":
-        # "use either true (the key doesn't exist — it is null) or false (the key exists and its value is
-        # not null)." (Condition operators, Condition operator to check existence of condition keys)
-        return any((value.lower() == "true") == (present is None) for value in policy_values)
+def _has_variable(text: str) -> bool:
+    return any(_variable(body) for body in _PLACEHOLDER.findall(text))
+
+
+def _check_condition_variables(ref: StatementRef, op_name: str, base: str, values: list[str]) -> None:
+    # Variables page: "You can use a policy variable for Condition values in any condition that involves the
+    # string operators or the ARN operators. ... You can't use a policy variable with other operators, such as
+    # Numeric, Date, Boolean, Binary, IP Address, or Null operators." Condition operators agrees for Numeric
+    # ("Policy variables - Not supported") but says Boolean "Policy variables - Supported": a Bool condition
+    # with a variable is NotDecidable when it is evaluated (_policy_values).
+    if base.startswith(("String", "Arn", "Bool")) or not any(_has_variable(value) for value in values):
+        return
+    raise ValueError(f"{ref}: {op_name} takes no policy variable (IAM: only String and ARN operators do)")
+
+
+def _condition_holds(scope: _Scope, condition: _Condition) -> bool:
+    raw = scope.context.get(condition.key.lower())
+    if isinstance(raw, _Unknown):
+        if condition.base == "Null":  # present, whatever its value
+            return any(value.lower() == "false" for value in condition.values)
+        raise NotDecidable(f"{scope.ref}: condition key {condition.key}: {raw.why}")
+    present = _context_values(raw)
+    # Condition operators: "To prevent missing context keys or context keys with empty values from evaluating
+    # to true, you can include the Null condition operator in your policy with a false value to check if the
+    # context key exists and its value is not null." An empty value is null to Null and to the set operators
+    # ("resolves to a null dataset, such as an empty string").
+    null = raw is None or raw == "" or (isinstance(raw, list | tuple) and not raw)
+    if condition.base == "Null":
+        # "use either true (the key doesn't exist — it is null) or false (the key exists and its value is not
+        # null)." (Condition operators, Condition operator to check existence of condition keys)
+        return any((value.lower() == "true") == null for value in condition.values)
     # ...IfExists: "If the key is not present, evaluate the condition element as true."
-    if present is None and if_exists:
+    if present is None and condition.if_exists:
         return True
-    compare, negated = _OPERATORS[base]
+    policy_values = _policy_values(scope, condition)
+    compare, negated = _OPERATORS[condition.base]
+    escapes = scope.variables
 
     def holds_for(value: str) -> bool:
         # One context value against the policy's values: OR for a positive operator, NOR for a negated one
         # ("If a single negated matching condition operator includes multiple values for a context key,
-        # those values are evaluated using a logical NOR.")
-        return any(compare(policy_value, value) for policy_value in policy_values) != negated
+        # those values are evaluated using a logical NOR."). A null policy value matches nothing.
+        return any(p is not None and compare(p, value, escapes) for p in policy_values) != negated
 
-    if qualifier == "ForAllValues":
+    if condition.qualifier == "ForAllValues":
         # "The ForAllValues qualifier returns true if there are no context keys in the request or if the
-        # context key value resolves to a null dataset, such as an empty string." (Condition operators; the
-        # same page's wildcard table shows one ForAllValues:StringNotLike row the other way, the multivalued
-        # examples page agrees with this sentence, which is what is implemented)
-        return all(holds_for(value) for value in present or [])
-    if qualifier == "ForAnyValue":
-        # ForAnyValue: "For no matching context key or a null dataset, the condition returns false."
-        return any(holds_for(value) for value in present or [])
+        # context key value resolves to a null dataset, such as an empty string." (Condition operators)
+        return null or all(holds_for(value) for value in present or [])
+    if condition.qualifier == "ForAnyValue":
+        # ForAnyValue: "The condition returns true if any one of the context key values in the request matches
+        # any one of the context key values in the policy. For no matching context key or if the key does not
+        # exist, the condition returns false." (Single-valued vs. multivalued context keys)
+        return not null and any(holds_for(value) for value in present or [])
     if present is None:
         # "If the key that you specify in a policy condition is not present in the request context, the
         # values do not match and the condition is false. If the policy condition requires that the key is
         # not matched, such as StringNotLike or ArnNotLike, and the right key is not present, the condition
         # is true." (Condition operators, Important)
         return negated
-    return any(compare(p, v) for p in policy_values for v in present) != negated
+    return any(p is not None and compare(p, v, escapes) for p in policy_values for v in present) != negated
+
+
+def _policy_values(scope: _Scope, condition: _Condition) -> list[str | None]:
+    """The condition's values with their policy variables substituted (None: a variable without a value)."""
+    if not scope.variables:
+        return list(condition.values)
+    if condition.base == "Bool" and any(_has_variable(value) for value in condition.values):
+        raise NotDecidable(
+            f"{scope.ref}: Bool with a policy variable: IAM's pages disagree (Condition operators: Boolean "
+            f"operators support policy variables; Variables and tags: they do not)"
+        )
+    wildcards = condition.base in _WILDCARD_OPERATORS
+    values = [_substitute(scope, value, wildcards=wildcards) for value in condition.values]
+    # Wildcard operators keep IAM's escapes for the matcher; exact ones compare the characters they stand for.
+    return [value if value is None or wildcards else _unescape(value) for value in values]
 
 
 def _parse_operator(ref: StatementRef, op_name: str) -> tuple[str, str, bool]:
@@ -388,9 +789,8 @@ def _condition_values(ref: StatementRef, op_name: str, values: Any) -> list[str]
     return texts
 
 
-def _context_values(by_key: Mapping[str, Any], key: str) -> list[str] | None:
-    """The request's values for ``key`` as text; None when the key is absent from the context."""
-    value = by_key.get(key.lower())
+def _context_values(value: Any) -> list[str] | None:
+    """The request's values for a key as text; None when the key is absent from the context."""
     if value is None:
         return None
     return [_text(item) for item in value] if isinstance(value, list | tuple) else [_text(value)]
@@ -410,8 +810,8 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _numeric(compare: Callable[[float, float], bool]) -> Callable[[str, str], bool]:
-    def holds(policy_value: str, value: str) -> bool:
+def _numeric(compare: Callable[[float, float], bool]) -> Callable[[str, str, bool], bool]:
+    def holds(policy_value: str, value: str, escapes: bool) -> bool:
         wanted, got = _number(policy_value), _number(value)
         if wanted is None:
             raise ValueError(f"numeric condition value {policy_value!r} is not a number")
@@ -420,29 +820,45 @@ def _numeric(compare: Callable[[float, float], bool]) -> Callable[[str, str], bo
     return holds
 
 
-def _arn_like(pattern: str, value: str) -> bool:
+def _arn_like(pattern: str, value: str, escapes: bool) -> bool:
     # ArnEquals/ArnLike: "Each of the six colon-delimited components of the ARN is checked separately and
     # each can include multi-character match wildcards (*) or single-character match wildcards (?)."
     pattern_parts, value_parts = arn_parts(pattern), arn_parts(value)
     if pattern_parts is None or value_parts is None:
-        return wildcard_match(pattern, value)
-    return all(wildcard_match(p, v) for p, v in zip(pattern_parts, value_parts, strict=True))
+        return wildcard_match(pattern, value, escapes=escapes)
+    return all(wildcard_match(p, v, escapes=escapes) for p, v in zip(pattern_parts, value_parts, strict=True))
 
 
-# compare(policy_value, context_value), negated. "ArnEquals and ArnLike condition operators behave
+def _exact(policy_value: str, value: str, escapes: bool) -> bool:
+    return policy_value == value
+
+
+def _ignoring_case(policy_value: str, value: str, escapes: bool) -> bool:
+    return policy_value.casefold() == value.casefold()
+
+
+def _like(pattern: str, value: str, escapes: bool) -> bool:
+    return wildcard_match(pattern, value, escapes=escapes)
+
+
+def _bool(policy_value: str, value: str, escapes: bool) -> bool:
+    return policy_value.lower() == value.lower()
+
+
+# compare(policy_value, context_value, escapes), negated. "ArnEquals and ArnLike condition operators behave
 # identically"; StringEquals is exact and case-sensitive, StringLike takes * and ? (Condition operators).
-_OPERATORS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
-    "StringEquals": (operator.eq, False),
-    "StringNotEquals": (operator.eq, True),
-    "StringEqualsIgnoreCase": (lambda p, v: p.casefold() == v.casefold(), False),
-    "StringNotEqualsIgnoreCase": (lambda p, v: p.casefold() == v.casefold(), True),
-    "StringLike": (lambda p, v: wildcard_match(p, v), False),
-    "StringNotLike": (lambda p, v: wildcard_match(p, v), True),
+_OPERATORS: dict[str, tuple[Callable[[str, str, bool], bool], bool]] = {
+    "StringEquals": (_exact, False),
+    "StringNotEquals": (_exact, True),
+    "StringEqualsIgnoreCase": (_ignoring_case, False),
+    "StringNotEqualsIgnoreCase": (_ignoring_case, True),
+    "StringLike": (_like, False),
+    "StringNotLike": (_like, True),
     "ArnEquals": (_arn_like, False),
     "ArnLike": (_arn_like, False),
     "ArnNotEquals": (_arn_like, True),
     "ArnNotLike": (_arn_like, True),
-    "Bool": (lambda p, v: p.lower() == v.lower(), False),
+    "Bool": (_bool, False),
     "NumericEquals": (_numeric(operator.eq), False),
     "NumericNotEquals": (_numeric(operator.eq), True),
     "NumericLessThan": (_numeric(operator.lt), False),
@@ -450,6 +866,7 @@ _OPERATORS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
     "NumericGreaterThan": (_numeric(operator.gt), False),
     "NumericGreaterThanEquals": (_numeric(operator.ge), False),
 }
+_WILDCARD_OPERATORS = {"StringLike", "StringNotLike", "ArnEquals", "ArnLike", "ArnNotEquals", "ArnNotLike"}
 
 
 # ---- Wildcards and ARNs ------------------------------------------------------------------------------
@@ -461,12 +878,13 @@ _OPERATORS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
 # middle of a non-final segment. "${*}", "${?}", "${$}" are IAM's escapes for the literal characters
 # (IAM, Policy variables, Specifying special characters); every other "${...}" stays literal text.
 _WILDCARD_TOKEN = re.compile(r"\$\{[*?$]\}|[*?]")
+_BARE_WILDCARD = re.compile(r"[*?]")
 
 
 @lru_cache(maxsize=4096)
-def _wildcard_regex(pattern: str) -> re.Pattern[str]:
+def _wildcard_regex(pattern: str, escapes: bool) -> re.Pattern[str]:
     pieces, start = [], 0
-    for token in _WILDCARD_TOKEN.finditer(pattern):
+    for token in (_WILDCARD_TOKEN if escapes else _BARE_WILDCARD).finditer(pattern):
         pieces.append(re.escape(pattern[start : token.start()]))
         text = token.group()
         pieces.append(".*" if text == "*" else "." if text == "?" else re.escape(text[2]))
@@ -475,9 +893,12 @@ def _wildcard_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(pieces), re.DOTALL)
 
 
-def wildcard_match(pattern: str, value: str) -> bool:
-    """IAM's * and ? matching of the whole ``value``, case-sensitive (lower both sides for actions)."""
-    return _wildcard_regex(pattern).fullmatch(value) is not None
+def wildcard_match(pattern: str, value: str, *, escapes: bool = True) -> bool:
+    """IAM's * and ? matching of the whole ``value``, case-sensitive (lower both sides for actions).
+
+    ``escapes``: read ``${*}``, ``${?}``, ``${$}`` as the literal characters (policies of Version 2012-10-17).
+    """
+    return _wildcard_regex(pattern, escapes).fullmatch(value) is not None
 
 
 def arn_parts(text: str) -> list[str] | None:

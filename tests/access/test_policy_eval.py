@@ -6,9 +6,11 @@ documentation states (its tables of "Match" / "No match", its prose), not what t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from peagle.access.policy_eval import Decision, Policy, Request, arn_parts, evaluate, named_account
+from peagle.access.policy_eval import Decision, NotDecidable, Policy, Request, arn_parts, evaluate, named_account
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/ExecutionRole"
@@ -27,7 +29,8 @@ def allow(action: str | list[str] = "*", resource: str | list[str] = "*", **extr
     return {"Effect": "Allow", "Action": action, "Resource": resource, **extra}
 
 
-def ask(action: str, resource: str, principal: str = ROLE, **context) -> Request:
+def ask(action: str, resource: str, principal: str = ROLE, /, **context: Any) -> Request:
+    """A request; ``principal`` is positional so that no context key can land in it."""
     return Request(principal, action, resource, context)
 
 
@@ -77,7 +80,7 @@ def test_carlos_saving_to_the_logs_bucket_is_explicitly_denied():
     policy explicitly denies Carlos access to any S3 buckets used for logging. Carlos is denied access."
     """
     decision = evaluate(
-        ask("s3:PutObject", "arn:aws:s3:::carlossalazar-logs/today.log", principal=CARLOS),
+        ask("s3:PutObject", "arn:aws:s3:::carlossalazar-logs/today.log", CARLOS),
         [CARLOS_POLICY],
         CARLOS_BUCKET_POLICY,
     )
@@ -90,7 +93,7 @@ def test_carlos_saving_to_his_own_bucket_is_allowed_by_both_policies():
     resource-based policy allow the request. Therefore, AWS allows the request."
     """
     decision = evaluate(
-        ask("s3:PutObject", "arn:aws:s3:::carlossalazar/notes.txt", principal=CARLOS),
+        ask("s3:PutObject", "arn:aws:s3:::carlossalazar/notes.txt", CARLOS),
         [CARLOS_POLICY],
         CARLOS_BUCKET_POLICY,
     )
@@ -314,17 +317,41 @@ def test_identity_statement_without_resource_is_refused():
         evaluate(ask("s3:GetObject", "arn:aws:s3:::b/k"), [identity({"Effect": "Allow", "Action": "s3:*"})])
 
 
-def test_template_placeholders_and_policy_variables_stay_literal():
-    """Our requests and policies carry unresolved template values such as "${ArtifactsBucket.Arn}"; IAM
-    policy variables look the same ("${aws:username}", IAM Policy variables). The engine substitutes
-    neither: both are literal text, so a placeholder matches only itself."""
-    policy = identity(allow("s3:GetObject", "${ArtifactsBucket.Arn}/models/*"))
-    assert evaluate(ask("s3:GetObject", "${ArtifactsBucket.Arn}/models/x/target/config.json"), [policy]).allowed
-    assert not evaluate(ask("s3:GetObject", "${OtherBucket.Arn}/models/x/target/config.json"), [policy]).allowed
+@pytest.mark.parametrize(
+    "placeholder",
+    [
+        "${ArtifactsBucket.Arn}",
+        "${PeagleEndpoint/ArtifactsBucket}",
+        "${PeagleEndpoint/ArtifactsBucket.Arn}",
+        "${AWS::Region}",
+        "${AWS::AccountId}",
+        "${Fn::ImportValue:shared-bucket}",
+        "${?unresolved}",
+    ],
+)
+def test_template_placeholders_stay_literal_text(placeholder):
+    """The template's unresolved values (peagle/access/assembly.py: "${<stack id>/<LogicalId>}",
+    "${<stack>/<LogicalId>.Attr}", "${AWS::Region}", "${Fn::ImportValue:<name>}", "${?unresolved}") look like IAM
+    policy variables but are none: IAM's are a condition key ("${aws:username}", a service prefix, one colon, a
+    name). They stay literal text, in Resource and in condition values, so a placeholder matches only itself."""
+    policy = identity(
+        allow("s3:GetObject", f"arn:aws:s3:::{placeholder}/models/*"),
+        allow("kms:Decrypt", "*", Condition={"StringEquals": {"kms:ViaService": f"s3.{placeholder}.amazonaws.com"}}),
+    )
+    assert evaluate(ask("s3:GetObject", f"arn:aws:s3:::{placeholder}/models/x/config.json"), [policy]).allowed
+    assert not evaluate(ask("s3:GetObject", "arn:aws:s3:::${OtherBucket}/models/x/config.json"), [policy]).allowed
+    via = {"kms:ViaService": f"s3.{placeholder}.amazonaws.com"}
+    assert evaluate(ask("kms:Decrypt", "arn:aws:kms:us-east-1:123456789012:key/k", **via), [policy]).allowed
+
+
+def test_policy_variable_is_substituted_in_resource():
+    """IAM policy elements: Variables and tags: "When this policy is evaluated, IAM replaces the variable
+    ${aws:username} with the friendly name of the actual current user." (the request's aws:username)"""
     home = identity(allow("s3:GetObject", "arn:aws:s3:::bucket/home/${aws:username}/*"))
-    assert not evaluate(
-        ask("s3:GetObject", "arn:aws:s3:::bucket/home/martha/x", **{"aws:username": "martha"}), [home]
-    ).allowed
+    martha = {"aws:username": "martha"}
+    assert evaluate(ask("s3:GetObject", "arn:aws:s3:::bucket/home/martha/x", **martha), [home]).allowed
+    assert not evaluate(ask("s3:GetObject", "arn:aws:s3:::bucket/home/nikki/x", **martha), [home]).allowed
+    assert not evaluate(ask("s3:GetObject", "arn:aws:s3:::bucket/home/${aws:username}/x", **martha), [home]).allowed
 
 
 def test_iam_special_character_escapes():
@@ -379,7 +406,7 @@ def test_service_principal_matches_the_service_itself():
         }
     )
     assert evaluate(
-        ask("s3:PutObject", "arn:aws:s3:::bucket/AWSLogs/x", principal="cloudtrail.amazonaws.com"), [], bucket
+        ask("s3:PutObject", "arn:aws:s3:::bucket/AWSLogs/x", "cloudtrail.amazonaws.com"), [], bucket
     ).allowed
 
 
@@ -426,7 +453,8 @@ def test_principal_account_can_be_given_for_placeholder_principals():
         request, [identity(allow("kms:Decrypt"))], resource_policy(statement), resource_policy_must_allow=True
     )
     assert decision.allowed
-    assert named_account(root) == "${AWS::AccountId}" and arn_parts(root)[1] == "${AWS::Partition}"
+    parts = arn_parts(root)
+    assert named_account(root) == "${AWS::AccountId}" and parts is not None and parts[1] == "${AWS::Partition}"
 
 
 NOT_PRINCIPAL_DENY = {
@@ -456,9 +484,7 @@ def test_notprincipal_deny_spares_only_the_listed_principal(principal, denied):
     to all principals except the principal specified in the NotPrincipal element." Example statement lists
     the assumed-role session, the role and the account root of 444455556666."""
     bucket = resource_policy(NOT_PRINCIPAL_DENY)
-    decision = evaluate(
-        ask("s3:GetObject", "arn:aws:s3:::BUCKETNAME/x", principal=principal), [identity(allow())], bucket
-    )
+    decision = evaluate(ask("s3:GetObject", "arn:aws:s3:::BUCKETNAME/x", principal), [identity(allow())], bucket)
     assert (decision.reason == "explicit-deny") is denied
 
 
@@ -472,7 +498,7 @@ def test_notprincipal_without_the_account_still_denies():
     }
     principal = "arn:aws:iam::444455556666:role/cross-account-read-only-role"
     decision = evaluate(
-        ask("s3:GetObject", "arn:aws:s3:::BUCKETNAME/x", principal=principal),
+        ask("s3:GetObject", "arn:aws:s3:::BUCKETNAME/x", principal),
         [identity(allow())],
         resource_policy(statement),
     )
@@ -1008,3 +1034,253 @@ def test_malformed_statements_are_refused(statement, message):
     """IAM refuses these policies outright; the engine says which statement and why, rather than guess."""
     with pytest.raises(ValueError, match=message):
         evaluate(ask("s3:GetObject", "*"), [identity(statement)])
+
+
+# ---- Policy variables, the keys every request carries, what IAM does not settle --------------------------------
+
+
+def test_policy_variable_before_the_fifth_colon_is_refused():
+    """Variables page, Resource element: "You can't use a variable to replace parts of the ARN before the fifth
+    colon, such as the service or account." """
+    policy = identity(allow("sqs:SendMessage", "arn:aws:sqs:us-east-2:${aws:PrincipalAccount}:queue"))
+    with pytest.raises(ValueError, match="before the ARN's fifth colon"):
+        evaluate(ask("ec2:RunInstances", "*"), [policy])  # refused whatever the request
+
+
+def test_policy_variable_in_a_numeric_condition_is_refused():
+    """Condition operators, Numeric: "Policy variables - Not supported"; Variables page: "You can't use a policy
+    variable with other operators, such as Numeric, Date, Boolean, Binary, IP Address, or Null operators." """
+    policy = identity(allow("s3:ListBucket", "*", Condition={"NumericLessThanEquals": {"s3:max-keys": "${aws:x}"}}))
+    with pytest.raises(ValueError, match="takes no policy variable"):
+        evaluate(ask("s3:ListBucket", "*", **{"s3:max-keys": 3}), [policy])
+
+
+def test_policy_variable_in_bool_is_not_decidable():
+    """The pages disagree: Condition operators says Boolean operators support policy variables, the Variables
+    page says they do not; the evaluator refuses rather than pick one."""
+    policy = identity(allow("s3:GetObject", "*", Condition={"Bool": {"aws:SecureTransport": "${aws:x}"}}))
+    with pytest.raises(NotDecidable, match="disagree"):
+        evaluate(ask("s3:GetObject", "arn:aws:s3:::b/k", **{"aws:x": "true", "aws:SecureTransport": True}), [policy])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(["a", "b"], "several values"), ("", "empty value"), ("team*", r"\* or \?")],
+)
+def test_variable_values_iam_does_not_define(value, message):
+    """ "You can't use a multivalued condition key as a variable" (Variables page); whether an empty value is "no
+    value", and whether * or ? in a substituted value are wildcards, no page says."""
+    policy = identity(allow("s3:GetObject", "arn:aws:s3:::bucket/${aws:PrincipalTag/team}/*"))
+    request = ask("s3:GetObject", "arn:aws:s3:::bucket/team1/x", **{"aws:PrincipalTag/team": value})
+    with pytest.raises(NotDecidable, match=message):
+        evaluate(request, [policy])
+
+
+def test_policies_without_version_2012_10_17_keep_variables_and_escapes_literal():
+    """IAM JSON policy elements: Version: "2008-10-17 ... variables such as ${aws:username} aren't recognized as
+    variables and are instead treated as literal strings in the policy"; without Version "variables like
+    ${aws:username} are treated as literal strings" (Variables page)."""
+    for version in ("2008-10-17", None):
+        document: dict[str, Any] = {"Statement": [allow("s3:GetObject", "arn:aws:s3:::bucket/${aws:username}/*")]}
+        if version:
+            document["Version"] = version
+        policy = Policy("old policy", document)
+        assert not evaluate(
+            ask("s3:GetObject", "arn:aws:s3:::bucket/david/x", **{"aws:username": "david"}), [policy]
+        ).allowed
+        assert evaluate(ask("s3:GetObject", "arn:aws:s3:::bucket/${aws:username}/x"), [policy]).allowed
+
+
+def test_escapes_in_exact_operators_are_the_characters():
+    """Variables page, Special characters: "${*} - use where you need an * (asterisk) character"; "These
+    predefined policy variables can be used in any string where you can use regular policy variables." """
+    policy = identity(allow("s3:ListBucket", "*", Condition={"StringEquals": {"s3:prefix": "logs${*}"}}))
+    assert evaluate(ask("s3:ListBucket", "*", **{"s3:prefix": "logs*"}), [policy]).allowed
+    assert not evaluate(ask("s3:ListBucket", "*", **{"s3:prefix": "logs2026"}), [policy]).allowed
+
+
+ROLE_ARN_ONLY = {"Condition": {"ArnEquals": {"aws:PrincipalArn": ROLE}}}
+
+
+@pytest.mark.parametrize(
+    ("principal", "key", "value"),
+    [
+        (ROLE, "aws:PrincipalArn", ROLE),
+        (ROLE, "aws:PrincipalAccount", ACCOUNT),
+        (ROLE, "aws:PrincipalType", "AssumedRole"),
+        (ROLE, "aws:PrincipalIsAWSService", "false"),
+        (f"arn:aws:iam::{ACCOUNT}:user/division_abc/Bob", "aws:username", "Bob"),
+        (f"arn:aws:iam::{ACCOUNT}:user/division_abc/Bob", "aws:PrincipalType", "User"),
+        (f"arn:aws:iam::{ACCOUNT}:root", "aws:PrincipalType", "Account"),
+        (f"arn:aws:iam::{ACCOUNT}:root", "aws:userid", ACCOUNT),
+        ("events.amazonaws.com", "aws:PrincipalIsAWSService", "true"),
+        ("events.amazonaws.com", "aws:PrincipalServiceName", "events.amazonaws.com"),
+    ],
+)
+def test_keys_every_request_carries(principal, key, value):
+    """IAM User Guide, AWS global condition context keys (Availability of aws:PrincipalArn, aws:PrincipalAccount,
+    aws:PrincipalIsAWSService, aws:PrincipalServiceName, aws:PrincipalType, aws:userid, aws:username) and the
+    Variables page's "Principal key values" table."""
+    bucket = resource_policy(
+        {
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "s3:GetObject",
+            "Resource": "*",
+            "Condition": {"StringEquals": {key: value}},
+        }
+    )
+    assert evaluate(Request(principal, "s3:GetObject", "arn:aws:s3:::b/k"), [], bucket).allowed
+
+
+@pytest.mark.parametrize(
+    ("principal", "absent"),
+    [(ROLE, "aws:username"), (ROLE, "aws:PrincipalServiceName"), (f"arn:aws:iam::{ACCOUNT}:root", "aws:username")],
+)
+def test_keys_iam_says_are_not_present(principal, absent):
+    """aws:username: "requests that are made using the AWS account root user or IAM roles do not include this
+    key"; aws:PrincipalServiceName "is not present ... If the call is made directly by an IAM principal"."""
+    bucket = resource_policy(
+        {
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "s3:GetObject",
+            "Resource": "*",
+            "Condition": {"Null": {absent: "true"}},
+        }
+    )
+    assert evaluate(Request(principal, "s3:GetObject", "arn:aws:s3:::b/k"), [], bucket).allowed
+
+
+def test_the_callers_context_wins_over_the_implied_keys():
+    """The keys are added "unless the caller gives them": a caller that knows better (another account for the
+    same ARN text) is believed."""
+    deny = {
+        "Effect": "Deny",
+        "Action": "*",
+        "Resource": "*",
+        "Condition": {"StringNotEquals": {"aws:PrincipalAccount": ACCOUNT}},
+    }
+    policies = [identity(allow(), deny)]
+    assert evaluate(ask("s3:GetObject", "arn:aws:s3:::b/k"), policies).allowed
+    assert not evaluate(
+        ask("s3:GetObject", "arn:aws:s3:::b/k", **{"AWS:PRINCIPALACCOUNT": "999999999999"}), policies
+    ).allowed
+
+
+def test_kms_caller_account_only_on_kms_key_operations():
+    """AWS KMS condition keys, kms:CallerAccount: API operations "KMS key resource operations"."""
+    statement = {
+        "Effect": "Allow",
+        "Principal": "*",
+        "Action": "*",
+        "Resource": "*",
+        "Condition": {"StringEquals": {"kms:CallerAccount": ACCOUNT}},
+    }
+    assert evaluate(
+        ask("kms:Decrypt", f"arn:aws:kms:us-east-1:{ACCOUNT}:key/k"), [], resource_policy(statement)
+    ).allowed
+    assert not evaluate(ask("s3:GetObject", "arn:aws:s3:::b/k"), [], resource_policy(statement)).allowed
+
+
+@pytest.mark.parametrize(
+    ("principal", "key"),
+    [
+        ("events.amazonaws.com", "aws:PrincipalArn"),
+        ("events.amazonaws.com", "aws:PrincipalAccount"),
+        (f"arn:aws:sts::{ACCOUNT}:assumed-role/ExecutionRole/session", "aws:PrincipalArn"),
+        (ROLE, "aws:userid"),
+    ],
+)
+def test_a_key_iam_puts_in_the_request_with_an_unknown_value_is_not_decidable(principal, key):
+    """aws:PrincipalArn and aws:PrincipalAccount are in every (signed) request, but no page gives their value for a
+    service principal; a session's ARN does not carry its role's path; aws:userid holds IAM's unique ids. A Deny
+    that consults one cannot be decided: NotDecidable names the key, never a guessed verdict."""
+    deny = {
+        "Sid": "Fence",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": "*",
+        "Condition": {"StringNotEquals": {key: "x"}},
+    }
+    allow_all = {"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": "*"}
+    with pytest.raises(NotDecidable, match=key):
+        evaluate(Request(principal, "s3:GetObject", "arn:aws:s3:::b/k"), [], resource_policy(deny, allow_all))
+
+
+def test_an_undecidable_statement_that_cannot_change_the_outcome_is_no_obstacle():
+    """A Deny that certainly applies wins whatever an undecidable one says; an Allow that certainly applies
+    allows whatever an undecidable Allow says."""
+    unknown = {"Condition": {"StringEquals": {"aws:userid": "AIDAEXAMPLE"}}}
+    undecidable_deny = {"Effect": "Deny", "Action": "s3:*", "Resource": "*", **unknown}
+    certain_deny = {"Sid": "Certain", "Effect": "Deny", "Action": "s3:GetObject", "Resource": "*"}
+    assert evaluate(ask(*GET), [identity(allow(), undecidable_deny, certain_deny)]).reason == "explicit-deny"
+    undecidable_allow = {"Effect": "Allow", "Action": "s3:*", "Resource": "*", **unknown}
+    assert evaluate(ask(*GET), [identity(allow(), undecidable_allow)]).allowed
+    with pytest.raises(NotDecidable, match="aws:userid"):
+        evaluate(ask(*GET), [identity(undecidable_allow)])
+
+
+@pytest.mark.parametrize(("value", "null"), [(None, True), ("", True), ([], True), ("x", False), (["x"], False)])
+def test_null_reads_an_empty_value_as_null(value, null):
+    """Condition operators: "To prevent missing context keys or context keys with empty values from evaluating
+    to true, you can include the Null condition operator in your policy with a false value to check if the
+    context key exists and its value is not null." """
+    policy = identity(allow("ec2:DeleteTags", "*", Condition={"Null": {"aws:TagKeys": "false"}}))
+    context = {} if value is None else {"aws:TagKeys": value}
+    assert evaluate(ask("ec2:DeleteTags", "*", **context), [policy]).allowed is not null
+
+
+def test_key_policy_statement_without_resource_has_no_effect_but_other_resource_policies_do():
+    """AWS KMS, Key policy elements: "A key policy statement without a Resource element doesn't apply to any KMS
+    key." ECR repository policies name no Resource (test_resource_policy_statement_without_resource_...)."""
+    statement = {"Effect": "Allow", "Principal": {"AWS": ROLE}, "Action": "kms:Decrypt"}
+    key = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/k"
+    assert evaluate(
+        ask("kms:Decrypt", key), [], resource_policy(statement), resource_policy_must_allow=True
+    ).reason == ("key-policy-does-not-allow")
+
+
+def test_an_undecidable_identity_allow_does_not_matter_when_the_key_policy_allows_nothing():
+    """Key policies in AWS KMS: "Without permission from the key policy, IAM policies that allow permissions have
+    no effect": whatever an undecidable IAM Allow would say, the key refuses."""
+    undecidable_allow = allow("kms:Decrypt", "*", Condition={"StringEquals": {"aws:userid": "AROAEXAMPLE:session"}})
+    others_only = {**KEY_USERS, "Principal": {"AWS": OTHER_ROLE}}
+    decision = evaluate(
+        ask("kms:Decrypt", KEY), [identity(undecidable_allow)], key_policy(others_only), resource_policy_must_allow=True
+    )
+    assert decision.reason == "key-policy-does-not-allow"
+    with pytest.raises(NotDecidable, match="aws:userid"):
+        evaluate(
+            ask("kms:Decrypt", KEY),
+            [identity(undecidable_allow)],
+            key_policy(ENABLE_IAM),
+            resource_policy_must_allow=True,
+        )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("aws:PrincipalTag/cost:center", "ml"), ("kms:EncryptionContext:project", "ml")]
+)
+def test_variables_whose_key_has_more_colons(key, value):
+    """Condition keys may hold further colons or slashes after the service prefix (a tag key "cost:center",
+    kms:EncryptionContext:context-key, AWS KMS condition keys); they are still variables."""
+    policy = identity(allow("s3:GetObject", f"arn:aws:s3:::bucket/${{{key}}}/*"))
+    assert evaluate(ask("s3:GetObject", "arn:aws:s3:::bucket/ml/x", **{key: value}), [policy]).allowed
+
+
+def test_an_undecidable_part_is_no_obstacle_where_another_settles_the_statement():
+    """Resource entries OR ("a resource that matches any"), condition operators AND (Conditions with multiple
+    context keys or values): one certain match of Resource, or one certainly failing condition, settles the
+    statement whatever an undecidable part would say."""
+    resources = allow("s3:GetObject", ["arn:aws:s3:::b/k", "arn:aws:s3:::b/${aws:userid}/*"])
+    assert evaluate(ask("s3:GetObject", "arn:aws:s3:::b/k"), [identity(resources)]).allowed
+    with pytest.raises(NotDecidable, match="aws:userid"):
+        evaluate(ask("s3:GetObject", "arn:aws:s3:::b/other"), [identity(resources)])
+    conditions = {"StringEquals": {"aws:userid": "AIDAEXAMPLE", "aws:RequestedRegion": "us-east-1"}}
+    decision = evaluate(
+        ask("s3:GetObject", "arn:aws:s3:::b/k", **{"aws:RequestedRegion": "eu-west-1"}),
+        [identity(allow("s3:GetObject", "*", Condition=conditions))],
+    )
+    assert decision.reason == "implicit-deny"
