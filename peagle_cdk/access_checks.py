@@ -6,9 +6,14 @@ After the app synthesizes, CDK hands every stack's template to each plugin ("Pol
 README: a plugin implements IPolicyValidationPluginBeta1 and its validate() receives the template paths); this
 one evaluates, as IAM would, whether each principal may do what AWS will ask of it at runtime
 (peagle/access/check.py) and fails the synth on a missing grant, naming the principal, action, resource and
-the prop that grants it. Why a plugin as well as `peagle access`: a synth that would deploy an endpoint unable
-to read its own weights should not pass, in any app, without a second command to remember; the command checks an
-assembly already synthesized (a CI job's artifact), with the same engine and the same words.
+the prop that grants it. A request the templates cannot decide (a key or bucket named by ARN, the CDK bootstrap's
+asset bucket) lets the synth pass without a word, and `peagle access` lists each with what to verify by hand: a
+warning here would print on every synth of an app that builds its image in the account (its build context is in
+the bootstrap's bucket), and a warning on every synth trains users to skip the ones that matter.
+
+Why a plugin as well as `peagle access`: a synth that would deploy an endpoint unable to read its own weights
+should not pass, in any app, without a second command to remember; the command checks an assembly already
+synthesized (a CI job's artifact), with the same engine and the same words.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from aws_cdk import (
 )
 
 from peagle.access.assembly import Assembly
-from peagle.access.check import check_runtime_access, fix_for
+from peagle.access.check import Outcome, check_runtime_access, fix_for
 
 RULE = "peagle-runtime-access"
 
@@ -49,26 +54,23 @@ class RuntimeAccessChecks:
     def validate(self, context: IPolicyValidationContextBeta1) -> PolicyValidationPluginReportBeta1:
         paths = list(context.template_paths)
         outcomes = check_runtime_access(Assembly.from_template_files(paths))
-        violations = []
-        for outcome in outcomes:
-            if not outcome.missing:
-                continue
-            need, decision = outcome.need, outcome.decision
-            assert decision is not None, "a missing grant is a decision that denies"
-            logical_id = outcome.principal.split("/", 1)[-1]
-            template = next((path for path in paths if Path(path).stem.startswith(need.stack.id)), paths[0])
-            violations.append(
-                PolicyViolationBeta1(
-                    rule_name=RULE,
-                    description=f"{outcome.principal} may not {need.action} on {need.resource}: needed because "
-                    f"{need.why}. {decision.explain()}",
-                    fix=fix_for(outcome),
-                    severity="error",
-                    violating_resources=[
-                        PolicyViolatingResourceBeta1(
-                            resource_logical_id=logical_id, template_path=template, locations=[]
-                        )
-                    ],
-                )
-            )
+        violations = [_violation(outcome, paths) for outcome in outcomes if outcome.missing]
         return PolicyValidationPluginReportBeta1(success=not violations, violations=violations)
+
+
+def _violation(outcome: Outcome, paths: list[str]) -> PolicyViolationBeta1:
+    need, decision = outcome.need, outcome.decision
+    assert decision is not None, "a missing grant is a decision that denies"
+    template = next((path for path in paths if Path(path).stem.startswith(need.stack.id)), paths[0])
+    # The resource to point at: the role, or for a request by whoever deploys the stack, the resource asked for.
+    logical_id = need.resource_in[1] if need.deployer and need.resource_in else outcome.principal.split("/", 1)[-1]
+    return PolicyViolationBeta1(
+        rule_name=RULE,
+        description=f"{outcome.principal} may not {need.action} on {need.resource}: needed because {need.why}. "
+        f"{decision.explain()}",
+        fix=fix_for(outcome),
+        severity="error",
+        violating_resources=[
+            PolicyViolatingResourceBeta1(resource_logical_id=logical_id, template_path=template, locations=[])
+        ],
+    )

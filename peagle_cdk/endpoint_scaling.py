@@ -33,7 +33,15 @@ MICROSECONDS_PER_SECOND = 1_000_000
 
 def autoscaling_service_role(scope: Construct, id: str) -> iam.IRole:
     """Application Auto Scaling's service-linked role for SageMaker endpoints and components
-    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint)."""
+    (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint), referenced, not created.
+
+    Its trust policy is not the app's to write, so it carries no confused-deputy condition from here: "Application
+    Auto Scaling creates service-linked roles for you", "Each service-linked role trusts the specified service
+    principal to assume it", and "only the linked service can assume a service-linked role" (Application Auto
+    Scaling User Guide, "Service-linked roles for Application Auto Scaling",
+    https://docs.aws.amazon.com/autoscaling/application/userguide/application-auto-scaling-service-linked-roles.html);
+    of editing one, "You can edit the description of the service-linked roles created for Application Auto Scaling"
+    (Application Auto Scaling API Reference, same topic)."""
     return iam.Role.from_role_arn(
         scope,
         id,

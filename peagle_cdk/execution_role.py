@@ -28,6 +28,32 @@ def _nag_rendering(text: str) -> str:
     return text.replace(Aws.ACCOUNT_ID, "<AWS::AccountId>").replace(Aws.REGION, "<AWS::Region>")
 
 
+def trust_principal(source_arn_condition: bool) -> iam.ServicePrincipal:
+    """sagemaker.amazonaws.com, with the confused-deputy condition SageMaker documents for hosting when asked.
+
+    SageMaker Developer Guide, "Cross-service confused deputy prevention", section "SageMaker AI Inference"
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html#security-confused-deputy-inference):
+    the trust statement for "SageMaker AI real-time, serverless, and asynchronous inference" carries
+    ``"ArnLike": {"aws:SourceArn": "arn:aws:sagemaker:us-west-2:123456789012:*"}``; "because the account number is
+    part of the aws:SourceArn value, you do not need to specify an aws:SourceAccount value"; "Do not replace the
+    aws:SourceArn in this template with the full ARN of a specific model or endpoint. The ARN must be in the format
+    provided above. The asterisk in the ARN template does not stand for wildcard and should not be changed." That
+    form, with this stack's partition, Region and account, is what the role gets for production variants and
+    asynchronous endpoints.
+
+    Inference components are not among the features that section names, and neither condition is documented for
+    them: a positive condition on a key SageMaker does not send there fails ("If the key that you specify in a
+    policy condition is not present in the request context, the values do not match and the condition is false",
+    IAM User Guide, "IAM JSON policy elements: Condition operators"), which would refuse the AssumeRole every
+    component deploy needs. ``aws:SourceAccount`` alone has the same failure mode, so no form is safe without a
+    page saying what SageMaker sends; the role of a components endpoint keeps the plain trust statement.
+    """
+    if not source_arn_condition:
+        return iam.ServicePrincipal("sagemaker.amazonaws.com")
+    source_arn = f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"
+    return iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={"ArnLike": {"aws:SourceArn": source_arn}})
+
+
 class SageMakerExecutionRole(Construct):
     """Reads one model prefix and pulls one image; everything else is granted by ``grant_*``."""
 
@@ -40,6 +66,7 @@ class SageMakerExecutionRole(Construct):
         image_repository: ecr.IRepository,
         in_vpc: bool = False,
         role: iam.IRole | None = None,
+        source_arn_condition: bool = True,
     ) -> None:
         """
         :param artifacts: the prefix holding target/ and drafter/ (and its KMS key); only it is readable.
@@ -47,13 +74,16 @@ class SageMakerExecutionRole(Construct):
         :param image_repository: the ECR repository of the serving image; only it is pullable.
         :param in_vpc: grant the ENI permissions SageMaker needs to attach to your subnets (default: no VPC).
         :param role: your own role for SageMaker to assume (it must trust sagemaker.amazonaws.com); the
-            grants below go into a managed policy attached to it. Default: a new role.
+            grants below go into a managed policy attached to it, and its trust policy is left as it is.
+            Default: a new role.
+        :param source_arn_condition: the new role's trust carries SageMaker's documented confused-deputy condition
+            (``trust_principal`` says when it applies). Default: it does.
         """
         super().__init__(scope, id)
         self.role = role or iam.Role(
             self,
             "Role",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),  # pyright: ignore[reportArgumentType]
+            assumed_by=trust_principal(source_arn_condition),  # pyright: ignore[reportArgumentType]
             description="P-EAGLE endpoint execution role: reads model weights, writes logs and metrics",
         )
         # A customer-managed policy rather than an inline one (NIST 800-53 IAMNoInlinePolicy).
@@ -84,29 +114,33 @@ class SageMakerExecutionRole(Construct):
                 )
             )
         if in_vpc:
-            self.policy.add_statements(
-                iam.PolicyStatement(
-                    sid="AttachToVpc",
-                    actions=[
-                        "ec2:CreateNetworkInterface",
-                        "ec2:CreateNetworkInterfacePermission",
-                        "ec2:DeleteNetworkInterface",
-                        "ec2:DeleteNetworkInterfacePermission",
-                        "ec2:DescribeNetworkInterfaces",
-                        "ec2:DescribeVpcs",
-                        "ec2:DescribeDhcpOptions",
-                        "ec2:DescribeSubnets",
-                        "ec2:DescribeSecurityGroups",
-                    ],
-                    resources=["*"],
-                )
-            )
+            self._allow_vpc_attachment()
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
             "cloudwatch:PutMetricData, ecr:GetAuthorizationToken"
             + (" and the EC2 network-interface actions SageMaker uses for VPC attachment" if in_vpc else "")
             + " support no resource-level permissions.",
+        )
+
+    def _allow_vpc_attachment(self) -> None:
+        """The network-interface actions "If you specify a private VPC for your model" (CreateModel's page)."""
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="AttachToVpc",
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeSecurityGroups",
+                ],
+                resources=["*"],
+            )
         )
 
     def _bucket_arn(self, bucket_name: str) -> str:

@@ -364,7 +364,8 @@ class Assembly:
             return json.dumps(node)
         if isinstance(node, list):
             items = [item for item in (self._value(stack, item) for item in node) if item is not NO_VALUE]
-            return items if all(isinstance(item, str) for item in items) else None
+            texts = [item for item in items if isinstance(item, str)]
+            return texts if len(texts) == len(items) else None
         if isinstance(node, Mapping) and len(node) == 1:
             ((name, argument),) = node.items()
             function = self._functions.get(name)
@@ -431,7 +432,7 @@ class Assembly:
             resource = _resource(stack, logical_id) or {}
             kind = _kind_of(resource)
             pattern = (kind.ref if attribute is None else kind.attributes.get(attribute)) if kind else None
-            if pattern is None:
+            if kind is None or pattern is None:
                 return stack.placeholder(logical_id if attribute is None else f"{logical_id}.{attribute}")
             fields = self._fields(stack, logical_id, resource, kind)
             return pattern.format(**fields) if fields is not None else None

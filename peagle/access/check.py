@@ -4,8 +4,10 @@ For each need the principal's identity policies (its role's inline policies, the
 AWS::IAM::ManagedPolicy resources attached to it in any stack of the app, the AWS managed policies it names that
 this module knows) and the resource's policy (bucket policy, key policy, repository policy, secret and topic
 policies, a function's permissions) are evaluated as IAM evaluates a request within one account
-(peagle.access.policy_eval). A need whose principal is not in the app (a role passed in by ARN) cannot be decided
-from the templates: it is reported as not checked, never as granted.
+(peagle.access.policy_eval). A need the templates cannot decide is reported as not checked, with what was found
+and what to verify by hand, never as granted or denied: its principal is not in the app (a role passed in by ARN,
+whoever deploys the stack), or the policy that also decides it is not (a key, bucket, repository, secret or topic
+named by ARN; peagle/access/unchecked.py says which answers the templates still give for certain).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from peagle.access.assembly import Assembly, AssemblyStack
-from peagle.access.policy_eval import Decision, Policy, Request, evaluate
+from peagle.access.policy_eval import Decision, NotDecidable, Policy, Request, evaluate
 from peagle.access.requirements import FIXES, Need, runtime_needs
+from peagle.access.unchecked import Holder, deployer_verdict, outside_verdict, policy_holder
 
 # AWS managed policies the app's roles attach, as the AWS Managed Policy Reference Guide gives them
 # (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSLambdaBasicExecutionRole.html: "logs:
@@ -55,7 +58,8 @@ class Outcome:
     need: Need
     principal: str  # "<stack>/<logical id>" of the role, or the service principal
     decision: Decision | None
-    not_checked: str | None = None  # why the templates cannot decide it
+    not_checked: str | None = None  # what to verify by hand, when the templates cannot decide it
+    found: str | None = None  # what the templates do say about a request not checked
 
     @property
     def granted(self) -> bool:
@@ -68,11 +72,33 @@ class Outcome:
 
 def check_runtime_access(assembly: Assembly) -> list[Outcome]:
     """Every runtime need of the app, decided (or marked not checked)."""
-    return [_decide(assembly, need) for need in runtime_needs(assembly)]
+    return [_decide_or_not_checked(assembly, need) for need in runtime_needs(assembly)]
+
+
+def _decide_or_not_checked(assembly: Assembly, need: Need) -> Outcome:
+    """A need decided, or not checked where IAM's documentation does not settle the answer (NotDecidable: a key
+    IAM says every request carries whose value the templates cannot know, a variable in a Bool condition...)."""
+    try:
+        return _decide(assembly, need)
+    except NotDecidable as undecided:
+        principal = assembly.resolve(need.stack, need.principal) or str(need.principal)
+        return Outcome(
+            need,
+            principal,
+            None,
+            f"that {principal} may {need.action} on {need.resource}: the IAM policy simulator in the account can tell",
+            f"the policies involved cannot be decided from the templates: {undecided}",
+        )
 
 
 def _decide(assembly: Assembly, need: Need) -> Outcome:
-    resource_policy = _resource_policy(assembly, need.resource_in)
+    resource_in, outside = _policy_resource(assembly, need)
+    resource_policy = _resource_policy(assembly, resource_in)
+    if need.deployer:
+        verdict = deployer_verdict(need, resource_policy)
+        return Outcome(
+            need, f"the identity that deploys {need.stack.stack_name}", verdict.decision, verdict.verify, verdict.found
+        )
     if need.service_principal:
         request = Request(need.principal, need.action, need.resource, need.context)
         decision = evaluate(request, (), resource_policy)
@@ -80,18 +106,69 @@ def _decide(assembly: Assembly, need: Need) -> Outcome:
     role = _role(assembly, need.stack, need.principal)
     if role is None:
         shown = assembly.resolve(need.stack, need.principal) or str(need.principal)
-        return Outcome(need, shown, None, f"the role {shown} is not in this app: its policies are not in the templates")
+        return Outcome(
+            need,
+            shown,
+            None,
+            f"{shown} must be allowed {need.action} on {need.resource}",
+            f"the role {shown} is not in this app: its policies are not in the templates",
+        )
     role_stack, role_id = role
     arn = assembly.resolve(role_stack, {"Fn::GetAtt": [role_id, "Arn"]}) or f"${{{role_stack.id}/{role_id}}}"
     account = role_stack.account or "${AWS::AccountId}"
     policies, unknown = _identity_policies(assembly, role_stack, role_id)
     request = Request(arn, need.action, need.resource, need.context, principal_account=account)
+    shown = f"{role_stack.id}/{role_id}"
+    if outside is not None:
+        verdict = outside_verdict(need, request, policies, unknown, outside)
+        found = verdict.found and verdict.found + _created_by_template(assembly, outside)
+        return Outcome(need, shown, verdict.decision, verdict.verify, found)
     decision = evaluate(request, policies, resource_policy, resource_policy_must_allow=need.key_policy)
     if not decision.allowed and unknown:
-        return Outcome(
-            need, f"{role_stack.id}/{role_id}", None, f"not granted by the app's policies; {', '.join(unknown)} may"
-        )
-    return Outcome(need, f"{role_stack.id}/{role_id}", decision)
+        verify = f"{', '.join(unknown)} (not read here) must allow {need.action} on {need.resource}"
+        return Outcome(need, shown, None, verify, "the policies of this app attached to the role do not allow it")
+    return Outcome(need, shown, decision)
+
+
+def _policy_resource(assembly: Assembly, need: Need) -> tuple[tuple[AssemblyStack, str] | None, Holder | None]:
+    """The resource of the app whose policy also decides ``need`` (the need's own, else found by its ARN), or the
+    holder of that policy when it is not in the assembly (peagle/access/unchecked.py)."""
+    if need.resource_in is not None:
+        return need.resource_in, None
+    holder = policy_holder(need)
+    if holder is None:
+        return None, None
+    found = assembly.find_resource(need.stack, holder.resource)
+    return (found, None) if found is not None else (None, holder)
+
+
+def _created_by_template(assembly: Assembly, holder: Holder) -> str:
+    """What the app's repository creation template says of a repository ECR creates under its prefix (a pull-through
+    cache's), or "". Still not checked: "Once the repository creation template is created, all new repositories
+    created will have the settings applied. This doesn't have any effect on any previously created repositories"
+    (Amazon ECR User Guide, "Creating a repository creation template in Amazon ECR"), and a repository created before
+    it may have had an account-wide ROOT template's policy ("To apply a template to all repositories in your registry
+    that don't have an associated creation template, you can use ROOT as the prefix", CreateRepositoryCreationTemplate,
+    botocore ecr service-2.json)."""
+    if holder.policy != "repository policy":
+        return ""
+    name = holder.resource.partition(":repository/")[2]
+    for stack in assembly.stacks:
+        for template in stack.resources("AWS::ECR::RepositoryCreationTemplate").values():
+            properties = template.get("Properties", {})
+            prefix = assembly.resolve(stack, properties.get("Prefix"))
+            if (
+                prefix
+                and name.startswith(prefix.rstrip("/") + "/")
+                and "PULL_THROUGH_CACHE" in (properties.get("AppliedFor") or [])
+            ):
+                policy = "a repository policy" if properties.get("RepositoryPolicy") else "no repository policy"
+                return (
+                    f"; this app's repository creation template for {prefix}/ gives the repositories ECR creates from "
+                    f"now on {policy}; one created before it (by an earlier deploy) keeps what it was given then: "
+                    f"`aws ecr get-repository-policy --repository-name {name}` shows it"
+                )
+    return ""
 
 
 def _role(assembly: Assembly, stack: AssemblyStack, value: Any) -> tuple[AssemblyStack, str] | None:
@@ -172,14 +249,26 @@ def _resource_policy(assembly: Assembly, resource: tuple[AssemblyStack, str] | N
     if attached is None:
         return None
     policy_type, target_key, document_key = attached
-    statements = []
+    statements, versions = [], set()
     for policy in stack.resources(policy_type).values():
         policy_properties = policy.get("Properties", {})
         targets = policy_properties.get(target_key)
         targets = targets if isinstance(targets, list) else [targets]
         if any(assembly.find_resource(stack, target) == (stack, logical_id) for target in targets):
-            statements += _statement_list(assembly.resolve_document(stack, policy_properties[document_key]))
-    return Policy(f"{policy_type} of {where}", {"Statement": statements}) if statements else None
+            document = assembly.resolve_document(stack, policy_properties[document_key])
+            statements += _statement_list(document)
+            versions.add(document.get("Version"))
+    if not statements:
+        return None
+    # The statements of every policy attached to the resource, as one document of their shared Version: policy
+    # variables are substituted only under "Version": "2012-10-17" (IAM User Guide, IAM JSON policy elements:
+    # Version, "If you do not include a Version element, the value defaults to 2008-10-17, and newer features, such
+    # as policy variables, will not work"); documents of different Versions read as the older (no variables).
+    version = versions.pop() if len(versions) == 1 else None
+    return Policy(
+        f"{policy_type} of {where}",
+        {"Version": version, "Statement": statements} if version else {"Statement": statements},
+    )
 
 
 def _function_policy(assembly: Assembly, stack: AssemblyStack, function_id: str) -> Policy | None:
@@ -200,7 +289,10 @@ def _function_policy(assembly: Assembly, stack: AssemblyStack, function_id: str)
         if "SourceArn" in properties:
             statement["Condition"] = {"ArnLike": {"aws:SourceArn": assembly.resolve(stack, properties["SourceArn"])}}
         statements.append(statement)
-    return Policy(f"permissions of {stack.id}/{function_id}", {"Statement": statements}) if statements else None
+    # Lambda writes the function's resource-based policy itself, as "Version": "2012-10-17" (Lambda Developer Guide,
+    # "Viewing resource-based IAM policies in Lambda", its example policy: { "Version":"2012-10-17", "Id": "default", ...}).
+    document = {"Version": "2012-10-17", "Statement": statements}
+    return Policy(f"permissions of {stack.id}/{function_id}", document) if statements else None
 
 
 def _statement_list(document: dict) -> list[dict]:
@@ -221,12 +313,13 @@ def fix_for(outcome: Outcome) -> str:
 
 
 def report_lines(outcomes: Sequence[Outcome]) -> list[str]:
-    """Each missing grant (principal, action, resource, what it is for, what decided, the fix), then what could not
-    be checked, then a summary line."""
+    """Each missing grant (principal, action, resource, what it is for, what decided, the fix), then each request
+    not checked (what was found, what to verify by hand), then a summary line."""
     lines = []
     for outcome in outcomes:
         if outcome.missing:
             need = outcome.need
+            assert outcome.decision is not None, "a missing grant is a decision that denies"
             lines += [
                 f"MISSING  {outcome.principal} may not {need.action} on {need.resource}",
                 f"  needed: {need.why}",
@@ -236,7 +329,9 @@ def report_lines(outcomes: Sequence[Outcome]) -> list[str]:
     for outcome in outcomes:
         if outcome.not_checked:
             need = outcome.need
-            lines.append(f"not checked: {outcome.principal} {need.action} on {need.resource} ({outcome.not_checked})")
+            lines += [f"not checked: {outcome.principal} {need.action} on {need.resource}", f"  needed: {need.why}"]
+            lines += [f"  found: {outcome.found}"] if outcome.found else []
+            lines.append(f"  verify: {outcome.not_checked}")
     missing = sum(outcome.missing for outcome in outcomes)
     unchecked = sum(bool(outcome.not_checked) for outcome in outcomes)
     principals = len({outcome.principal for outcome in outcomes})

@@ -3,27 +3,30 @@
 The requests AWS will make once the stacks are deployed, each derived from a resource that causes it:
 
 - A SageMaker Model's execution role (``ExecutionRoleArn``), which SageMaker uses to serve it: pull its image,
-  list and read its weights and decrypt them with the bucket's key, write the container's logs, put metrics,
-  read a Hub token secret, attach to a VPC, read the endpoint's auto-rollback alarms, write async results and
-  notifications. The list and its scoping come from "CreateModel API: Execution Role Permissions" (SageMaker
-  Developer Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html#sagemaker-roles-createmodel-perms):
-  "cloudwatch:PutMetricData, logs:CreateLogStream, logs:PutLogEvents, logs:CreateLogGroup, logs:DescribeLogStreams,
-  s3:GetObject, s3:ListBucket, ecr:GetAuthorizationToken, ecr:BatchCheckLayerAvailability,
-  ecr:GetDownloadUrlForLayer, ecr:BatchGetImage", "Scope Amazon ECR permissions to a specific registry path that
-  you specify as the PrimaryContainer.Image"; "ensure that your execution role has permission to perform the
-  cloudwatch:DescribeAlarms action on your auto-rollback alarms"; "If you specify a private VPC for your model,
-  add the following permissions: ec2:CreateNetworkInterface, ..."; and for SSE-KMS inputs "kms:Decrypt" (same page,
-  CreateTrainingJob: "If your input is encrypted using server-side encryption with an AWS KMS-managed key
-  (SSE-KMS), add the following permissions").
+  list and read its weights and decrypt them with the bucket's key, create and write the container's log group and
+  streams, put metrics, read a Hub token secret, attach to a VPC. The list and its scoping come from "CreateModel
+  API: Execution Role Permissions" (SageMaker Developer Guide,
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html#sagemaker-roles-createmodel-perms; its
+  source, awsdocs/amazon-sagemaker-developer-guide doc_source/sagemaker-roles.md at 7a4c2e79, the last the index
+  holds): the policy's actions "cloudwatch:PutMetricData", "logs:CreateLogStream", "logs:PutLogEvents",
+  "logs:CreateLogGroup", "logs:DescribeLogStreams", "s3:GetObject", "s3:ListBucket", "ecr:GetAuthorizationToken",
+  "ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"; "Scope S3 permissions to
+  objects that you specify in the PrimaryContainer.ModelDataUrl"; "Scope Amazon ECR permissions to a specific
+  registry path that you specify as the PrimaryContainer.Image"; "If you plan to use the SageMaker deployment
+  guardrails feature ... ensure that your execution role has permission to perform the cloudwatch:DescribeAlarms
+  action on your auto-rollback alarms"; "If you specify a private VPC for your model, add the following
+  permissions: ec2:CreateNetworkInterface, ..."; and for SSE-KMS inputs "kms:Decrypt" (same page, CreateTrainingJob:
+  "If your input is encrypted using server-side encryption with an AWS KMS-managed key (SSE-KMS), add the following
+  permissions"). What the endpoints add (rollback alarms, asynchronous inference, Data Capture, the ML storage
+  volume's key) is in peagle/access/endpoint_needs.py.
 - The in-account image build (peagle_cdk/serving_image_build.py): its CodeBuild role reads the build context
   and pushes the image ("IAM permissions for pushing an image to an Amazon ECR private repository",
   https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html: "ecr:CompleteLayerUpload,
   ecr:UploadLayerPart, ecr:InitiateLayerUpload, ecr:BatchCheckLayerAvailability, ecr:PutImage, ecr:BatchGetImage"
   on the repository, "ecr:GetAuthorizationToken" on "*"), pulls the base (through a pull-through cache: "ecr:
   BatchImportUpstreamImage" and "ecr:CreateRepository", ECR User Guide, pull-through-cache-iam.html) and writes its
-  logs; its handler asks ECR for the tag and starts the build; EventBridge invokes the handler when a build ends
-  (the function's resource policy must allow events.amazonaws.com from the rule: "Amazon EventBridge (CloudWatch
-  Events) ... permission to invoke your function", Lambda Developer Guide, "Using resource-based policies").
+  logs; its handler asks ECR for the tag, finds, starts and polls the build and hands its watch on to itself
+  (peagle/access/build_needs.py quotes what each of those needs).
 
 Each need carries what it is for and the prop or deployment-file key that grants it, so a missing grant can be
 fixed in the caller's terms. Requests to S3 carry ``aws:SecureTransport: true`` (SageMaker and CodeBuild call S3
@@ -33,7 +36,7 @@ over HTTPS), which is what a bucket's enforce-SSL deny tests.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +76,11 @@ ECR_PUSH = (
     "ecr:BatchGetImage",
 )
 HTTPS = {"aws:SecureTransport": True}
+# The metadata key under which an asynchronous endpoint config records where its callers put InvokeEndpointAsync
+# inputs (peagle_cdk/async_endpoint.py writes it): the template's only statement of the input location, which
+# each request names ("InputLocation: The Amazon S3 URI where the inference request payload is stored", botocore
+# 1.44.5 sagemaker-runtime InvokeEndpointAsync).
+ASYNC_INPUT_METADATA_KEY = "peagle:AsyncInputS3Uri"
 
 # The prop or deployment-file key that grants each kind of need, in the caller's words.
 FIXES = {
@@ -82,14 +90,24 @@ FIXES = {
     "artifacts.s3_uri); with a role of your own, grant s3:GetObject on <prefix>* and s3:ListBucket on the bucket",
     "weights-key": "ModelWeights.from_bucket(bucket, prefix) takes the bucket's encryption_key (or key=...); "
     "deployment file: artifacts.kms_key_arn; the key's policy must allow the role or its account",
-    "logs": "PeagleEndpoint grants its log groups; with a role of your own, grant logs:CreateLogStream and "
-    "logs:PutLogEvents on the endpoint's log group",
+    "logs": "PeagleEndpoint grants its log groups; with a role of your own, grant logs:CreateLogGroup, "
+    "logs:DescribeLogStreams, logs:CreateLogStream and logs:PutLogEvents on arn:aws:logs:<region>:<account>:log-group:"
+    "<the endpoint's or component's log group>:*",
     "metrics": "PeagleEndpoint grants cloudwatch:PutMetricData; with a role of your own, grant it on '*'",
     "hub-token": "ModelWeights.from_hub(token_secret_arn=...) grants it (deployment file: artifacts.hf_token_secret_arn)",
     "vpc": "PeagleEndpoint grants them when it gets vpc= or vpc_subnets= (deployment file: network.vpc)",
     "rollback-alarms": "PeagleEndpoint.add_rollback_alarms(alarms) grants them (EndpointMonitoring calls it); "
     "for alarms set on cfn_endpoint directly, grant cloudwatch:DescribeAlarms on each",
     "async": "PeagleEndpoint.add_async_endpoint(bucket_name=..., bucket_key=...) grants them",
+    "async-input": "PeagleEndpoint.add_async_endpoint(bucket_name=...) grants read on the bucket's async/input/ prefix: "
+    "put InvokeEndpointAsync inputs there; with a role of your own, grant s3:GetObject on the input prefix",
+    "async-key": "PeagleEndpoint.add_async_endpoint(bucket_key=...) takes the async bucket's KMS key (default: the "
+    "weights' key) and grants it; the key's policy must allow the role or its account",
+    "topic-key": "PeagleEndpoint.add_async_endpoint grants kms:GenerateDataKey and kms:Decrypt on each notification "
+    "topic's key; with a role of your own, grant them on the topic's KmsMasterKeyId",
+    "volume-key": "PeagleEndpoint's VolumeKey (or volume_key=...) must let the identity that deploys the stack "
+    "kms:CreateGrant: the key policy allows it directly, or allows the account and that identity's IAM policy "
+    "allows it (with `cdk deploy`, the bootstrap's CloudFormation execution role)",
     "capture": "PeagleEndpoint(capture=DataCapture(...)) grants them (deployment file: capture.enabled); a key of "
     "your own (DataCapture(key=...), capture.kms_key_arn) must allow the role in its key policy",
     "build": "peagle_cdk/serving_image_build.py grants it to the stack's image builder: a missing grant here is a "
@@ -111,7 +129,10 @@ class Need:
     # The resource whose policy also decides (a bucket, key, repository, secret, topic, function), if in the app.
     resource_in: tuple[AssemblyStack, str] | None = None
     key_policy: bool = False  # a KMS key: its policy must allow (directly or through the account)
-    service_principal: bool = False  # the caller is an AWS service (EventBridge), decided by resource policy alone
+    service_principal: bool = False  # the caller is an AWS service principal, decided by resource policy alone
+    # The caller is whoever deploys the stack (CloudFormation's service role, or the deployer's own credentials): not
+    # in the templates, so only the resource's side can be read (peagle.access.check says what it decides).
+    deployer: bool = False
 
 
 def runtime_needs(assembly: Assembly) -> list[Need]:
@@ -120,9 +141,7 @@ def runtime_needs(assembly: Assembly) -> list[Need]:
     for stack in assembly.stacks:
         for logical_id, model in stack.resources("AWS::SageMaker::Model").items():
             needs += _model_needs(assembly, stack, logical_id, model)
-        needs += _rollback_alarm_needs(assembly, stack)
-        needs += _async_needs(assembly, stack)
-        needs += _capture_needs(assembly, stack)
+        needs += endpoint_needs(assembly, stack)
         needs += build_needs(assembly, stack)
     return needs
 
@@ -130,7 +149,7 @@ def runtime_needs(assembly: Assembly) -> list[Need]:
 # --- SageMaker models ----------------------------------------------------------------------------------------
 
 
-def _model_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, model: dict) -> list[Need]:
+def _model_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, model: Mapping[str, Any]) -> list[Need]:
     properties = model.get("Properties", {})
     role = properties.get("ExecutionRoleArn")
     if role is None:
@@ -163,12 +182,24 @@ def _model_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, mode
         why = f"SageMaker attaches Model {logical_id}'s instances to its VPC subnets"
         needs += [Need(stack, role, action, "*", why, "vpc") for action in EC2_NETWORK_ACTIONS]
     for group in _log_groups_of(assembly, stack, logical_id):
-        stream = f"{group}:log-stream:instance"
-        why = f"Model {logical_id}'s container writes its logs (and KPI lines) to {group.split(':log-group:')[-1]}"
-        needs += [
-            Need(stack, role, action, stream, why, "logs") for action in ("logs:CreateLogStream", "logs:PutLogEvents")
-        ]
+        needs += _log_needs(stack, role, logical_id, group)
     return needs
+
+
+def _log_needs(stack: AssemblyStack, role: Any, model_id: str, group: str) -> list[Need]:
+    """The page's four logs actions on one log group. The group-level two are asked of the group's ARN with its
+    trailing ":*": "This version of the ARN includes a trailing :* after the log group name. Use this version to
+    refer to the ARN in IAM policies when specifying permissions for most API actions. The exception is ...
+    TagResource, UntagResource, and ListTagsForResource" (botocore 1.44.5 logs, LogGroup.arn); the stream-level two
+    of a stream in it (SageMaker names one per instance at run time)."""
+    why = f"Model {model_id}'s container writes its logs (and KPI lines) to {group.split(':log-group:')[-1]}"
+    return [
+        Need(stack, role, action, f"{group}:*", why, "logs")
+        for action in ("logs:CreateLogGroup", "logs:DescribeLogStreams")
+    ] + [
+        Need(stack, role, action, f"{group}:log-stream:instance", why, "logs")
+        for action in ("logs:CreateLogStream", "logs:PutLogEvents")
+    ]
 
 
 def _image_needs(assembly: Assembly, stack: AssemblyStack, role: Any, model_id: str, container: dict) -> list[Need]:
@@ -269,122 +300,7 @@ def _in_stack(stack: AssemblyStack, arn_prefix: str) -> str:
     )
 
 
-# --- endpoints: rollback alarms, asynchronous results ------------------------------------------------------------
-
-
-def _roles_of_endpoint(assembly: Assembly, stack: AssemblyStack, config_value: Any) -> list[Any]:
-    """The execution roles of the Models an endpoint config serves (its variants' models, or its own role)."""
-    found = assembly.find_resource(stack, config_value)
-    if found is None:
-        return []
-    config = found[0].template["Resources"][found[1]].get("Properties", {})
-    roles = [config["ExecutionRoleArn"]] if config.get("ExecutionRoleArn") else []
-    for variant in config.get("ProductionVariants", []):
-        model = assembly.find_resource(found[0], variant.get("ModelName")) if variant.get("ModelName") else None
-        if model is not None:
-            role = model[0].template["Resources"][model[1]].get("Properties", {}).get("ExecutionRoleArn")
-            if role is not None and role not in roles:
-                roles.append(role)
-    return roles
-
-
-def _rollback_alarm_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
-    needs = []
-    deployments = [
-        (endpoint.get("Properties", {}).get("DeploymentConfig") or {}, endpoint["Properties"].get("EndpointConfigName"))
-        for endpoint in stack.resources("AWS::SageMaker::Endpoint").values()
-    ]
-    roles_of = [(deployment, _roles_of_endpoint(assembly, stack, config)) for deployment, config in deployments]
-    # An inference component rolls out on its own, under its own DeploymentConfig, with its Model's role.
-    for component in stack.resources("AWS::SageMaker::InferenceComponent").values():
-        properties = component.get("Properties", {})
-        model = assembly.find_resource(stack, (properties.get("Specification") or {}).get("ModelName"))
-        role = model and model[0].template["Resources"][model[1]].get("Properties", {}).get("ExecutionRoleArn")
-        roles_of.append((properties.get("DeploymentConfig") or {}, [role] if role is not None else []))
-    for deployment, roles in roles_of:
-        alarms = (deployment.get("AutoRollbackConfiguration") or {}).get("Alarms", [])
-        for role in roles:
-            for alarm in alarms:
-                name = assembly.resolve(stack, alarm.get("AlarmName"))
-                arn = _in_stack(stack, f"arn:aws:cloudwatch:${{AWS::Region}}:${{AWS::AccountId}}:alarm:{name}")
-                why = f"SageMaker reads auto-rollback alarm {name} during an endpoint update"
-                needs.append(Need(stack, role, "cloudwatch:DescribeAlarms", arn, why, "rollback-alarms"))
-    return needs
-
-
-def _async_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
-    needs = []
-    for config_id, config in stack.resources("AWS::SageMaker::EndpointConfig").items():
-        settings = config.get("Properties", {}).get("AsyncInferenceConfig")
-        if not settings:
-            continue
-        roles = _roles_of_endpoint(assembly, stack, {"Ref": config_id})
-        output = settings.get("OutputConfig") or {}
-        for path_key in ("S3OutputPath", "S3FailurePath"):
-            found = S3_URI.match(assembly.resolve(stack, output.get(path_key)) or "")
-            if found is None:
-                continue
-            arn = f"arn:aws:s3:::{found['bucket']}/{found['key'].rstrip('/')}/result.out"
-            bucket = assembly.find_resource(stack, f"arn:aws:s3:::{found['bucket']}")
-            why = (
-                f"SageMaker writes asynchronous results of {config_id} under {output.get(path_key) and found.group(0)}"
-            )
-            needs += [Need(stack, role, "s3:PutObject", arn, why, "async", dict(HTTPS), bucket) for role in roles]
-        topics = output.get("NotificationConfig") or {}
-        for topic_key in ("SuccessTopic", "ErrorTopic"):
-            if topic_key not in topics:
-                continue
-            arn = assembly.resolve(stack, topics[topic_key]) or "${?unresolved}"
-            topic = assembly.find_resource(stack, topics[topic_key])
-            why = f"SageMaker publishes {config_id}'s asynchronous {topic_key} notifications"
-            needs += [Need(stack, role, "sns:Publish", arn, why, "async", resource_in=topic) for role in roles]
-    return needs
-
-
-def _capture_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
-    """SageMaker Data Capture writes with the endpoint's execution role: the capture guide's "make sure the role ...
-    has s3:PutObject permissions. This is the bucket into which the data is captured" (SageMaker Developer Guide,
-    "Capture data"), and, with a KmsKeyId, kms:GenerateDataKey to put an SSE-KMS object ("To upload an object
-    encrypted with an AWS KMS key to Amazon S3, you need kms:GenerateDataKey permissions on the key", Amazon S3 User
-    Guide, "Using server-side encryption with AWS KMS keys (SSE-KMS)"). Files go under
-    {DestinationS3Uri}/{endpoint-name}/{variant-name}/yyyy/mm/dd/hh/ ("Capture data from real-time endpoint")."""
-    needs = []
-    for config_id, config in stack.resources("AWS::SageMaker::EndpointConfig").items():
-        settings = config.get("Properties", {}).get("DataCaptureConfig")
-        if not settings or settings.get("EnableCapture") is False:
-            continue
-        roles = _roles_of_endpoint(assembly, stack, {"Ref": config_id})
-        destination = assembly.resolve(stack, settings.get("DestinationS3Uri")) or ""
-        found = S3_URI.match(destination)
-        if found is None:
-            continue
-        arn = (
-            f"arn:aws:s3:::{found['bucket']}/{found['key'].rstrip('/')}/endpoint/AllTraffic/2026/01/01/00/capture.jsonl"
-        )
-        bucket = assembly.find_resource(stack, f"arn:aws:s3:::{found['bucket']}")
-        why = f"SageMaker Data Capture writes {config_id}'s captured requests under {destination}"
-        needs += [Need(stack, role, "s3:PutObject", arn, why, "capture", dict(HTTPS), bucket) for role in roles]
-        key_value = settings.get("KmsKeyId")
-        if key_value is None:
-            continue
-        key_arn = assembly.resolve(stack, key_value) or "${?unresolved}"
-        needs += [
-            Need(
-                stack,
-                role,
-                "kms:GenerateDataKey",
-                key_arn,
-                f"{why}, encrypted with its KmsKeyId",
-                "capture",
-                {"kms:ViaService": _in_stack(stack, "s3.${AWS::Region}.amazonaws.com")},
-                assembly.find_resource(stack, key_value),
-                key_policy=True,
-            )
-            for role in roles
-        ]
-    return needs
-
-
-# The image build's needs live in their own module (they change with peagle_cdk/serving_image_build.py); imported
-# last because that module builds on Need and the constants above.
+# The endpoints' and the image build's needs live in modules of their own (they change with their constructs);
+# imported last because those modules build on Need and the helpers above.
 from peagle.access.build_needs import build_needs  # noqa: E402
+from peagle.access.endpoint_needs import endpoint_needs  # noqa: E402
