@@ -1,24 +1,83 @@
 """The serving image built inside the account during `cdk deploy`: no Docker on the deploying machine and no
-multi-gigabyte push from it, and a build that is safe to deploy, redeploy and roll back.
+multi-gigabyte push from it, and a build that cannot fail a deploy whose image exists, cannot be answered by anyone
+else, and is safe to redeploy and roll back.
 
 How it works. The build context (inference_image/, a few hundred KB) is uploaded as an S3 file asset. A custom
-resource (``Custom::PeagleServingImageBuild``, handled by peagle_cdk/image_build_handler/index.py) names the image
-by its **tag, the hash of what it is built from** (the context's files as Docker reads them, the platform, the
-vLLM base, this module's build recipe): the same context gives the same tag on every synth. On Create or Update
-the handler asks ECR whether the repository holds that tag; if it does, the resource succeeds in seconds and
-nothing is pulled or built, so a redeploy of an unchanged context, a second endpoint on the same context, and a
-**rollback** all cost nothing ("If an Update event fails, CloudFormation will issue an additional Update with the
-previous properties", aws-cdk packages/aws-cdk-lib/custom-resources/README.md: the previous properties name the
-previous tag, which exists). Otherwise it starts a CodeBuild build and CloudFormation is answered when the build
-ends, from CodeBuild's "Build State Change" event (EventBridge), whatever ended it.
+resource (``Custom::PeagleServingImageBuild``, handled by peagle_cdk/image_build_handler/) names the image by its
+**tag, the hash of what it is built from** (the context's files as Docker reads them, the platform, the vLLM base,
+this module's build recipe): the same context gives the same tag on every synth. On Create or Update the handler
+asks ECR whether the repository holds that tag; if it does, the resource succeeds in seconds and nothing is pulled or
+built, so a redeploy of an unchanged context, a second endpoint on the same context, and a **rollback** all cost
+nothing ("If an Update event fails, CloudFormation will issue an additional Update with the previous properties",
+aws-cdk packages/aws-cdk-lib/custom-resources/README.md: the previous properties name the previous tag, which
+exists). Otherwise it watches a CodeBuild build of that image, adopting one still running or starting one, and
+answers when the build ends, **checking the tag before any answer**.
 
-One builder per stack (``ServingImageBuilds``, a child of the stack): one CodeBuild project and role, one
-handler, one repository for the images it builds unless you give one, one pull-through cache rule per Docker Hub
-secret, and one build per distinct image, however many endpoints use it. The build role reads exactly the build
-contexts' objects (s3:GetObject on each object's ARN), so two contexts in one stack never block each other (the
-deploy-time-build library used before granted the whole assets bucket and narrowed it with a Deny per build under
-one Sid; two such Denies blocked both builds: "an explicit deny in any policy overrides any allows", IAM User
-Guide, "Policy evaluation logic").
+The races it is built for (each has a test in tests/infra/test_image_build_races.py):
+
+- CloudFormation invokes the handler asynchronously, and "it's possible for it to receive the same event from Lambda
+  multiple times" (Lambda Developer Guide, "How Lambda handles errors and retries with asynchronous invocation"): the
+  build starts with an ``idempotencyToken`` derived from the request, "valid for 5 minutes" (botocore codebuild
+  service-2.json, StartBuildInput), and a build of the same image still running is adopted before any start, so a
+  duplicate request is the same build.
+- The repository's tags are immutable, so of two builds of one tag the second push fails (a redeploy while a build
+  CloudFormation gave up on still runs, a build not adopted): the handler answers from the tag, not from the build's
+  status, so a build that failed after another pushed the tag is a SUCCESS.
+- CodeBuild's "Build State Change" events are delivered "best effort" (EventBridge): nothing here waits for one.
+  The handler polls the build (BatchGetBuilds) and, a minute before its own 15-minute timeout, hands the watch to a
+  new invocation of itself; two independent watch chains run per request, so one lost invocation breaks neither
+  ("If your function does not have enough capacity to keep up with the queue, events may be lost", botocore lambda
+  service-2.json, Invoke). A chain is at most ~5 invocations, below the 16 at which Lambda stops a recursive chain.
+- The request's ResponseURL lets whoever holds it answer for the stack. It reaches no build (the builds' variables
+  name the image only), no log line and no other service: it travels only in the events this function receives.
+
+Why not CDK's Provider framework (aws_cdk.custom_resources.Provider with an is_complete_handler), read in aws-cdk-lib
+2.275.0 (custom-resources/README.md and lib/provider-framework/runtime/framework.js as the jsii package ships them):
+
+- It moves the ResponseURL from the build's variables to Step Functions: its onEvent starts the waiter with ``input:
+  JSON.stringify(resourceEvent)``, the URL included, and its README says so: "the Custom Resource Provider Framework
+  will write the value of ResponseURL ... in a readable form to the AWS Step Functions execution history. Anybody who
+  can list and read AWS StepFunction executions in your account will be able to write a fake response to this URL".
+  The fix (the URL in SSM Parameter Store) is aws/aws-cdk pull request #38652, open, for issue #21224, open since 2022
+  ("Security has deemed this a medium priority security issue").
+- It does not absorb duplicate deliveries: each delivery of the request invokes the user's onEvent and starts one more
+  waiter execution (StartExecution without a name), so the idempotent start would still be this handler's.
+- Its total timeout gains nothing: "The maximum timeout is 1 hour" (provider.d.ts, totalTimeout), CloudFormation's
+  own ServiceTimeout ceiling (3600 s).
+- A switch would change every build resource's ServiceToken, which the resource schema makes create-only
+  (AWS::CloudFormation::CustomResource, createOnlyProperties ["/properties/ServiceToken"], as cfn-lint ships it) and
+  CloudFormation refuses on update ("Modifying service token is not allowed", e.g. aws/aws-pdk pull request #501):
+  every stack deployed with this builder would fail its next update.
+- Cost is not what decides: a poll of the framework is a state transition ("each retry will be charged as an
+  additional state transition", $0.025 per 1,000 in us-east-1, https://aws.amazon.com/step-functions/pricing/) and
+  two Lambda invocations (the framework's isComplete and the user's); this watch is at most two 128 MB functions for
+  the build's length, 2 x 0.125 GB x 3,420 s = 855 GB-seconds, about $0.014 a build at "$0.00001667 for every
+  GB-second" ("How AWS Pricing Works", Lambda), nothing while no build runs.
+
+Trust policies, with the confused-deputy conditions each service documents:
+
+- CodeBuild's service role may be assumed by codebuild.amazonaws.com for this stack's project only:
+  ``StringEquals aws:SourceAccount`` and ``ArnLike aws:SourceArn`` on the project's ARN, the form CodeBuild's requests
+  carry ("ArnLike": {"aws:SourceArn": "arn:aws:codebuild:region:123456789012:project/project-name"}, "StringEquals":
+  {"aws:SourceAccount": "123456789012"} for codebuild.amazonaws.com: Amazon ECR User Guide, "Cross-service confused
+  deputy prevention"; the same pair in the CodeBuild User Guide's "Amazon ECR sample"). The CodeBuild User Guide's
+  own page for it, https://docs.aws.amazon.com/codebuild/latest/userguide/cross-service-confused-deputy-prevention.html,
+  was found by title only, not read. The project ARN is built from a name this module gives the project
+  (``<stack name>-serving-images``): the project's GetAtt in its own role's trust policy would be a circular
+  dependency (the project names the role).
+- The handler's role (lambda.amazonaws.com) has none: Lambda's execution-role page asks only that "the role's trust
+  policy must specify the Lambda service principal" (Lambda Developer Guide, "Lambda execution role"), and a condition
+  Lambda did not satisfy would stop every build answer.
+- The pull-through cache's repository-creation role (ecr.amazonaws.com, serving_image_cache.py) has none: the ECR
+  User Guide's trust policy for it has no condition ("Create an IAM role for repository creation templates").
+
+One builder per stack (``ServingImageBuilds``, a child of the stack): one CodeBuild project and role, one handler,
+one repository for the images it builds unless you give one, one pull-through cache rule (with its repository
+creation template) per Docker Hub secret, and one build per distinct image, however many endpoints use it. The build
+role reads exactly the build contexts' objects (s3:GetObject on each object's ARN), so two contexts in one stack never
+block each other (the deploy-time-build library used before granted the whole assets bucket and narrowed it with a
+Deny per build under one Sid; two such Denies blocked both builds: "an explicit deny in any policy overrides any
+allows", IAM User Guide, "Policy evaluation logic").
 
 The images stay. The repository's lifecycle rule expires untagged images only, and its tags are immutable, so the
 image a deployed Model names can never be expired or re-pointed: ECR lifecycle rules act on the images their
@@ -36,8 +95,10 @@ The time budget. CloudFormation waits at most an hour for a custom resource (Ser
 in seconds, that can elapse before a custom resource operation times out. The value must be an integer from 1 to
 3600. The default value is 3600 seconds", AWS::CloudFormation::CustomResource). A build may queue for
 QUEUED_TIMEOUT and run for BUILD_TIMEOUT (CodeBuild project TimeoutInMinutes, 5-2160, default 60, and
-QueuedTimeoutInMinutes, 5-480, default 480: AWS::CodeBuild::Project), and the resource's own ServiceTimeout is set
-just past both, so CodeBuild's timeout, reported with the build's log, always comes first.
+QueuedTimeoutInMinutes, 5-480, default 480: AWS::CodeBuild::Project), so CodeBuild ends every build within 55
+minutes of its start; the handler's watch lasts WATCH_BUDGET (past those, plus the minute StartBuild may retry while
+IAM propagates and a poll to see the end), and the resource's ServiceTimeout is just past the watch, so the handler's
+answer, with the build's log, always comes first.
 
 Where the build pulls the pinned vLLM base from (the Dockerfile's VLLM_IMAGE build argument):
 
@@ -60,8 +121,10 @@ Where the build pulls the pinned vLLM base from (the Dockerfile's VLLM_IMAGE bui
   image and import it to your private registry" and "ecr:CreateRepository ... required if the repository storing
   the cached images doesn't already exist" ("IAM permissions required to sync an upstream registry with an Amazon
   ECR private registry", https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html), on
-  the cache's repositories only.
-- ``BaseImage.existing_pull_through_cache(prefix)``: a Docker Hub pull-through cache rule you already have.
+  the cache's repositories only. The repositories the cache creates get a lifecycle and the stack's encryption from
+  a repository creation template for the rule's prefix (serving_image_cache.py).
+- ``BaseImage.existing_pull_through_cache(prefix)``: a Docker Hub pull-through cache rule you already have (its
+  repositories' lifecycle is yours: docs/deployment.md, "Deleting").
 - ``BaseImage.mirror(repository, tag)`` / ``mirror_uri(uri)``: from an ECR repository of yours that holds the
   base, in the endpoint's account and region (the build logs in to that one registry).
 
@@ -99,8 +162,6 @@ from aws_cdk import (
 )
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -110,6 +171,7 @@ from constructs import Construct
 
 from peagle.catalog import load_catalog
 from peagle_cdk.nag import acknowledge
+from peagle_cdk.serving_image_cache import CacheRepositories, nag_place
 from peagle_cdk.settings_model import ECR_IMAGE
 
 # The Dockerfile's build argument that names the vLLM base (inference_image/Dockerfile: ARG VLLM_IMAGE).
@@ -121,8 +183,22 @@ PLATFORM = "linux/amd64"
 BUILD_COMPUTE_TYPE = codebuild.ComputeType.MEDIUM
 BUILD_TIMEOUT = Duration.minutes(45)
 QUEUED_TIMEOUT = Duration.minutes(10)
-# Past the queue and the build, with two minutes for the build-ended event and the answer; within 3600 s.
-SERVICE_TIMEOUT = Duration.minutes(57)
+# The handler's watch, from the request: past the queue and the build (55 minutes), the minute StartBuild may retry
+# while IAM propagates, and a poll to see the end.
+WATCH_BUDGET = Duration.minutes(57)
+POLL_INTERVAL = Duration.seconds(20)
+# CloudFormation's wait for the resource: past the watch, so the handler's answer always comes first; within 3600 s.
+SERVICE_TIMEOUT = Duration.minutes(59)
+# Each invocation of the handler watches up to this long, then hands the watch on: "the maximum allowed value is 900
+# seconds" (AWS::Lambda::Function Timeout, the resource schema as cfn-lint ships it).
+HANDLER_TIMEOUT = Duration.minutes(15)
+# The handler's settings (peagle_cdk/image_build_handler/index.py reads them by these names).
+WATCH_SECONDS_VARIABLE = "PEAGLE_BUILD_WATCH_SECONDS"
+POLL_SECONDS_VARIABLE = "PEAGLE_BUILD_POLL_SECONDS"
+# The project's name, from the stack's: its ARN is in the role's trust policy, which cannot reference the project.
+PROJECT_NAME_SUFFIX = "-serving-images"
+# The handler's resource-policy statement that lets the watch invoke the function again.
+WATCH_PERMISSION_ID = "WatchHandOff"
 BUILD_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 # Part of every tag: raise it when the build spec changes what an image holds, so every context builds anew.
 BUILD_RECIPE = 1
@@ -133,7 +209,8 @@ BUILDER_ID = "PeagleServingImages"
 
 # buildspec version 0.2: "CodeBuild runs all commands in the same instance of the default shell" (CodeBuild User
 # Guide, "Build specification reference", version), so `cd` and variables carry from one command to the next.
-# The variables come from the handler's StartBuild (peagle_cdk/image_build_handler/index.py, start_build).
+# The variables come from the handler's StartBuild (peagle_cdk/image_build_handler/image_builds.py, Image.build_variables):
+# the image and its inputs, nothing of the CloudFormation request.
 BUILD_SPEC = {
     "version": "0.2",
     "env": {"shell": "bash"},
@@ -314,8 +391,8 @@ class BaseImage:
                 resource_arns=[cached],
             )
             acknowledge(
-                builds.project,
-                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecr:{_nag_place(builds)}:repository/{prefix}/*]",
+                builds.build_role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecr:{nag_place(builds)}:repository/{prefix}/*]",
                 "The pull-through cache creates one repository per upstream image under its prefix on the first "
                 "pull; the build may pull and import under that prefix only.",
             )
@@ -337,13 +414,23 @@ class ServingImageBuilds(Construct):
         self._repository: ecr.Repository | None = None
         self._builds: dict[tuple[str, str], BuiltImage] = {}
         self._cache_rules: dict[str, tuple[str, ecr.CfnPullThroughCacheRule]] = {}
+        self._cache_repositories: CacheRepositories | None = None
         self.said_docker_hub = False
         self.log_group = logs.LogGroup(
             self, "BuildLogs", retention=BUILD_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
         )
+        self.project_name = Stack.of(self).stack_name + PROJECT_NAME_SUFFIX
+        self.build_role = iam.Role(
+            self,
+            "ProjectRole",
+            description="The serving image builds' CodeBuild service role (peagle_cdk/serving_image_build.py)",
+            assumed_by=codebuild_principal(Stack.of(self), self.project_name),  # pyright: ignore[reportArgumentType]
+        )
         self.project = codebuild.Project(
             self,
             "Project",
+            project_name=self.project_name,
+            role=self.build_role,  # pyright: ignore[reportArgumentType]
             description="Builds the P-EAGLE serving image during `cdk deploy` (peagle_cdk/serving_image_build.py)",
             build_spec=codebuild.BuildSpec.from_object(BUILD_SPEC),
             environment=codebuild.BuildEnvironment(
@@ -355,44 +442,56 @@ class ServingImageBuilds(Construct):
             queued_timeout=QUEUED_TIMEOUT,
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)),
         )
-        self.handler = lambda_.Function(
+        self.handler = self._watching_handler()
+        _acknowledge_builder(self)
+
+    def _watching_handler(self) -> lambda_.Function:
+        """The custom-resource handler: asks ECR for the tag, finds or starts the build, watches it and hands the
+        watch to a new invocation of itself (peagle_cdk/image_build_handler/index.py)."""
+        handler = lambda_.Function(
             self,
             "Handler",
-            description="Answers CloudFormation for the serving image build: the tag exists, or a CodeBuild build",
+            description="Answers CloudFormation for the serving image build: the tag exists, or the watched build",
             runtime=lambda_.Runtime.PYTHON_3_14,
             handler="index.handler",
-            code=lambda_.Code.from_asset(str(HANDLER_DIR)),
-            timeout=Duration.minutes(2),
+            # The modules only: a test run's bytecode cache would change the asset's hash from machine to machine.
+            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
+            timeout=HANDLER_TIMEOUT,
+            environment={
+                WATCH_SECONDS_VARIABLE: str(int(WATCH_BUDGET.to_seconds())),
+                POLL_SECONDS_VARIABLE: str(int(POLL_INTERVAL.to_seconds())),
+            },
             log_group=logs.LogGroup(
                 self, "HandlerLogs", retention=BUILD_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
             ),
         )
-        self.handler.add_to_role_policy(
-            iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=[self.project.project_arn])
+        # StartBuild, BatchGetBuilds and ListBuildsForProject are granted on the project: "BatchGetBuilds ... Resource:
+        # arn:aws:codebuild:region-ID:account-ID:project/project-name" (CodeBuild User Guide, "AWS CodeBuild
+        # permissions reference"); its identity-based policy examples scope all three to project ARNs ("Allow a User to
+        # Get Information About Builds", "... a List of Build IDs for a Build Project", "... Begin Running Builds").
+        handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["codebuild:StartBuild", "codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"],
+                resources=[self.project.project_arn],
+            )
+        )
+        # The watch hands itself on by invoking this function. In the function's resource policy, not its role's: the
+        # role's policy would name the function, which depends on that policy (a circular dependency). "The AWS
+        # service, AWS account, IAM user, or IAM role that invokes the function" (botocore lambda service-2.json,
+        # AddPermission Principal); within one account either policy may allow (IAM User Guide, "Policy evaluation
+        # logic").
+        handler.add_permission(
+            WATCH_PERMISSION_ID,
+            principal=iam.ArnPrincipal(cast(iam.IRole, handler.role).role_arn),  # pyright: ignore[reportArgumentType]
+            action="lambda:InvokeFunction",
         )
         # aws-cdk-lib makes the function depend on its role and the role's policy; its GetAtt of the role already
         # orders the role (cfn-lint W3005 "dependency already enforced"), the policy is the one DependsOn needed.
-        cast(CfnResource, self.handler.node.default_child).add_override(
+        cast(CfnResource, handler.node.default_child).add_override(
             "DependsOn",
-            [Stack.of(self).get_logical_id(cast(CfnElement, _default_policy(self.handler.role).node.default_child))],
+            [Stack.of(self).get_logical_id(cast(CfnElement, _default_policy(handler.role).node.default_child))],
         )
-        # CodeBuild sends "detail-type": "CodeBuild Build State Change", "source": "aws.codebuild", with "build-status"
-        # and "project-name" in its detail (CodeBuild User Guide, "Build notifications input format reference").
-        self.build_ended = events.Rule(
-            self,
-            "BuildEnded",
-            description="A serving image build ended: answer the CloudFormation request that started it",
-            event_pattern=events.EventPattern(
-                source=["aws.codebuild"],
-                detail_type=["CodeBuild Build State Change"],
-                detail={
-                    "project-name": [self.project.project_name],
-                    "build-status": ["SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"],
-                },
-            ),
-            targets=[targets.LambdaFunction(self.handler, retry_attempts=4)],  # pyright: ignore[reportArgumentType]
-        )
-        _acknowledge_builder(self)
+        return handler
 
     @property
     def repository(self) -> ecr.Repository:
@@ -431,7 +530,7 @@ class ServingImageBuilds(Construct):
             return self._builds[key]
         scope = Construct(self, "Build" if not self._builds else f"Build{len(self._builds) + 1}")
         context = s3_assets.Asset(scope, "Context", path=str(directory), exclude=exclude, ignore_mode=IgnoreMode.DOCKER)
-        base.grant_pull(self, self.project, cache_prefix)
+        base.grant_pull(self, self.build_role, cache_prefix)
         self.project.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject"], resources=[context.bucket.arn_for_objects(context.s3_object_key)]
@@ -457,12 +556,16 @@ class ServingImageBuilds(Construct):
             },
         )
         # The build reads its context and pushes with the project role's grants (its default policy; the project and
-        # the handler themselves are referenced above), and is answered through the rule and its invoke permission.
-        resource.node.add_dependency(_default_policy(self.project.role), self.build_ended)
-        # A first deploy creates the cache rule and starts the build together: the build must wait for its rule.
+        # the handler themselves are referenced above), and the watch hands itself on through the function's
+        # resource policy.
+        resource.node.add_dependency(
+            _default_policy(cast(iam.IRole, self.build_role)), self.handler.node.find_child(WATCH_PERMISSION_ID)
+        )
+        # A first deploy creates the cache rule, its creation template and the build together: the first pull creates
+        # the cache's repository, which must find its rule and its template.
         for prefix, rule in self._cache_rules.values():
             if cache_prefix == prefix:
-                resource.node.add_dependency(rule)
+                resource.node.add_dependency(rule, self.cache_repositories.template_for(prefix))
         built = BuiltImage(target.repository_uri_for_tag(resource.get_att_string("ImageTag")), target, tag)
         self._builds[key] = built
         return built
@@ -495,7 +598,26 @@ class ServingImageBuilds(Construct):
             credential_arn=secret_arn,
         )
         self._cache_rules[secret_key] = (prefix, rule)
+        self.cache_repositories.template_for(prefix)
         return prefix
+
+    @property
+    def cache_repositories(self) -> CacheRepositories:
+        """What gives the cache rules' repositories a lifecycle and encryption (made with the first rule)."""
+        if self._cache_repositories is None:
+            self._cache_repositories = CacheRepositories(self, "CacheRepositories")
+        return self._cache_repositories
+
+
+def codebuild_principal(stack: Stack, project_name: str) -> iam.ServicePrincipal:
+    """codebuild.amazonaws.com for this account's project of that name only (the module docstring quotes the
+    condition's sources): the project's ARN is built from its name, not referenced, because the project names the
+    role whose trust policy this is."""
+    project_arn = stack.format_arn(service="codebuild", resource="project", resource_name=project_name)
+    return iam.ServicePrincipal(
+        "codebuild.amazonaws.com",
+        conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}, "ArnLike": {"aws:SourceArn": project_arn}},
+    )
 
 
 def image_tag(directory: Path, exclude: list[str], base_identity: str) -> str:
@@ -559,14 +681,6 @@ def _check_same_place(stack: Stack, account: str, region: str, what: str) -> Non
         )
 
 
-def _nag_place(scope: Construct) -> str:
-    """ "<region>:<account>" as cdk-nag prints them in a finding id: the stack's, or its pseudo parameters."""
-    stack = Stack.of(scope)
-    region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
-    account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
-    return f"{region}:{account}"
-
-
 def _default_policy(role: iam.IRole | None) -> iam.Policy:
     """The policy where a construct's own role (the project's, the handler's) collects its grants."""
     assert role is not None, "the construct made its own role"
@@ -575,24 +689,29 @@ def _default_policy(role: iam.IRole | None) -> iam.Policy:
 
 def _acknowledge_builder(builds: ServingImageBuilds) -> None:
     """Each cdk-nag finding the builder raises, acknowledged on its resource with the reason."""
-    project_id = Stack.of(builds).get_logical_id(cast(CfnElement, builds.project.node.default_child))
-    place = _nag_place(builds)
+    place = nag_place(builds)
+    # aws-cdk-lib names the project in these grants by its Ref, which cdk-nag prints as <logical id>.
+    project = "<" + Stack.of(builds).get_logical_id(cast(CfnElement, builds.project.node.default_child)) + ">"
+    acknowledge(
+        builds.project,
+        "AwsSolutions-CB4",
+        "The build produces no CodeBuild artifacts: its one output is the image, pushed to an ECR repository "
+        "encrypted with KMS.",
+    )
     for finding, reason in {
-        "AwsSolutions-CB4": "The build produces no CodeBuild artifacts: its one output is the image, pushed to an "
-        "ECR repository encrypted with KMS.",
         "AwsSolutions-IAM5[Resource::*]": "ecr:GetAuthorizationToken takes no resource (its ARN is '*' in the IAM "
         "service authorization reference for Amazon ECR); the pushes themselves are granted on the repository.",
-        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:{place}:report-group/<{project_id}>-*]": "CodeBuild's default grant for report groups of this project (aws-cdk-lib "
-        "codebuild Project).",
-        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{place}:log-group:/aws/codebuild/<{project_id}>:*]": "aws-cdk-lib's default grant for the project's default log group, whose streams are "
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:{place}:report-group/{project}-*]": "CodeBuild's "
+        "default grant for report groups of this project (aws-cdk-lib codebuild Project).",
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{place}:log-group:/aws/codebuild/{project}:*]": "aws-cdk-lib's default grant for the project's default log group, whose streams are "
         "made per build (the builds log to the BuildLogs group, which has a retention).",
         "NIST.800.53.R5-IAMNoInlinePolicy": "The build role's grants are made by aws-cdk-lib as the role's default "
         "policy, each scoped to a build context object, a repository or the project's logs.",
     }.items():
-        acknowledge(builds.project, finding, reason)
+        acknowledge(builds.build_role, finding, reason)
     logs_reason = (
-        "Build and handler logs hold Docker build output and CloudFormation request ids, no request data; "
-        "CloudWatch Logs encrypts them at rest with its own key."
+        "Build and handler logs hold Docker build output, build ids and image names, never the CloudFormation "
+        "request's ResponseURL; CloudWatch Logs encrypts them at rest with its own key."
     )
     for group in (builds.log_group, builds.node.find_child("HandlerLogs")):
         acknowledge(group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted", logs_reason)
@@ -600,13 +719,14 @@ def _acknowledge_builder(builds: ServingImageBuilds) -> None:
         "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
             "The custom-resource handler's logs only (CloudWatch Logs create and put)."
         ),
-        "NIST.800.53.R5-IAMNoInlinePolicy": "codebuild:StartBuild on the one build project and ecr:DescribeImages "
-        "on the build's repositories, made by aws-cdk-lib as the handler's default policy.",
-        "NIST.800.53.R5-LambdaConcurrency": "Invoked by CloudFormation and by the build-ended rule only, once per "
-        "deploy that changes the image.",
-        "NIST.800.53.R5-LambdaDLQ": "CloudFormation invokes it synchronously and reports a failure on the stack; "
-        "EventBridge retries the build-ended event.",
-        "NIST.800.53.R5-LambdaInsideVPC": "Calls the ECR, CodeBuild and CloudFormation response endpoints only; it "
-        "holds no data to keep inside a network.",
+        "NIST.800.53.R5-IAMNoInlinePolicy": "codebuild:StartBuild, BatchGetBuilds and ListBuildsForProject on the one "
+        "build project and ecr:DescribeImages on the build's repositories, made by aws-cdk-lib as the handler's "
+        "default policy.",
+        "NIST.800.53.R5-LambdaConcurrency": "Invoked by CloudFormation once per build resource request and by its own "
+        "watch, two chains of at most a few invocations per build.",
+        "NIST.800.53.R5-LambdaDLQ": "A dead-letter queue would hold the CloudFormation request, ResponseURL included, "
+        "for whoever may read the queue; a failed invocation is retried by Lambda, and a second watch chain answers.",
+        "NIST.800.53.R5-LambdaInsideVPC": "Calls the ECR, CodeBuild, Lambda and CloudFormation response endpoints "
+        "only; it holds no data to keep inside a network.",
     }.items():
         acknowledge(builds.handler, finding, reason)

@@ -2,11 +2,18 @@
 
 Part of the runtime-access check's needs (peagle.access.requirements, whose docstring quotes the sources for the
 build's pushes and pulls): the CodeBuild role reads the build context, pulls the base and pushes the image; the
-handler asks ECR for the tag and starts the build.
+handler (peagle_cdk/image_build_handler/) asks ECR for the tag, finds, starts and watches the build on the project
+(codebuild:ListBuildsForProject, BatchGetBuilds, StartBuild: "Resource: arn:aws:codebuild:region-ID:account-ID:
+project/project-name", CodeBuild User Guide, "AWS CodeBuild permissions reference"), and hands its watch on by
+invoking itself (lambda:InvokeFunction, allowed by the function's own resource policy); with a pull-through cache
+of the stack's, ECR creates the cache's repositories with the creation template's role (ecr:CreateRepository under
+the rule's prefix, peagle_cdk/serving_image_cache.py). The KMS grants that role makes on ECR's AWS managed key are not
+checked here: that key and its policy are AWS's, not in the templates.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from peagle.access.assembly import Assembly, AssemblyStack
@@ -21,7 +28,7 @@ def build_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
     return needs
 
 
-def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, build: dict) -> list[Need]:
+def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, build: Mapping[str, Any]) -> list[Need]:
     properties = build.get("Properties", {})
     project = assembly.find_resource(stack, properties.get("ProjectName"))
     handler = assembly.find_resource(stack, properties.get("ServiceToken"))
@@ -58,15 +65,35 @@ def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, buil
         ]
     function = handler[0].template["Resources"][handler[1]]["Properties"]
     runner = function["Role"]
-    project_arn = assembly.resolve(project[0], {"Fn::GetAtt": [project[1], "Arn"]})
+    project_arn = assembly.resolve(project[0], {"Fn::GetAtt": [project[1], "Arn"]}) or "${?unresolved}"
     needs += [
         Need(
             stack, runner, "ecr:DescribeImages", repository_arn, f"{why}'s handler asks whether the tag exists", "build"
         ),
+        Need(
+            stack,
+            runner,
+            "codebuild:ListBuildsForProject",
+            project_arn,
+            f"{why}'s handler looks for a running build of the image",
+            "build",
+        ),
         Need(stack, runner, "codebuild:StartBuild", project_arn, f"{why}'s handler starts the build", "build"),
+        Need(stack, runner, "codebuild:BatchGetBuilds", project_arn, f"{why}'s handler watches the build", "build"),
     ]
-    needs += _build_ended_needs(assembly, stack, handler, project)
-    return needs
+    function_arn = assembly.resolve(handler[0], {"Fn::GetAtt": [handler[1], "Arn"]}) or "${?unresolved}"
+    needs.append(
+        Need(
+            stack,
+            runner,
+            "lambda:InvokeFunction",
+            function_arn,
+            f"{why}'s handler hands its watch to a new invocation of itself",
+            "build",
+            resource_in=handler,
+        )
+    )
+    return needs + _cache_repository_needs(assembly, stack, assembly.resolve(stack, properties.get("BaseImage")) or "")
 
 
 def _base_needs(assembly: Assembly, stack: AssemblyStack, builder: Any, why: str, base: str) -> list[Need]:
@@ -89,28 +116,21 @@ def _base_needs(assembly: Assembly, stack: AssemblyStack, builder: Any, why: str
     return needs
 
 
-def _build_ended_needs(assembly: Assembly, stack: AssemblyStack, handler: tuple, project: tuple) -> list[Need]:
-    """EventBridge invokes the handler when a build ends: the function's policy must allow the rule."""
+def _cache_repository_needs(assembly: Assembly, stack: AssemblyStack, base: str) -> list[Need]:
+    """ECR creates the repository the base is cached in with the creation role of the template for its prefix."""
+    found = ECR_IMAGE.match(base)
+    if found is None:
+        return []
+    repository = found["repository"]
+    arn = f"arn:aws:ecr:{found['region']}:{found['account']}:repository/{repository}"
     needs = []
-    function_arn = assembly.resolve(handler[0], {"Fn::GetAtt": [handler[1], "Arn"]})
-    project_name = assembly.resolve(project[0], {"Ref": project[1]})
-    for rule_id, rule in stack.resources("AWS::Events::Rule").items():
-        properties = rule.get("Properties", {})
-        names = ((properties.get("EventPattern") or {}).get("detail") or {}).get("project-name", [])
-        if project_name not in [assembly.resolve(stack, name) for name in names]:
+    for template_id, template in stack.resources("AWS::ECR::RepositoryCreationTemplate").items():
+        properties = template.get("Properties", {})
+        prefix = assembly.resolve(stack, properties.get("Prefix")) or ""
+        role = properties.get("CustomRoleArn")
+        if role is None or "PULL_THROUGH_CACHE" not in properties.get("AppliedFor", []):
             continue
-        rule_arn = assembly.resolve(stack, {"Fn::GetAtt": [rule_id, "Arn"]})
-        needs.append(
-            Need(
-                stack,
-                "events.amazonaws.com",
-                "lambda:InvokeFunction",
-                function_arn or "${?unresolved}",
-                f"rule {rule_id} invokes the image build's handler when a build ends",
-                "build",
-                {"aws:SourceArn": rule_arn},
-                handler,
-                service_principal=True,
-            )
-        )
+        if repository.startswith(prefix.rstrip("/") + "/"):
+            why = f"ECR creates the cache repository of {base} with the role of {template_id}"
+            needs.append(Need(stack, role, "ecr:CreateRepository", arn, why, "build"))
     return needs

@@ -50,6 +50,7 @@ class FixedIdentifier:
 
 PULL_THROUGH_CACHE_RULE = "AWS::ECR::PullThroughCacheRule"
 ECR_REPOSITORY = "AWS::ECR::Repository"
+REPOSITORY_CREATION_TEMPLATE = "AWS::ECR::RepositoryCreationTemplate"
 LOG_GROUP = "AWS::Logs::LogGroup"
 ENDPOINT = "AWS::SageMaker::Endpoint"
 INFERENCE_COMPONENT = "AWS::SageMaker::InferenceComponent"
@@ -76,6 +77,16 @@ _ROWS = (
             "/properties/UpstreamRepositoryPrefix",
         ),
         schema_file="25ab0343333b54d0.json",
+    ),
+    # The settings ECR gives the repositories the cache creates (peagle_cdk/serving_image_cache.py): one template per
+    # cache rule, under the rule's own prefix, which is derived from the stack and the secret.
+    FixedIdentifier(
+        REPOSITORY_CREATION_TEMPLATE,
+        "ECR repository creation template",
+        name=("/properties/Prefix",),
+        primary_identifier=("/properties/Prefix",),
+        create_only=("/properties/Prefix",),
+        schema_file="e78e85951d60931c.json",
     ),
     # The serving image's repository is named by CloudFormation in this app; a RepositoryName given through the
     # library fixes it.

@@ -1,168 +1,195 @@
-"""The serving image's in-account build, as a CloudFormation custom resource (peagle_cdk/serving_image_build.py).
+"""The serving image's in-account build, as a CloudFormation custom resource (peagle_cdk/serving_image_build.py says
+why it is built this way, with its sources). Runs in AWS Lambda's Python runtime: stdlib and the runtime's boto3.
 
-Runs in AWS Lambda (Python runtime, stdlib plus the runtime's boto3) and answers two kinds of event:
+A ``Custom::PeagleServingImageBuild`` request (Create or Update; Delete does nothing: images outlive the resource
+that asked for them):
 
-- CloudFormation's Create and Update of a ``Custom::PeagleServingImageBuild``: the image is named by its
-  tag, the hash of what it is built from, so the answer is idempotent. If the repository already holds
-  that tag (a redeploy of an unchanged context, the rollback of a failed update, a second endpoint on the
-  same context), the resource succeeds at once and nothing is pulled or built. Otherwise a CodeBuild
-  build starts and CloudFormation is answered when it ends. Delete does nothing: images outlive the
-  resource that asked for them (the repository's lifecycle rule says which go, and never a tagged one).
-- CodeBuild's "Build State Change" event for a build that ended (EventBridge): the answer to the request
-  that started it, SUCCESS only when the tag is in the repository, FAILED with the build's status and a
-  link to its log otherwise, whatever stopped it (a failed command, the build timeout, the queue timeout,
-  a stop by hand), so CloudFormation never waits out its own timeout for a build that is over.
+1. the repository holds the tag (a redeploy, a second endpoint on the same context, the **rollback** of a failed
+   update, a redeploy after a build CloudFormation gave up on): SUCCESS at once, nothing built;
+2. else a build of the same image still running is watched, or one is started with the request's idempotency token
+   (a duplicate delivery of the request is the same build);
+3. the build is **watched by polling CodeBuild** (no build-ended event is needed): this invocation polls until a
+   minute before its own timeout, then hands the watch to a new invocation of this function (the request travels in
+   the event, the only place it lives); two such watch chains run, so one lost event breaks neither answer;
+4. **every answer checks the tag first**: a build that failed because another build pushed the tag first
+   (ImageTagAlreadyExistsException in an immutable repository) is a SUCCESS; a build that failed while another of
+   the same image still runs hands the watch to that one; past the watch's deadline the tag decides.
 
-Every request is answered, errors included: "If the custom resource provider does not respond, the stack
-operation waits until the timeout ... expires" (CloudFormation User Guide, "Custom resources", response
-objects; the ServiceTimeout property, 1 to 3600 seconds).
+Every request gets an answer or is retried by Lambda, never dropped silently: "If the custom resource provider does
+not respond, the stack operation waits until the timeout ... expires" (CloudFormation User Guide, "Custom
+resources").
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
-import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+import cfn_answer
+import image_builds
+from botocore.config import Config
+from cfn_answer import Request
+from image_builds import Image
 
-# The build's environment variables that carry the request to answer (set by start_build, read back from the
-# build's state-change event: its detail's "additional-information" holds "environment" with
-# "environment-variables", and "logs" with "deep-link"; CodeBuild User Guide, "Build notifications input format
-# reference", https://docs.aws.amazon.com/codebuild/latest/userguide/sample-build-notifications.html).
-REQUEST_VARIABLES = ("responseURL", "stackId", "requestId", "logicalResourceId", "physicalResourceId")
-# A build's end states: CodeBuild API reference, Build.buildStatus "Valid Values: SUCCEEDED | FAILED | FAULT |
-# TIMED_OUT | IN_PROGRESS | STOPPED", less IN_PROGRESS.
-TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"})
-# A response body over 4096 bytes is refused ("The total size of the response body can't exceed 4096 bytes",
-# CloudFormation User Guide, "Custom resource response objects").
-MAX_REASON = 1500
-# StartBuild right after the role's policy is created can be denied while IAM propagates it.
-ACCESS_DENIED_BACKOFF_SECONDS = (2, 4, 8, 15, 15, 15)
+# The key under which a continuation event carries the watch (the build, the deadline, the hop, the chain).
+WATCH_KEY = "PeagleBuildWatch"
+# Set on the function by peagle_cdk/serving_image_build.py (WATCH_BUDGET, POLL_INTERVAL).
+WATCH_SECONDS_VARIABLE = "PEAGLE_BUILD_WATCH_SECONDS"
+POLL_SECONDS_VARIABLE = "PEAGLE_BUILD_POLL_SECONDS"
+# Time left in an invocation when it hands the watch on: a poll, the hand-off call and the answer fit in it.
+HANDOFF_MARGIN_SECONDS = 60
+# The watch chains started per request: each hands off to one successor, so losing one event ends one chain only.
+WATCHERS = ("A", "B")
+# A chain hands off at most this often (about 4 hops fill the 57-minute budget with 14-minute invocations). Lambda
+# stops a chain of invocations caused by one event after 16 ("If a function is invoked by the same triggering event
+# more than 16 times, Lambda will stop the next invocation", AWS What's New, 2023-07-13, "AWS Lambda can now detect
+# and stop recursive loops in Lambda functions").
+MAX_HOPS = 12
+# Standard retries with bounded timeouts: an SDK call that hangs must not outlast the hand-off margin.
+SDK_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=5, read_timeout=20)
+
+
+@dataclass
+class Clients:
+    ecr: Any
+    codebuild: Any
+    lambda_: Any
+
+    @classmethod
+    def default(cls) -> Clients:
+        return cls(*(boto3.client(name, config=SDK_CONFIG) for name in ("ecr", "codebuild", "lambda")))
+
+
+@dataclass(frozen=True)
+class Timing:
+    watch_seconds: float
+    poll_seconds: float
+    now: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+
+    @classmethod
+    def from_environment(cls) -> Timing:
+        return cls(float(os.environ[WATCH_SECONDS_VARIABLE]), float(os.environ[POLL_SECONDS_VARIABLE]))
 
 
 def handler(event: dict[str, Any], context: Any) -> None:
-    if event.get("source") == "aws.codebuild":
-        on_build_finished(event)
+    clients, timing = Clients.default(), Timing.from_environment()
+    if WATCH_KEY in event:
+        watch_build(event, context, clients, timing)
     else:
-        on_stack_event(event, context)
+        on_stack_event(event, context, clients, timing)
 
 
-# --- CloudFormation ----------------------------------------------------------------------------------------
+# --- a CloudFormation request --------------------------------------------------------------------------------------
 
 
-def on_stack_event(event: dict[str, Any], context: Any, *, ecr=None, codebuild=None) -> None:
-    """Answer at once (Delete, or the tag exists), start the build, or answer FAILED with why."""
-    request = {name: event.get(key) for name, key in zip(REQUEST_VARIABLES, _EVENT_KEYS, strict=True)}
-    try:
-        if event["RequestType"] == "Delete":
-            respond(request, "SUCCESS", "Nothing to delete: the image stays in its repository.")
-            return
-        properties = event["ResourceProperties"]
-        repository, tag = properties["RepositoryName"], properties["ImageTag"]
-        request["physicalResourceId"] = f"{repository}:{tag}"
-        if image_exists(ecr or boto3.client("ecr"), repository, tag):
-            respond(
-                request,
-                "SUCCESS",
-                f"{repository}:{tag} exists already: nothing to build.",
-                data={"ImageTag": tag, "Built": "false"},
-            )
-            return
-        build_id = start_build(codebuild or boto3.client("codebuild"), properties, request)
-        print(json.dumps({"started": build_id, "image": f"{repository}:{tag}"}))
-    except Exception as error:  # every request gets an answer, or CloudFormation waits out its timeout
-        print(json.dumps({"error": repr(error)}))
-        respond(request, "FAILED", f"{type(error).__name__}: {error}")
-
-
-# The request's fields in a CloudFormation event, in REQUEST_VARIABLES' order.
-_EVENT_KEYS = ("ResponseURL", "StackId", "RequestId", "LogicalResourceId", "PhysicalResourceId")
-
-
-def image_exists(ecr, repository: str, tag: str) -> bool:
-    try:
-        ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])
-    except ClientError as error:
-        if error.response["Error"]["Code"] == "ImageNotFoundException":
-            return False
-        raise
-    return True
-
-
-def start_build(codebuild, properties: dict[str, Any], request: dict[str, Any]) -> str:
-    """StartBuild with the image to build and the request to answer in the build's environment."""
-    variables = {
-        **request,
-        "repositoryUri": properties["RepositoryUri"],
-        "repositoryName": properties["RepositoryName"],
-        "imageTag": properties["ImageTag"],
-        "sourceS3Url": properties["SourceS3Url"],
-        "baseImage": properties.get("BaseImage", ""),
-    }
-    override = [{"name": name, "value": str(value), "type": "PLAINTEXT"} for name, value in variables.items()]
-    for attempt, pause in enumerate((*ACCESS_DENIED_BACKOFF_SECONDS, None)):
-        try:
-            response = codebuild.start_build(
-                projectName=properties["ProjectName"], environmentVariablesOverride=override
-            )
-            return response["build"]["id"]
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "AccessDeniedException" or pause is None:
-                raise
-            print(json.dumps({"retry": attempt + 1, "error": "AccessDeniedException"}))
-            time.sleep(pause)
-    raise AssertionError("unreachable")
-
-
-# --- CodeBuild -----------------------------------------------------------------------------------------------
-
-
-def on_build_finished(event: dict[str, Any], *, ecr=None) -> None:
-    """The answer to the request that started this build (a build started otherwise is ignored)."""
-    detail = event.get("detail", {})
-    status = detail.get("build-status")
-    information = detail.get("additional-information", {})
-    variables = {
-        item["name"]: item.get("value", "")
-        for item in information.get("environment", {}).get("environment-variables", [])
-    }
-    if status not in TERMINAL_STATUSES or not variables.get("responseURL"):
+def on_stack_event(event: dict[str, Any], context: Any, clients: Clients, timing: Timing) -> None:
+    """Answer at once (Delete, or the tag exists), or find or start the build and watch it."""
+    request = Request.from_event(event)
+    if event["RequestType"] == "Delete":
+        cfn_answer.respond(request, "SUCCESS", "Nothing to delete: the image stays in its repository.")
         return
-    request = {name: variables.get(name) for name in REQUEST_VARIABLES}
-    image = f"{variables['repositoryUri']}:{variables['imageTag']}"
-    log = information.get("logs", {}).get("deep-link", "")
-    if status == "SUCCEEDED":
-        if image_exists(ecr or boto3.client("ecr"), variables["repositoryName"], variables["imageTag"]):
-            respond(request, "SUCCESS", f"built and pushed {image}", data={"ImageTag": variables["imageTag"]})
+    image = Image.from_properties(event["ResourceProperties"])
+    request = request.naming(image.name)
+    running = build_id = None
+    try:
+        if not image_builds.image_exists(clients.ecr, image):
+            running = _other_running_build(clients, image, ended="")
+            token = image_builds.idempotency_token(event)
+            build_id = running or image_builds.start_build(clients.codebuild, image, token, sleep=timing.sleep)
+    except Exception as error:  # an answer, after the tag is checked once more
+        print(json.dumps({"error": repr(error)}))
+        answer(clients, request, image, f"{type(error).__name__}: {error}")
+        return
+    if build_id is None:  # the repository holds the tag
+        answer(clients, request, image, "")
+        return
+    print(json.dumps({"watching": build_id, "adopted": running is not None, "image": image.name}))
+    first = {"BuildId": build_id, "Deadline": timing.now() + timing.watch_seconds, "Hop": 0}
+    for watcher in WATCHERS[1:]:
+        try:
+            hand_off(clients, context, event, {**first, "Watcher": watcher})
+        except Exception as error:  # the first chain still watches
+            print(json.dumps({"watcher": watcher, "not started": repr(error)}))
+    watch_build({**event, WATCH_KEY: {**first, "Watcher": WATCHERS[0]}}, context, clients, timing)
+
+
+# --- the watch -------------------------------------------------------------------------------------------------------
+
+
+def watch_build(event: dict[str, Any], context: Any, clients: Clients, timing: Timing) -> None:
+    """Poll the build until it ends (then answer), the deadline passes (then the tag decides), or this invocation
+    is nearly out of time (then a new invocation takes the watch over)."""
+    image = Image.from_properties(event["ResourceProperties"])
+    request = Request.from_event(event).naming(image.name)
+    watch = dict(event[WATCH_KEY])
+    while True:
+        state = image_builds.build_state(clients.codebuild, watch["BuildId"])
+        if state is not None and state.ended:
+            other = None if _tag_exists(clients, image) else _other_running_build(clients, image, watch["BuildId"])
+            if other is not None:
+                print(json.dumps({"ended": watch["BuildId"], "status": state.status, "watching": other}))
+                watch["BuildId"] = other
+                continue
+            reason = f"the serving image build {watch['BuildId']} ended {state.status}; its log: {state.log_link}"
+            answer(clients, request, image, reason)
             return
-        reason = f"the build succeeded but {image} is not in the repository; its log: {log}"
+        if timing.now() >= watch["Deadline"] or watch["Hop"] > MAX_HOPS:
+            status = state.status if state is not None else "unknown"
+            reason = f"the serving image build {watch['BuildId']} was still {status} past its queue and build timeouts"
+            answer(clients, request, image, reason)
+            return
+        if context.get_remaining_time_in_millis() / 1000 < timing.poll_seconds + HANDOFF_MARGIN_SECONDS:
+            # A failed hand-off raises: Lambda runs this invocation again ("by default Lambda attempts to run it two
+            # more times", Lambda Developer Guide, asynchronous invocation), resuming the watch from this event.
+            hand_off(clients, context, event, {**watch, "Hop": watch["Hop"] + 1})
+            return
+        timing.sleep(timing.poll_seconds)
+
+
+def hand_off(clients: Clients, context: Any, event: dict[str, Any], watch: dict[str, Any]) -> None:
+    """Invoke this function asynchronously with the request and the watch (InvocationType "Event – Invoke the
+    function asynchronously", botocore lambda service-2.json, InvocationRequest): the request goes from one
+    invocation of this function to the next and nowhere else."""
+    payload = json.dumps({**event, WATCH_KEY: watch}).encode()
+    clients.lambda_.invoke(FunctionName=context.function_name, InvocationType="Event", Payload=payload)
+    print(json.dumps({"handed off": watch["BuildId"], "watcher": watch.get("Watcher"), "hop": watch["Hop"]}))
+
+
+def _tag_exists(clients: Clients, image: Image) -> bool:
+    try:
+        return image_builds.image_exists(clients.ecr, image)
+    except Exception as error:
+        print(json.dumps({"tag": "unknown", "error": repr(error)}))
+        return False
+
+
+def _other_running_build(clients: Clients, image: Image, ended: str) -> str | None:
+    """A running build of the image other than ``ended``; None when CodeBuild cannot say (finding one is an
+    optimisation: without it a build starts, and the tag still decides every answer)."""
+    try:
+        other = image_builds.running_build(clients.codebuild, image)
+    except Exception as error:
+        print(json.dumps({"running builds": "unknown", "error": repr(error)}))
+        return None
+    return other if other != ended else None
+
+
+# --- the answer ------------------------------------------------------------------------------------------------------
+
+
+def answer(clients: Clients, request: Request, image: Image, reason_if_missing: str) -> None:
+    """SUCCESS when the repository holds the tag, whatever the build did; else FAILED with the reason."""
+    try:
+        exists = image_builds.image_exists(clients.ecr, image)
+    except Exception as error:
+        exists, reason_if_missing = False, f"{reason_if_missing} (ECR could not say whether the tag exists: {error})"
+    if exists:
+        cfn_answer.respond(request, "SUCCESS", f"{image.name} is in the repository", data={"ImageTag": image.tag})
     else:
-        reason = f"the serving image build {detail.get('build-id', '')} ended {status}; its log: {log}"
-    respond(request, "FAILED", reason)
-
-
-# --- the answer ----------------------------------------------------------------------------------------------
-
-
-def respond(request: dict[str, Any], status: str, reason: str, *, data: dict[str, str] | None = None) -> None:
-    """PUT the response object to the pre-signed URL CloudFormation gave (Status, Reason, PhysicalResourceId,
-    StackId, RequestId, LogicalResourceId, Data)."""
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": reason[:MAX_REASON],
-            "PhysicalResourceId": request.get("physicalResourceId") or request.get("logicalResourceId"),
-            "StackId": request["stackId"],
-            "RequestId": request["requestId"],
-            "LogicalResourceId": request["logicalResourceId"],
-            "Data": data or {},
-        }
-    ).encode()
-    put = urllib.request.Request(
-        request["responseURL"], data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
-    )
-    with urllib.request.urlopen(put, timeout=30) as answer:
-        print(json.dumps({"responded": status, "http": answer.status}))
+        cfn_answer.respond(request, "FAILED", reason_if_missing or f"{image.name} is not in the repository")

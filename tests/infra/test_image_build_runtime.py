@@ -1,8 +1,9 @@
 """What the in-account image build does at deploy time, from the synthesized template: the custom-resource handler
-(peagle_cdk/image_build_handler/index.py, run here as Lambda would run it, against ECR and CodeBuild stubbed at the
-SDK edge with botocore's Stubber, answering a real HTTP server standing in for CloudFormation's pre-signed
-response URL) and the CodeBuild build spec (its commands run by bash, as CodeBuild runs them in one shell, with
-`aws` and `docker` recorded instead of run).
+(peagle_cdk/image_build_handler/, run here as Lambda would run it by tests/infra/image_build_harness.py, against ECR
+and CodeBuild stubbed at the SDK edge with botocore's Stubber, answering a real HTTP server standing in for
+CloudFormation's pre-signed response URL) and the CodeBuild build spec (its commands run by bash, as CodeBuild runs
+them in one shell, with `aws` and `docker` recorded instead of run). The races a build can meet (a duplicate request,
+no build-ended event, two builds of one tag, a redeploy after a timeout): tests/infra/test_image_build_races.py.
 
 The rollback case is the one that matters: "If an Update event fails, CloudFormation will issue an additional
 Update with the previous properties" (aws-cdk custom-resources README); the previous properties name an image
@@ -10,63 +11,39 @@ that exists, and the handler must answer without starting a build."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
 import subprocess
-import threading
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import boto3
 import pytest
-from botocore.stub import Stubber
+from image_build_harness import (
+    REGION,
+    REPOSITORY,
+    REPOSITORY_URI,
+    TAG,
+    Clock,
+    CloudFormation,
+    Context,
+    Edge,
+    image_builds,
+    index,
+    properties,
+    stack_event,
+    timing,
+)
 
-from peagle_cdk.serving_image_build import CUSTOM_RESOURCE_TYPE, HANDLER_DIR
+from peagle_cdk.serving_image_build import CUSTOM_RESOURCE_TYPE, POLL_SECONDS_VARIABLE, WATCH_SECONDS_VARIABLE
 
-REGION = "us-east-1"
-REPOSITORY = "peagle-serving-abc"
-REPOSITORY_URI = f"123456789012.dkr.ecr.{REGION}.amazonaws.com/{REPOSITORY}"
-PROJECT = "PeagleServingImagesProject-xyz"
 MIRROR = f"123456789012.dkr.ecr.{REGION}.amazonaws.com/mirrors/vllm-openai:v0.32.0"
-
-
-def _load_handler():
-    spec = importlib.util.spec_from_file_location("image_build_handler", HANDLER_DIR / "index.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-handler = _load_handler()
-
-
-class _Responses(BaseHTTPRequestHandler):
-    received: list[dict] = []
-
-    def do_PUT(self):  # noqa: N802 (http.server's name)
-        length = int(self.headers["Content-Length"])
-        type(self).received.append(
-            {"content_type": self.headers.get("Content-Type"), "body": json.loads(self.rfile.read(length))}
-        )
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture
 def cloudformation():
-    """A local HTTP server taking the handler's PUTs, as CloudFormation's pre-signed S3 URL would."""
-    _Responses.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Responses)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/response?X-Amz-Signature=abc", _Responses.received
-    server.shutdown()
+    with CloudFormation() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -75,74 +52,35 @@ def build_resource(default_synth) -> dict:
     return resource
 
 
-def _properties(build_resource: dict, tag: str | None = None, base: str = "") -> dict:
-    """The build resource's properties as CloudFormation resolves them for the handler (same keys)."""
-    keys = set(build_resource["Properties"]) - {"ServiceToken", "ServiceTimeout"}
-    resolved = {
-        "ProjectName": PROJECT,
-        "RepositoryName": REPOSITORY,
-        "RepositoryUri": REPOSITORY_URI,
-        "ImageTag": tag or build_resource["Properties"]["ImageTag"],
-        "SourceS3Url": "s3://cdk-hnb659fds-assets-123456789012-us-east-1/context.zip",
-        "BaseImage": base,
-    }
-    assert set(resolved) == keys, "the handler reads properties the template does not set, or the reverse"
-    return resolved
-
-
-def _event(request_type: str, url: str, properties: dict, **extra) -> dict:
-    return {
-        "RequestType": request_type,
-        "ResponseURL": url,
-        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/peagle-endpoint/guid",
-        "RequestId": "request-1",
-        "LogicalResourceId": "PeagleServingImagesBuild18842C9A",
-        "ResourceType": CUSTOM_RESOURCE_TYPE,
-        "ResourceProperties": properties,
-        **extra,
-    }
-
-
-def _clients():
-    ecr, codebuild = boto3.client("ecr", region_name=REGION), boto3.client("codebuild", region_name=REGION)
-    return ecr, Stubber(ecr), codebuild, Stubber(codebuild)
-
-
-def _image_found(stubber: Stubber, tag: str) -> None:
-    stubber.add_response(
-        "describe_images",
-        {"imageDetails": [{"repositoryName": REPOSITORY, "imageTags": [tag]}]},
-        {"repositoryName": REPOSITORY, "imageIds": [{"imageTag": tag}]},
-    )
-
-
-def _image_missing(stubber: Stubber, tag: str) -> None:
-    stubber.add_client_error(
-        "describe_images",
-        service_error_code="ImageNotFoundException",
-        http_status_code=400,
-        expected_params={"repositoryName": REPOSITORY, "imageIds": [{"imageTag": tag}]},
-    )
+def _on_stack_event(event: dict, edge: Edge) -> None:
+    clock = Clock()
+    with edge:
+        index.on_stack_event(event, Context(clock), edge.clients, timing(clock))
+        edge.assert_all_used()
 
 
 # --- the handler ----------------------------------------------------------------------------------------------
 
 
 def test_a_rollback_to_an_image_that_exists_answers_at_once_and_starts_no_build(build_resource, cloudformation):
-    url, received = cloudformation
-    old = _properties(build_resource, tag="peagle-000000000000000000000001")
-    new = _properties(build_resource)
+    old = properties(build_resource, tag="peagle-000000000000000000000001")
+    new = properties(build_resource)
     # The rollback's Update carries the previous properties (the image the endpoint ran before).
-    event = _event("Update", url, old, OldResourceProperties=new, PhysicalResourceId=f"{REPOSITORY}:{new['ImageTag']}")
-    ecr, ecr_stub, codebuild, codebuild_stub = _clients()
-    _image_found(ecr_stub, old["ImageTag"])
-    with ecr_stub, codebuild_stub:  # codebuild_stub has no response queued: a StartBuild would fail the test
-        handler.on_stack_event(event, None, ecr=ecr, codebuild=codebuild)
-        ecr_stub.assert_no_pending_responses()
-    (answer,) = received
-    assert answer["content_type"] == ""  # the pre-signed URL is signed without a content type
-    body = answer["body"]
-    assert body["Status"] == "SUCCESS" and body["Data"] == {"ImageTag": old["ImageTag"], "Built": "false"}
+    event = stack_event(
+        "Update",
+        cloudformation.url,
+        old,
+        OldResourceProperties=new,
+        PhysicalResourceId=f"{REPOSITORY}:{new['ImageTag']}",
+    )
+    edge = Edge()
+    edge.image_found(old["ImageTag"])
+    edge.image_found(old["ImageTag"])  # the answer checks the tag itself
+    _on_stack_event(event, edge)  # no CodeBuild or Lambda response queued: a StartBuild would fail the test
+    (put,) = cloudformation.puts
+    assert put["content_type"] == ""  # the pre-signed URL is signed without a content type
+    body = put["body"]
+    assert body["Status"] == "SUCCESS" and body["Data"] == {"ImageTag": old["ImageTag"]}
     assert body["PhysicalResourceId"] == f"{REPOSITORY}:{old['ImageTag']}"
     assert (body["StackId"], body["RequestId"], body["LogicalResourceId"]) == (
         event["StackId"],
@@ -151,111 +89,71 @@ def test_a_rollback_to_an_image_that_exists_answers_at_once_and_starts_no_build(
     )
 
 
-def test_a_new_image_starts_one_build_and_answers_only_when_it_ends(build_resource, cloudformation):
-    url, received = cloudformation
-    properties = _properties(build_resource, base=MIRROR)
-    ecr, ecr_stub, codebuild, codebuild_stub = _clients()
-    _image_missing(ecr_stub, properties["ImageTag"])
-    started = {}
-
-    def capture(**params):
-        started.update(params)
-
-    codebuild_stub.add_response("start_build", {"build": {"id": f"{PROJECT}:1"}})
-    codebuild.meta.events.register("provide-client-params.codebuild.StartBuild", lambda params, **_: capture(**params))
-    with ecr_stub, codebuild_stub:
-        handler.on_stack_event(_event("Create", url, properties), None, ecr=ecr, codebuild=codebuild)
-    assert received == []  # CloudFormation waits for the build
-    assert started["projectName"] == PROJECT
-    variables = {item["name"]: item["value"] for item in started["environmentVariablesOverride"]}
-    assert variables["imageTag"] == properties["ImageTag"] and variables["baseImage"] == MIRROR
-    assert (
-        variables["responseURL"] == url and variables["physicalResourceId"] == f"{REPOSITORY}:{properties['ImageTag']}"
-    )
-
-    # The build ends; CodeBuild's state-change event carries the build's environment back.
-    ended = _build_event("SUCCEEDED", started["environmentVariablesOverride"])
-    ecr, ecr_stub, _, _ = _clients()
-    _image_found(ecr_stub, properties["ImageTag"])
-    with ecr_stub:
-        handler.on_build_finished(ended, ecr=ecr)
-    (answer,) = received
-    assert answer["body"]["Status"] == "SUCCESS" and answer["body"]["Data"] == {"ImageTag": properties["ImageTag"]}
-    assert answer["body"]["RequestId"] == "request-1"
-
-
-@pytest.mark.parametrize("status", ["FAILED", "TIMED_OUT", "STOPPED", "FAULT"])
-def test_a_build_that_ends_otherwise_fails_the_resource_with_its_log(build_resource, cloudformation, status):
-    url, received = cloudformation
-    properties = _properties(build_resource)
-    variables = [
-        {"name": name, "value": value, "type": "PLAINTEXT"}
-        for name, value in {
-            "responseURL": url,
-            "stackId": "arn:stack",
-            "requestId": "request-2",
-            "logicalResourceId": "Build",
-            "physicalResourceId": f"{REPOSITORY}:{properties['ImageTag']}",
-            "repositoryUri": REPOSITORY_URI,
-            "repositoryName": REPOSITORY,
-            "imageTag": properties["ImageTag"],
-        }.items()
-    ]
-    handler.on_build_finished(_build_event(status, variables), ecr=None)  # no AWS call on this path
-    (answer,) = received
-    assert answer["body"]["Status"] == "FAILED"
-    assert (
-        f"ended {status}" in answer["body"]["Reason"]
-        and "https://console.aws.amazon.com/cloudwatch" in answer["body"]["Reason"]
-    )
-
-
-def test_a_build_not_started_by_cloudformation_is_ignored(cloudformation):
-    _, received = cloudformation
-    handler.on_build_finished(_build_event("FAILED", [{"name": "other", "value": "x", "type": "PLAINTEXT"}]))
-    handler.on_build_finished(_build_event("IN_PROGRESS", []))
-    assert received == []
-
-
 def test_delete_does_nothing_and_answers(build_resource, cloudformation):
-    url, received = cloudformation
-    event = _event("Delete", url, _properties(build_resource), PhysicalResourceId=f"{REPOSITORY}:peagle-1")
-    handler.on_stack_event(event, None, ecr=object(), codebuild=object())  # any AWS call would raise
-    (answer,) = received
-    assert answer["body"]["Status"] == "SUCCESS" and answer["body"]["PhysicalResourceId"] == f"{REPOSITORY}:peagle-1"
-
-
-def test_start_build_denied_while_iam_propagates_is_retried_then_answered(build_resource, cloudformation, monkeypatch):
-    url, received = cloudformation
-    monkeypatch.setattr(handler, "ACCESS_DENIED_BACKOFF_SECONDS", (0, 0))
-    properties = _properties(build_resource)
-    ecr, ecr_stub, codebuild, codebuild_stub = _clients()
-    _image_missing(ecr_stub, properties["ImageTag"])
-    for _ in range(3):  # the first try and two retries, all denied
-        codebuild_stub.add_client_error("start_build", service_error_code="AccessDeniedException", http_status_code=400)
-    with ecr_stub, codebuild_stub:
-        handler.on_stack_event(_event("Create", url, properties), None, ecr=ecr, codebuild=codebuild)
-        codebuild_stub.assert_no_pending_responses()
-    (answer,) = (
-        received  # never silent: the library used before returned without answering, CloudFormation waited an hour
+    event = stack_event(
+        "Delete", cloudformation.url, properties(build_resource), PhysicalResourceId=f"{REPOSITORY}:peagle-1"
     )
-    assert answer["body"]["Status"] == "FAILED" and "AccessDeniedException" in answer["body"]["Reason"]
+    _on_stack_event(event, Edge())  # nothing queued: any AWS call would fail the test
+    (answer,) = cloudformation.answers
+    assert answer["Status"] == "SUCCESS" and answer["PhysicalResourceId"] == f"{REPOSITORY}:peagle-1"
 
 
-def _build_event(status: str, variables: list[dict]) -> dict:
-    return {
-        "source": "aws.codebuild",
-        "detail-type": "CodeBuild Build State Change",
-        "detail": {
-            "build-status": status,
-            "project-name": PROJECT,
-            "build-id": f"arn:aws:codebuild:{REGION}:123456789012:build/{PROJECT}:1",
-            "additional-information": {
-                "environment": {"environment-variables": variables},
-                "logs": {"deep-link": "https://console.aws.amazon.com/cloudwatch/home?region=us-east-1#logEvent:1"},
-            },
-        },
+def test_start_build_denied_while_iam_propagates_is_retried_with_the_same_token_then_answered(
+    build_resource, cloudformation, monkeypatch
+):
+    monkeypatch.setattr(image_builds, "ACCESS_DENIED_BACKOFF_SECONDS", (0, 0))
+    event = stack_event("Create", cloudformation.url, properties(build_resource))
+    edge = Edge()
+    edge.image_missing()
+    edge.builds_listed()
+    for _ in range(3):  # the first try and two retries, all denied
+        edge.start_denied()
+    edge.image_missing()  # the tag is checked before the answer
+    _on_stack_event(event, edge)
+    assert len(edge.started) == 3 and len({started["idempotencyToken"] for started in edge.started}) == 1
+    # Never silent: the library used before returned without answering, and CloudFormation waited an hour.
+    (answer,) = cloudformation.answers
+    assert answer["Status"] == "FAILED" and "AccessDeniedException" in answer["Reason"]
+
+
+def test_a_mirror_base_is_passed_to_the_build(build_resource, cloudformation):
+    event = stack_event("Create", cloudformation.url, properties(build_resource, base=MIRROR))
+    edge = Edge()
+    edge.image_missing()
+    edge.builds_listed()
+    edge.build_started("project:1", image_builds.idempotency_token(event))
+    edge.watcher_invoked()
+    edge.build_polled("project:1", "SUCCEEDED")
+    edge.image_found()
+    edge.image_found()
+    _on_stack_event(event, edge)
+    (started,) = edge.started
+    variables = {item["name"]: item["value"] for item in started["environmentVariablesOverride"]}
+    assert variables == {
+        "repositoryUri": REPOSITORY_URI,
+        "repositoryName": REPOSITORY,
+        "imageTag": TAG,
+        "sourceS3Url": "s3://cdk-hnb659fds-assets-123456789012-us-east-1/context.zip",
+        "baseImage": MIRROR,
     }
+
+
+def test_the_handler_reads_the_watch_budget_the_template_sets(default_synth, monkeypatch):
+    (function,) = [
+        resource
+        for logical_id, resource in default_synth.resources("PeagleEndpoint", "AWS::Lambda::Function").items()
+        if logical_id.startswith("PeagleServingImagesHandler")
+    ]
+    variables = function["Properties"]["Environment"]["Variables"]
+    # The names are the contract between the construct and the handler, each side spelling them once.
+    assert (index.WATCH_SECONDS_VARIABLE, index.POLL_SECONDS_VARIABLE) == (
+        WATCH_SECONDS_VARIABLE,
+        POLL_SECONDS_VARIABLE,
+    )
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    budget = index.Timing.from_environment()
+    assert (budget.watch_seconds, budget.poll_seconds) == (57 * 60, 20)
 
 
 # --- the build spec ------------------------------------------------------------------------------------------

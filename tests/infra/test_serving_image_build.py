@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_cdk import App, Environment, Stack
@@ -18,6 +22,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Template
 from cdk_synth import REPO_ROOT, write_deployment
 
+from peagle.access.policy_eval import Policy, Request, evaluate
 from peagle.config import parse_deployment_config
 from peagle.errors import ConfigError
 from peagle.preflight.rules import CheckContext, Severity, check_transition
@@ -27,8 +32,11 @@ from peagle_cdk.endpoint_props import INFERENCE_IMAGE_DIR, ServingImage
 from peagle_cdk.serving_image_build import (
     BUILD_TIMEOUT,
     CUSTOM_RESOURCE_TYPE,
+    HANDLER_TIMEOUT,
     QUEUED_TIMEOUT,
     SERVICE_TIMEOUT,
+    WATCH_BUDGET,
+    WATCH_SECONDS_VARIABLE,
     BaseImage,
     image_tag,
 )
@@ -37,6 +45,7 @@ IMAGE_CONTEXT = REPO_ROOT / "inference_image"
 SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
 MIRROR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/mirrors/vllm-openai:v0.32.0"
 BUILDER_ROLE_POLICY = "PeagleServingImagesProjectRoleDefaultPolicy"
+LAMBDA = "AWS::Lambda::Function"
 
 
 def _assets(result) -> dict:
@@ -127,7 +136,9 @@ def test_two_synths_of_the_same_app_name_the_same_image(default_synth, tmp_path)
     assert tags[0] == tags[1] and tags[0].startswith("peagle-")
 
 
-def test_the_build_runs_privileged_on_a_medium_codebuild_host_within_cloudformations_hour(default_synth):
+def test_the_build_runs_privileged_on_a_medium_codebuild_host_and_is_answered_within_cloudformations_hour(
+    default_synth,
+):
     resources = _resources(default_synth)
     _, project = _one(resources, "AWS::CodeBuild::Project")
     properties = project["Properties"]
@@ -136,9 +147,16 @@ def test_the_build_runs_privileged_on_a_medium_codebuild_host_within_cloudformat
     assert (properties["TimeoutInMinutes"], properties["QueuedTimeoutInMinutes"]) == (45, 10)
     _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
     service_timeout = int(build["Properties"]["ServiceTimeout"])
-    # CodeBuild's own timeouts end a build before CloudFormation's does, and both within its 3600 s ceiling.
-    assert (QUEUED_TIMEOUT.to_minutes() + BUILD_TIMEOUT.to_minutes()) * 60 < service_timeout <= 3600
-    assert service_timeout == SERVICE_TIMEOUT.to_seconds()
+    _, handler = _one({k: v for k, v in resources.items() if k.startswith("PeagleServingImagesHandler")}, LAMBDA)
+    watch = int(handler["Properties"]["Environment"]["Variables"][WATCH_SECONDS_VARIABLE])
+    # CodeBuild ends every build before the handler's watch does, and the handler answers before CloudFormation
+    # gives up, both within its 3600 s ceiling.
+    assert (QUEUED_TIMEOUT.to_minutes() + BUILD_TIMEOUT.to_minutes() + 1) * 60 < watch < service_timeout <= 3600
+    assert (watch, service_timeout) == (WATCH_BUDGET.to_seconds(), SERVICE_TIMEOUT.to_seconds())
+    # Each invocation watches at most Lambda's 900 s; the chain of invocations stays far below the 16 at which
+    # Lambda stops a recursive chain.
+    assert handler["Properties"]["Timeout"] == HANDLER_TIMEOUT.to_seconds() == 900
+    assert watch / (900 - 60 - 20) + 1 < 16
 
 
 def test_the_builds_logs_are_kept_three_months_and_outlive_a_rolled_back_stack(default_synth):
@@ -150,21 +168,75 @@ def test_the_builds_logs_are_kept_three_months_and_outlive_a_rolled_back_stack(d
     assert group["DeletionPolicy"] == "Retain"
 
 
-def test_every_ended_build_answers_cloudformation(default_synth):
+def test_the_handler_watches_the_build_itself_and_no_event_rule_is_needed(default_synth):
     resources = _resources(default_synth)
-    rule_id, rule = _one(resources, "AWS::Events::Rule")
-    pattern = rule["Properties"]["EventPattern"]
-    assert pattern["detail-type"] == ["CodeBuild Build State Change"]
-    assert set(pattern["detail"]["build-status"]) == {"SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"}
-    handler_id, _ = _one(resources, "AWS::Lambda::Function")
-    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+    assert not [r for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
+    handler_id, _ = _one({k: v for k, v in resources.items() if k.startswith("PeagleServingImagesHandler")}, LAMBDA)
+    project_id, _ = _one(resources, "AWS::CodeBuild::Project")
+    (policy,) = [r for k, r in resources.items() if k.startswith("PeagleServingImagesHandlerServiceRoleDefaultPolicy")]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    (codebuild,) = [s for s in statements if "codebuild:StartBuild" in s["Action"]]
+    assert sorted(codebuild["Action"]) == [
+        "codebuild:BatchGetBuilds",
+        "codebuild:ListBuildsForProject",
+        "codebuild:StartBuild",
+    ]
+    assert codebuild["Resource"] == {"Fn::GetAtt": [project_id, "Arn"]}
+    # The watch hands itself on: the function's resource policy lets its own role invoke it.
+    permission_id, permission = _one(resources, "AWS::Lambda::Permission")
+    handler_role = resources[handler_id]["Properties"]["Role"]
+    assert permission["Properties"] == {
+        "Action": "lambda:InvokeFunction",
+        "FunctionName": {"Fn::GetAtt": [handler_id, "Arn"]},
+        "Principal": handler_role,
+    }
     _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
-    permission_id, _ = _one(resources, "AWS::Lambda::Permission")
     policy_id = next(name for name in resources if name.startswith(BUILDER_ROLE_POLICY))
-    # The build starts only once the rule that answers for it, its invoke permission and the build role's grants
-    # exist (the handler and the project are referenced by its properties).
-    assert {rule_id, permission_id, policy_id} <= set(build["DependsOn"])
+    # The build starts only once the build role's grants and the hand-off permission exist (the handler and the
+    # project are referenced by its properties).
+    assert {permission_id, policy_id} <= set(build["DependsOn"])
     assert build["Properties"]["ServiceToken"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+    assert not {"ResponseURL", "ResponseUrl", "StackId", "RequestId"} & set(build["Properties"])
+
+
+def test_codebuild_may_assume_the_build_role_for_this_stacks_project_only():
+    stack, weights = _stack()
+    PeagleEndpoint(stack, "Chat", name="chat", weights=weights)
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    _, project = _one(resources, "AWS::CodeBuild::Project")
+    role = resources[project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]]
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    document = _pseudo_resolved({"Statement": [trust]})
+    project_arn = f"arn:aws:codebuild:us-east-1:123456789012:project/{project['Properties']['Name']}"
+    assert project["Properties"]["Name"] == "Images-serving-images"  # the name the ARN is built from, not a Ref
+    assert document["Statement"][0]["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "123456789012"},
+        "ArnLike": {"aws:SourceArn": project_arn},
+    }
+
+    def assumes(source_arn: str, account: str = "123456789012") -> bool:
+        context = {"aws:SourceArn": source_arn, "aws:SourceAccount": account}
+        request = Request("codebuild.amazonaws.com", "sts:AssumeRole", "arn:aws:iam::123456789012:role/x", context)
+        return evaluate(request, (), Policy("trust policy of the build role", document)).allowed
+
+    assert assumes(project_arn)
+    assert not assumes(project_arn.replace("Images-serving-images", "other-project"))
+    assert not assumes(project_arn.replace("123456789012", "210987654321"), account="210987654321")
+
+
+def _pseudo_resolved(value: Any) -> Any:
+    """The template's pseudo parameters and joins as CloudFormation resolves them in us-east-1, 123456789012."""
+    pseudo = {"AWS::Partition": "aws", "AWS::AccountId": "123456789012", "AWS::Region": "us-east-1"}
+    if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in pseudo:
+        return pseudo[value["Ref"]]
+    if isinstance(value, dict) and set(value) == {"Fn::Join"}:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_pseudo_resolved(part) for part in parts)
+    if isinstance(value, dict):
+        return {key: _pseudo_resolved(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_pseudo_resolved(item) for item in value]
+    return value
 
 
 def test_the_repository_keeps_every_tagged_image_and_never_moves_a_tag(default_synth):
@@ -237,12 +309,71 @@ def test_a_pull_through_cache_pulls_the_base_with_your_docker_hub_credentials(sy
     )
 
 
+def test_the_caches_repositories_get_a_lifecycle_and_the_stacks_encryption_from_a_creation_template(synth, tmp_path):
+    result = synth(deployment=write_deployment(tmp_path, f"image:\n  pull_through_cache_secret_arn: {SECRET}\n"))
+    resources = _resources(result)
+    _, rule = _one(resources, "AWS::ECR::PullThroughCacheRule")
+    template_id, template = _one(resources, "AWS::ECR::RepositoryCreationTemplate")
+    properties = template["Properties"]
+    # The rule's prefix, for the repositories ECR creates at the first pull through it.
+    assert properties["Prefix"] == rule["Properties"]["EcrRepositoryPrefix"]
+    assert properties["AppliedFor"] == ["PULL_THROUGH_CACHE"]
+    _, repository = _one(resources, "AWS::ECR::Repository")
+    assert properties["EncryptionConfiguration"] == repository["Properties"]["EncryptionConfiguration"]
+    (lifecycle_rule,) = json.loads(properties["LifecyclePolicy"])["rules"]
+    # One rule, on what no build pulled for 30 days: an image a build pulls is never selected while it is needed.
+    assert lifecycle_rule["selection"] == {
+        "tagStatus": "any",
+        "countType": "sinceImagePulled",
+        "countUnit": "days",
+        "countNumber": 30,
+    }
+    assert lifecycle_rule["action"] == {"type": "expire"}
+    # KMS in a template needs a role of the account's own, which ECR assumes: it may create under the prefix only.
+    role_id = properties["CustomRoleArn"]["Fn::GetAtt"][0]
+    (trust,) = resources[role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "ecr.amazonaws.com"}
+    (policy,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
+    ]
+    statements = {
+        " ".join(sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])): s["Resource"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
+    assert f"repository/{properties['Prefix']}/*" in json.dumps(statements["ecr:CreateRepository"])
+    assert set(statements) == {"ecr:CreateRepository", "kms:CreateGrant kms:DescribeKey kms:RetireGrant"}
+    _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
+    assert template_id in build["DependsOn"]  # the first pull creates the repository: the template is there first
+
+
+def test_the_pull_through_cache_variant_passes_cdk_nag_and_cfn_lint(synth, tmp_path):
+    """The example deployments pull from Docker Hub (tests/infra/test_app_checks.py checks them): the cache's rule,
+    creation template and role go through the same checks here."""
+    result = synth(deployment=write_deployment(tmp_path, f"image:\n  pull_through_cache_secret_arn: {SECRET}\n"))
+    report = json.loads((result.outdir / "validation-report.json").read_text())
+    nag = [
+        v
+        for plugin in report.get("pluginReports", [])
+        for v in plugin["violations"]
+        if "cdk-nag" in plugin.get("pluginName", "").lower() or v["ruleName"].startswith(("AwsSolutions", "NIST"))
+    ]
+    assert nag == []
+    templates = sorted(str(path) for path in result.outdir.glob("*.template.json"))
+    lint = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), *templates], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
 def test_a_new_secret_makes_a_new_rule_under_a_new_prefix(synth, tmp_path):
     prefixes = []
     for index, secret in enumerate((SECRET, SECRET.replace("AbCdEf", "XyZ123"))):
         (tmp_path / str(index)).mkdir()
         path = write_deployment(tmp_path / str(index), f"image:\n  pull_through_cache_secret_arn: {secret}\n")
-        _, rule = _one(_resources(synth(deployment=path)), "AWS::ECR::PullThroughCacheRule")
+        resources = _resources(synth(deployment=path))
+        _, rule = _one(resources, "AWS::ECR::PullThroughCacheRule")
+        _, creation = _one(resources, "AWS::ECR::RepositoryCreationTemplate")
+        assert creation["Properties"]["Prefix"] == rule["Properties"]["EcrRepositoryPrefix"]
         prefixes.append(rule["Properties"]["EcrRepositoryPrefix"])
     # Every property of the rule is create-only and its prefix is its identity: a new secret under the old
     # prefix would be created before the old rule is deleted, and fail on it.
@@ -253,6 +384,9 @@ def test_an_existing_cache_rule_is_used_and_none_is_made(synth, tmp_path):
     result = synth(deployment=write_deployment(tmp_path, "image:\n  pull_through_cache_prefix: team-hub\n"))
     resources = _resources(result)
     assert not [r for r in resources.values() if r["Type"] == "AWS::ECR::PullThroughCacheRule"]
+    # Nor a creation template: its prefix is its identity in the registry, and the rule (and any template for it) is
+    # yours; docs/deployment.md says how to clean its repositories up.
+    assert not [r for r in resources.values() if r["Type"] == "AWS::ECR::RepositoryCreationTemplate"]
     _, build = _one(resources, CUSTOM_RESOURCE_TYPE)
     assert "/team-hub/vllm/vllm-openai:v0.32.0" in json.dumps(build["Properties"]["BaseImage"])
     (imports,) = [s for s in _build_role_statements(resources) if "ecr:BatchImportUpstreamImage" in s["Action"]]
@@ -300,6 +434,7 @@ def test_endpoints_on_one_context_share_one_build_and_one_cache_rule(tmp_path):
     )
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::ECR::PullThroughCacheRule", 1)
+    template.resource_count_is("AWS::ECR::RepositoryCreationTemplate", 1)
     template.resource_count_is("AWS::CodeBuild::Project", 1)
     template.resource_count_is("AWS::ECR::Repository", 1)
     builds = template.find_resources(CUSTOM_RESOURCE_TYPE)
