@@ -64,12 +64,17 @@ def vllm_flags(plan: Plan) -> dict[str, bool | int | float | str]:
     return flags
 
 
-def container_environment(plan: Plan, *, variant_name: str, endpoint_name: str) -> dict[str, str]:
-    """All of the container's environment, from the plan alone. The endpoint and variant names go into every
-    KPI line, where CloudWatch metric filters read them as dimensions.
+def container_environment(
+    plan: Plan, *, variant_name: str, endpoint_name: str, request_log_sampling_percentage: int = 0
+) -> dict[str, str]:
+    """All of the container's environment, from the plan (and the capture settings' request log). The endpoint
+    and variant names go into every KPI line, where CloudWatch metric filters read them as dimensions.
 
     :param endpoint_name: the endpoint this Model serves (the real-time endpoint's; the asynchronous endpoint
         passes its own, so its KPI lines carry its name).
+    :param request_log_sampling_percentage: the share of requests the container's request log writes
+        (``capture.method: request_log``, peagle_serve/request_log.py); 0: off, and the variable is not set at all,
+        so a deployment without it has the environment, and the template, it had before.
     """
     env = contract.encode_vllm_flags(vllm_flags(plan))
     env.update(plan.gpu_environment)  # the target's GPU-specific variables, only where the plan's GPU qualifies
@@ -91,4 +96,6 @@ def container_environment(plan: Plan, *, variant_name: str, endpoint_name: str) 
     )
     if plan.hf_token_secret_arn:
         env[contract.ENV_HF_TOKEN_SECRET_ARN] = plan.hf_token_secret_arn  # the ARN, never the token
+    if request_log_sampling_percentage > 0:
+        env[contract.ENV_REQUEST_LOG_SAMPLING_PERCENT] = str(request_log_sampling_percentage)
     return dict(sorted(env.items()))

@@ -1,7 +1,19 @@
 """SageMaker Data Capture's destination: a private bucket of the endpoint's own, with a lifecycle rule that expires
-what was captured, its key, and the endpoint config's DataCaptureConfig that writes there.
+what was captured, its key, and the endpoint config's DataCaptureConfig that writes there (``capture.method``
+data_capture; the other method, the container's request log, needs nothing here: peagle_serve/request_log.py).
 
 Facts behind it:
+
+- Who may use it is not stated by AWS. The "Data capture" page opens with "Amazon SageMaker Model Monitor is no longer
+  open to new customers. Existing customers can continue to use the service as normal" (SageMaker Developer Guide,
+  https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-capture.html), other Model Monitor pages date it
+  ("close new customer access to Amazon Sagemaker Model Monitor, effective 7/30/26"), and the page it points to,
+  "Amazon SageMaker Model Monitor availability change"
+  (https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-availability-change.html), replaces monitoring
+  schedules (CreateMonitoringSchedule) and names Data Capture only as the input of its replacement solutions
+  ("Real-time endpoint (Data Capture)"). Neither it nor the API reference (DataCaptureConfig, CreateEndpointConfig;
+  botocore 1.44.5) nor the CloudFormation schema says whether an account new to Model Monitor may set
+  DataCaptureConfig. So an account may find CreateEndpointConfig refused; docs/production-loop.md says what to use then.
 
 - The endpoint config's DataCaptureConfig "applies to all production variants hosted at the endpoint", and every
   field of it is create-only: "Update requires: Replacement" (CloudFormation, AWS::SageMaker::EndpointConfig

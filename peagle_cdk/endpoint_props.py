@@ -24,6 +24,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from peagle.errors import ConfigError
 from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 from peagle_cdk.serving_image_build import BaseImage, build_in_account
@@ -572,23 +573,28 @@ class Routing:
 
 @dataclass(frozen=True)
 class DataCapture:
-    """SageMaker Data Capture of the endpoint's requests (variants mode), off unless given: a sample of the requests
-    (``mode`` "request_and_response": and of the responses) lands as JSON lines under capture/ in a bucket the
-    construct creates (KMS-encrypted, private, SSL-only, access-logged), expired after ``expire_after``. `peagle
-    prompts` turns it into a prompts file. Turning it on, off or changing it replaces the endpoint config and rolls the
-    endpoint out (docs/production-loop.md, "Capture").
+    """A sample of the endpoint's requests for `peagle prompts`, off unless given. ``method`` "data_capture" (the
+    default): SageMaker Data Capture (variants mode); the requests (``mode`` "request_and_response": and the
+    responses) land as JSON lines under capture/ in a bucket the construct creates (KMS-encrypted, private, SSL-only,
+    access-logged), expired after ``expire_after``. ``method`` "request_log": the container prints the sampled
+    requests (prompt or messages and sampling parameters only) to the endpoint's CloudWatch Logs group, for an
+    account that may not be able to use Data Capture (AWS closed Model Monitor to new customers); the group must not
+    keep its logs longer than ``expire_after`` (``log_retention_days``). Turning it on, off or changing it replaces
+    the endpoint config or the model and rolls the endpoint out (docs/production-loop.md, "Capture").
 
     :param sampling_percentage: share of requests captured, 1-100 (default 10).
-    :param mode: "request" (default) or "request_and_response".
-    :param expire_after: how long a captured object is kept, in whole days (default 30 days).
+    :param mode: "request" (default) or "request_and_response" (data_capture only).
+    :param expire_after: how long a captured request is kept, in whole days (default 30 days).
     :param key: the KMS key of the bucket and the captured objects (its key policy must let the endpoint's role use
-        it); default: a new key with rotation.
+        it); default: a new key with rotation. data_capture only: the request log is encrypted with the log group's key.
+    :param method: "data_capture" (default) or "request_log".
     """
 
     sampling_percentage: int = _CAPTURE.sampling_percentage
     mode: Literal["request", "request_and_response"] = _CAPTURE.mode
     expire_after: Duration = Duration.days(_CAPTURE.expire_after_days)
     key: kms.IKey | None = None
+    method: Literal["data_capture", "request_log"] = _CAPTURE.method
 
     def __post_init__(self) -> None:
         owner = "DataCapture"
@@ -596,15 +602,24 @@ class DataCapture:
         prop_types.check_instance(owner, "mode", self.mode, str, '"request" or "request_and_response"')
         prop_types.check_duration(owner, "expire_after", self.expire_after, "Duration.days(30)")
         prop_types.check_interface(owner, "key", self.key, "IKey")
+        prop_types.check_instance(owner, "method", self.method, str, '"data_capture" or "request_log"')
 
     def settings(self) -> CaptureSettings:
         """The capture section; the key, a CDK object, stays with the prop (PeagleEndpoint uses it)."""
         owner = "DataCapture"
+        if self.method == "request_log" and self.key is not None:
+            # The settings model refuses the file's kms_key_arn for the same reason (peagle/config.py, CaptureSettings).
+            raise ConfigError(
+                f'{owner}: key is the Data Capture bucket\'s key; with method="request_log" the requests are in the '
+                "endpoint's CloudWatch Logs group, encrypted with that group's own key (created by the construct, "
+                'with rotation): leave key=None, or use method="data_capture"'
+            )
         return build(
             CaptureSettings,
             owner=owner,
             path="capture",
             enabled=True,
+            method=self.method,
             sampling_percentage=self.sampling_percentage,
             mode=self.mode,
             expire_after_days=whole(owner, "expire_after", self.expire_after, "days"),

@@ -39,6 +39,8 @@ ENV_SELF_CHECK_SAMPLED_MIN_RATIO = "PEAGLE_SELF_CHECK_SAMPLED_MIN_RATIO"
 ENV_SELF_CHECK_SAMPLED_COLLAPSE = "PEAGLE_SELF_CHECK_SAMPLED_COLLAPSE"
 ENV_VLLM_CPU_CORRECTIONS = "PEAGLE_VLLM_CPU_CORRECTIONS"
 ENV_KPI_INTERVAL_SECONDS = "PEAGLE_KPI_INTERVAL_SECONDS"
+ENV_REQUEST_LOG_SAMPLING_PERCENT = "PEAGLE_REQUEST_LOG_SAMPLING_PERCENT"
+ENV_REQUEST_LOG_MAX_BODY_BYTES = "PEAGLE_REQUEST_LOG_MAX_BODY_BYTES"
 
 # --- Model data ------------------------------------------------------------------
 # With S3DataType S3Prefix and CompressionType None, "for each S3 object under the key name
@@ -481,3 +483,76 @@ def kpi_line(values: Mapping[str, object]) -> dict[str, object]:
     if missing or unknown:
         raise ValueError(f"KPI line keys differ from KPI_LINE_KEYS: missing {missing}, not in the contract {unknown}")
     return {key: KPI_EVENT if key == "event" else values[key] for key in KPI_LINE_KEYS}
+
+
+# --- The request log line ----------------------------------------------------------------
+# Opt-in (PEAGLE_REQUEST_LOG_SAMPLING_PERCENT > 0): a sampled share of the generation requests the
+# container served, written to stdout by request_log.py, which SageMaker sends to the endpoint's
+# CloudWatch Logs group like the KPI line; `peagle prompts --from-logs` reads the lines back
+# (peagle/prompts_capture/request_log.py). The way to collect prompts where SageMaker Data Capture is
+# not available (docs/production-loop.md). Only what a prompts file keeps is written: prompt or
+# messages and the sampling and length parameters below; of every other body key only its name;
+# never a header.
+REQUEST_LOG_EVENT = "peagle_request"
+# The routes whose bodies are generation requests: vLLM 0.32's /invocations (vllm/entrypoints/serve/
+# sagemaker/api_router.py, which routes a body to the completion or chat handler by its shape),
+# /v1/completions (vllm/entrypoints/openai/completion/api_router.py) and /v1/chat/completions
+# (vllm/entrypoints/openai/chat_completion/api_router.py).
+REQUEST_LOG_PATHS = ("/invocations", "/v1/completions", "/v1/chat/completions")
+REQUEST_PROMPT_FIELDS = ("prompt", "messages")
+# The sampling and length parameters a prompts file keeps with a prompt: fields of vLLM 0.32's
+# CompletionRequest and ChatCompletionRequest (vllm/entrypoints/openai/completion/protocol.py,
+# vllm/entrypoints/openai/chat_completion/protocol.py). Everything else (model, stream, stream_options,
+# user, tools, ...) is transport or identity, not workload.
+REQUEST_SAMPLING_FIELDS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "min_tokens",
+    "ignore_eos",
+    "n",
+)
+# OpenAI's chat name for max_tokens; vLLM's ChatCompletionRequest takes both.
+REQUEST_MAX_TOKENS_ALIASES = ("max_completion_tokens",)
+REQUEST_LOG_KEPT_FIELDS = REQUEST_PROMPT_FIELDS + REQUEST_SAMPLING_FIELDS + REQUEST_MAX_TOKENS_ALIASES
+
+# One request is one or more lines: its kept body as compact ASCII JSON text, cut into pieces of at
+# most REQUEST_LOG_CHUNK_CHARS characters, each a line with the same ``id`` and ``part`` 1..``parts``.
+# Why pieces: a line must arrive as one log event, and SageMaker does not document how it forwards a
+# long stdout line. Docker's log drivers take a container's output in 16 KiB pieces, and with some
+# settings CloudWatch Logs receives a longer line as several events ("awslogs" driver with
+# "non-blocking" mode cause log events to split larger then 16k size", moby/moby#41794). So every
+# line stays below REQUEST_LOG_LINE_BYTES: a piece's characters are printable ASCII, at most doubled
+# by the line's own JSON escaping, plus the other keys (not_kept: at most 32 names of at most 64
+# characters, on the first line only).
+REQUEST_LOG_LINE_BYTES = 16 * 1024
+REQUEST_LOG_CHUNK_CHARS = 6000
+REQUEST_LOG_MAX_NOT_KEPT_NAMES = 32
+REQUEST_LOG_MAX_NAME_CHARS = 64
+# A request whose kept body is longer than PEAGLE_REQUEST_LOG_MAX_BODY_BYTES is logged as one line
+# with ``body`` null, ``skipped`` REQUEST_LOG_TOO_LARGE and its size, so a reader counts it.
+REQUEST_LOG_TOO_LARGE = "too_large"
+
+# Every key of a line, in the order written (``not_kept`` on part 1 only; ``size_bytes`` and
+# ``skipped`` on a too-large request's one line only).
+REQUEST_LOG_LINE_KEYS: tuple[str, ...] = (
+    "event",
+    "id",
+    "part",
+    "parts",
+    "time",
+    "endpoint_name",
+    "variant_name",
+    "path",
+    "body",
+    "not_kept",
+    "skipped",
+    "size_bytes",
+)

@@ -40,6 +40,10 @@ VLLM_SERVE_COMMAND = ("-m", "peagle_serve.vllm_cli", "serve")
 
 # Gates /ping until the self-check passed; JSON bodies on /invocations (readiness.py).
 READINESS_MIDDLEWARE = "peagle_serve.readiness.ContainerContractMiddleware"
+# The opt-in request log (request_log.py): added only when PEAGLE_REQUEST_LOG_SAMPLING_PERCENT > 0, so a container
+# without it runs no code of it. vLLM takes several: "We accept multiple --middleware arguments"
+# (vllm/entrypoints/launchers/cli_args.py, ``middleware``).
+REQUEST_LOG_MIDDLEWARE = "peagle_serve.request_log.RequestLogMiddleware"
 
 # Options the launcher owns: set through PEAGLE_* so it knows them too.
 _LAUNCHER_OWNED = {
@@ -149,6 +153,8 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
         "--middleware",
         READINESS_MIDDLEWARE,
     ]
+    if settings.request_log_sampling_percent > 0:
+        argv += ["--middleware", REQUEST_LOG_MIDDLEWARE]
     return LaunchPlan(
         argv=argv,
         model=model,

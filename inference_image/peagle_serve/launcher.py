@@ -170,6 +170,13 @@ class _Supervisor:
             STARTUP_MARGIN_SECONDS,
         )
         log.info("starting vLLM: %s", " ".join(vllm_args.redact(self.plan.argv[1:])))
+        if self.settings.request_log_sampling_percent > 0:
+            log.info(
+                "request log on: %d%% of the completion and chat requests answered 2xx go to stdout as "
+                "peagle_request lines (prompt or messages and sampling parameters only; "
+                "PEAGLE_REQUEST_LOG_SAMPLING_PERCENT)",
+                self.settings.request_log_sampling_percent,
+            )
         # Own session: a terminal's Ctrl-C reaches only the launcher, which forwards
         # one SIGTERM, so vLLM drains instead of being hit twice.
         self.process = subprocess.Popen(self.plan.argv, env=env, start_new_session=True)

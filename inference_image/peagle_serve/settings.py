@@ -120,6 +120,17 @@ def _trained_k(value: object) -> str | None:
     return None if value is None or value >= 1 else "must be >= 1 (or unset)"
 
 
+def _between(low: int, high: int) -> Callable[[object], str | None]:
+    return lambda value: None if low <= value <= high else f"must be {low}-{high}"
+
+
+# The request log's cap on one request's kept body. The floor: a prompt of a few hundred words. The ceiling is ours:
+# CloudWatch Logs takes events up to 1 MB ("Each log event can be no larger than 1 MB", PutLogEvents, botocore
+# 1.44.5 logs service model), the log cuts a body into lines far below that (contract.REQUEST_LOG_LINE_BYTES), and a
+# larger body is a document or an image, not a prompt to size an endpoint with.
+REQUEST_LOG_MAX_BODY_BYTES_RANGE = (1024, 1024 * 1024)
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         contract.ENV_MODEL_PAIR,
@@ -285,6 +296,26 @@ SETTINGS: tuple[Setting, ...] = (
         "line to stdout. 0 turns the KPI line off.",
         _at_least(0),
     ),
+    Setting(
+        contract.ENV_REQUEST_LOG_SAMPLING_PERCENT,
+        "request_log_sampling_percent",
+        _parse_int,
+        0,
+        "The request log (`request_log.py`): this share of the completion and chat requests answered 2xx, "
+        "in percent, is printed to stdout as `peagle_request` JSON lines, their prompt or messages and "
+        "sampling parameters only (other body keys by name, never headers), for `peagle prompts "
+        "--from-logs`. 0: off (the default). The CDK app sets it with `capture.method: request_log`.",
+        _between(0, 100),
+    ),
+    Setting(
+        contract.ENV_REQUEST_LOG_MAX_BODY_BYTES,
+        "request_log_max_body_bytes",
+        _parse_int,
+        256 * 1024,
+        "The request log writes a request whose kept body (compact JSON) is longer than this as its size "
+        "alone, without prompt. A body is written in lines of at most 16 KiB.",
+        _between(*REQUEST_LOG_MAX_BODY_BYTES_RANGE),
+    ),
 )
 
 
@@ -308,6 +339,8 @@ class LauncherSettings:
     self_check_sampled_collapse: str
     vllm_cpu_corrections: bool
     kpi_interval_seconds: float
+    request_log_sampling_percent: int
+    request_log_max_body_bytes: int
 
     @property
     def model_root_path(self) -> Path:

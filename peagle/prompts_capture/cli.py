@@ -1,10 +1,11 @@
-"""`peagle prompts`: an endpoint's SageMaker Data Capture (an S3 prefix or a local copy) to a prompts
-file that `peagle bench`, `peagle tune` and `peagle capacity` read with --prompts-file.
+"""`peagle prompts`: an endpoint's SageMaker Data Capture (an S3 prefix or a local copy), or its container's
+request log (CloudWatch Logs, --from-logs), to a prompts file that `peagle bench`, `peagle tune` and
+`peagle capacity` read with --prompts-file.
 
 Writes --out (JSON Lines, peagle/bench/prompts.py's format: prompt or messages, with the sampling
 parameters the requests carried) and, next to it, <out stem>.summary.json (what was kept, what was
-dropped and why, the distributions that matter for measuring). Exit 0 ok; 1 S3 could not be read
-(permissions, credentials); 2 bad arguments, or no usable record under the location.
+dropped and why, the distributions that matter for measuring). Exit 0 ok; 1 S3 or CloudWatch Logs could
+not be read (permissions, credentials); 2 bad arguments, or no usable record under the location.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
@@ -25,17 +27,36 @@ class NoUsablePrompts(ValueError):
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "prompts",
-        help="turn an endpoint's Data Capture records into a prompts file for bench, tune and capacity",
+        help="turn an endpoint's Data Capture records (or its request log) into a prompts file for bench, tune and "
+        "capacity",
         description="Read SageMaker Data Capture files ({endpoint}/{variant}/yyyy/mm/dd/hh/*.jsonl) under CAPTURE, "
-        "an s3:// prefix or a local directory copied from one, decode each captured request (JSON or BASE64), keep "
-        "its prompt or messages and sampling parameters, drop duplicates, and write --out plus a summary "
-        "(<out stem>.summary.json: kept/dropped by reason, input lengths, max_tokens, sampling seen, output tokens "
-        "when responses were captured). Records it cannot use (CSV, not JSON, not a completion or chat body) are "
-        "counted by reason. Exit 0 ok, 1 S3 could not be read, 2 bad arguments or no usable record.",
+        "an s3:// prefix or a local directory copied from one, or, with --from-logs, the container's request log "
+        "(capture.method: request_log) in the endpoint's CloudWatch Logs group; decode each captured request (JSON "
+        "or BASE64), keep its prompt or messages and sampling parameters, drop duplicates, and write --out plus a "
+        "summary (<out stem>.summary.json: kept/dropped by reason, input lengths, max_tokens, sampling seen, output "
+        "tokens when responses were captured). Records it cannot use (CSV, not JSON, not a completion or chat body) "
+        "are counted by reason. Exit 0 ok, 1 S3 or CloudWatch Logs could not be read, 2 bad arguments or no usable "
+        "record.",
     )
     parser.add_argument(
-        "capture", metavar="CAPTURE", help="s3://bucket/prefix (any prefix of the layout) or a directory"
+        "capture",
+        metavar="CAPTURE",
+        nargs="?",
+        help="s3://bucket/prefix (any prefix of the layout) or a directory; or give --from-logs",
     )
+    logs = parser.add_argument_group("the request log (capture.method: request_log)")
+    logs.add_argument(
+        "--from-logs",
+        metavar="LOG_GROUP",
+        help="read the container's peagle_request lines from this CloudWatch Logs group instead of CAPTURE: "
+        "/aws/sagemaker/Endpoints/<endpoint> (an inference component's: /aws/sagemaker/InferenceComponents/<name>)",
+    )
+    window = logs.add_mutually_exclusive_group()
+    window.add_argument(
+        "--start", metavar="ISO", help="with --from-logs: from this time, ISO 8601 (UTC unless an offset is given)"
+    )
+    window.add_argument("--days", type=_positive_days, metavar="N", help="with --from-logs: the last N days")
+    logs.add_argument("--end", metavar="ISO", help="with --from-logs and --start: until this time (default: now)")
     parser.add_argument("--out", type=Path, required=True, help="prompts file to write (JSON Lines)")
     parser.add_argument(
         "--drop-field",
@@ -58,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--limit", type=int, metavar="N", help="stop after N prompts (in key order: the earliest hours first)"
     )
-    parser.add_argument("--region", help="AWS region of the bucket (default: the environment's)")
+    parser.add_argument("--region", help="AWS region of the bucket or log group (default: the environment's)")
     parser.add_argument(
         "--tokenizer",
         metavar="PATH",
@@ -86,16 +107,16 @@ def summary_path(out: Path) -> Path:
 
 
 def _prompts(args: argparse.Namespace) -> int:
-    from peagle.prompts_capture.convert import convert, summarise
-    from peagle.prompts_capture.source import capture_lines
+    from peagle.prompts_capture.convert import convert, hash_kept_fields, summarise
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit {args.limit}: at least 1 prompt")
     both = sorted(set(args.drop_field) & set(args.hash_field))
     if both:
         raise ValueError(f"{', '.join(both)}: given to both --drop-field and --hash-field; give each field to one")
+    where, records = _source(args, keep_extra=hash_kept_fields(args.hash_field))
     conversion = convert(
-        capture_lines(args.capture, region=args.region),
+        records,
         drop_fields=tuple(args.drop_field),
         hash_fields=tuple(args.hash_field),
         limit=args.limit,
@@ -103,15 +124,16 @@ def _prompts(args: argparse.Namespace) -> int:
     if not conversion.bodies:
         reasons = "; ".join(f"{count} {reason}" for reason, count in conversion.skipped.most_common())
         raise NoUsablePrompts(
-            f"no usable request under {args.capture}: {conversion.records} capture record(s) in "
-            f"{len(conversion.files)} file(s), none a JSON completion or chat body ({reasons or 'no records'}). "
-            "peagle prompts reads OpenAI-style bodies with prompt or messages, captured as JSON or BASE64: make "
-            "the endpoint capture application/json requests (DataCaptureConfig.CaptureContentTypeHeader."
-            "JsonContentTypes, or the default BASE64), and give the prefix of this endpoint's capture"
+            f"no usable request in {where}: {conversion.records} record(s) from {len(conversion.files)} "
+            f"{'log stream' if args.from_logs else 'file'}(s), none a JSON completion or chat body "
+            f"({reasons or 'no records'}). " + (_NO_LOGGED_REQUEST if args.from_logs else _NO_CAPTURED_REQUEST)
         )
     token_counts = _token_counts(args.tokenizer, conversion.bodies) if args.tokenizer else None
     summary = summarise(conversion, token_counts=token_counts)
-    summary["capture"] = args.capture
+    if args.from_logs:
+        summary["log_streams"] = summary.pop("capture_files")
+    summary["source"] = "request_log" if args.from_logs else "data_capture"
+    summary["capture"] = where
     summary["prompts_file"] = str(args.out)
     summary["drop_fields"], summary["hash_fields"] = list(args.drop_field), list(args.hash_field)
     summary["tokenizer"] = args.tokenizer
@@ -122,6 +144,75 @@ def _prompts(args: argparse.Namespace) -> int:
     summary_path(args.out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _print_summary(summary, args.out)
     return EXIT_OK
+
+
+_NO_CAPTURED_REQUEST = (
+    "peagle prompts reads OpenAI-style bodies with prompt or messages, captured as JSON or BASE64: make the "
+    "endpoint capture application/json requests (DataCaptureConfig.CaptureContentTypeHeader.JsonContentTypes, or "
+    "the default BASE64), and give the prefix of this endpoint's capture"
+)
+_NO_LOGGED_REQUEST = (
+    "The request log is written by the container when the deployment has capture.method: request_log (the "
+    "container's PEAGLE_REQUEST_LOG_SAMPLING_PERCENT > 0): check the log group's name, --region, and a window in "
+    "which the endpoint served completion or chat requests with it on"
+)
+
+
+def _source(args: argparse.Namespace, *, keep_extra: tuple[str, ...]):
+    """(where the records come from, in words; the records), from CAPTURE or --from-logs."""
+    if (args.capture is None) == (args.from_logs is None):
+        raise ValueError(
+            "give either CAPTURE (an s3:// prefix or a directory of Data Capture files) or --from-logs LOG_GROUP "
+            "(the container's request log), not both or neither"
+        )
+    if args.from_logs is None:
+        from peagle.prompts_capture.convert import capture_records
+        from peagle.prompts_capture.source import capture_lines
+
+        if args.start or args.end or args.days:
+            raise ValueError("--start, --end and --days go with --from-logs; CAPTURE is read whole")
+        return args.capture, capture_records(capture_lines(args.capture, region=args.region), keep_extra=keep_extra)
+    from peagle.prompts_capture.request_log import log_events, log_records
+
+    start, end = _log_window(args)
+    where = f"log group {args.from_logs} from {_iso(start)} to {_iso(end)}"
+    events = log_events(args.from_logs, start=start, end=end, region=args.region)
+    return where, log_records(events, keep_extra=keep_extra)
+
+
+def _log_window(args: argparse.Namespace) -> tuple[datetime, datetime]:
+    from peagle.traffic.window import parse_time
+
+    now = _utc_now()
+    if args.days is not None:
+        if args.end is not None:
+            raise ValueError("--end goes with --start; --days N always ends now")
+        return now - timedelta(days=args.days), now
+    if args.start is None:
+        raise ValueError("--from-logs needs a window: --start ISO [--end ISO], or --days N")
+    start = parse_time(args.start, flag="--start")
+    end = parse_time(args.end, flag="--end") if args.end is not None else now
+    if end <= start:
+        raise ValueError(f"--end {_iso(end)} is not after --start {_iso(start)}; give an end after the start")
+    return start, end
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _positive_days(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} days: give 1 or more")
+    return value
 
 
 def _token_counts(tokenizer_path: str, bodies: list[dict]) -> list[int]:
@@ -168,9 +259,14 @@ def _spread_text(spread: dict | None, unit: str) -> str:
 def _print_summary(summary: dict, out: Path) -> None:
     dropped = ", ".join(f"{count} {reason}" for reason, count in summary["dropped"].items() if count) or "none"
     kinds = summary["kept_by_kind"]
+    sources = (
+        f"{summary['log_streams']} log stream(s)"
+        if "log_streams" in summary
+        else f"{summary['capture_files']} capture file(s)"
+    )
     print(
         f"prompts: {summary['kept']} kept ({kinds['chat']} chat, {kinds['completion']} completion) of "
-        f"{summary['records_read']} records in {summary['capture_files']} capture file(s)"
+        f"{summary['records_read']} records in {sources}"
         + (" (stopped at --limit)" if summary["stopped_at_limit"] else "")
     )
     print(f"  dropped: {dropped}")

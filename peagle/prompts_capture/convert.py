@@ -1,5 +1,7 @@
-"""Capture lines to prompts: decode, drop or hash fields, drop duplicates, count what was not used,
-and summarise what matters for measuring (input lengths, max_tokens, sampling, output tokens).
+"""Captured requests to prompts (Data Capture lines, or the container's request log): decode, drop or hash
+fields, drop duplicates, count what was not used, and summarise what matters for measuring (input lengths,
+max_tokens, sampling, output tokens). Both sources go through the same ``convert``, so the privacy controls
+(--drop-field, --hash-field) and the summary are the same for both.
 
 Hashing is salted with a random salt drawn once per run and never written: equal values stay
 equal within one prompts file (duplicates and per-user counts survive), but a hash cannot be
@@ -12,11 +14,11 @@ import hashlib
 import json
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from peagle.prompts_capture.records import SAMPLING_FIELDS, decode_line
+from peagle.prompts_capture.records import SAMPLING_FIELDS, Decoded, decode_line
 from peagle.prompts_capture.source import CaptureFile
 
 SUMMARY_SCHEMA = "peagle-prompts-summary/1"
@@ -38,25 +40,51 @@ class Conversion:
     limited: bool = False
 
 
+@dataclass(frozen=True)
+class SourcedRecord:
+    """One request as a source gave it: decoded, with where it came from."""
+
+    where: str  # the capture file (s3://... or a path) or the log stream, for the summary's count
+    unit: str | None  # "{endpoint}/{variant}", when the source says
+    decoded: Decoded
+
+
+def hash_kept_fields(hash_fields: Sequence[str]) -> tuple[str, ...]:
+    """The --hash-field keys a decoder keeps beyond the sampling fields (they are hashed afterwards)."""
+    return tuple(name for name in hash_fields if name not in SAMPLING_FIELDS)
+
+
+def capture_records(
+    lines: Iterable[tuple[CaptureFile, str]], *, keep_extra: tuple[str, ...]
+) -> Iterator[SourcedRecord]:
+    """Data Capture lines as records; the unit is the key layout's {endpoint}/{variant}."""
+    for capture, line in lines:
+        parts = capture.relative.split("/")
+        unit = "/".join(parts[:2]) if len(parts) >= 3 else None
+        yield SourcedRecord(capture.where, unit, decode_line(line, keep_extra=keep_extra))
+
+
 def convert(
-    lines: Iterable[tuple[CaptureFile, str]],
+    records: Iterable[SourcedRecord],
     *,
     drop_fields: Sequence[str] = (),
     hash_fields: Sequence[str] = (),
     limit: int | None = None,
     salt: bytes | None = None,
 ) -> Conversion:
+    """Records from any source (capture_records, or the request log's) to the prompts kept, with every record not
+    kept counted by its reason. ``hash_fields`` must be the ones the records were decoded to keep
+    (hash_kept_fields)."""
     salt = secrets.token_bytes(16) if salt is None else salt
     result = Conversion()
     seen: set[str] = set()
-    keep_extra = tuple(name for name in hash_fields if name not in SAMPLING_FIELDS)
-    for capture, line in lines:
+    for record in records:
         if limit is not None and len(result.bodies) >= limit:
             result.limited = True
             break
         result.records += 1
-        result.files.add(capture.where)
-        decoded = decode_line(line, keep_extra=keep_extra)
+        result.files.add(record.where)
+        decoded = record.decoded
         if decoded.body is None:
             result.skipped[decoded.reason] += 1
             continue
@@ -73,9 +101,8 @@ def convert(
         result.bodies.append(body)
         if decoded.output_tokens is not None:
             result.output_tokens.append(decoded.output_tokens)
-        parts = capture.relative.split("/")
-        if len(parts) >= 3:
-            result.endpoints["/".join(parts[:2])] += 1
+        if record.unit:
+            result.endpoints[record.unit] += 1
         if isinstance(decoded.metadata.get("inferenceTime"), str):
             result.inference_times.append(decoded.metadata["inferenceTime"])
     return result

@@ -25,28 +25,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-# What a prompts file keeps of a body besides prompt/messages: sampling and length parameters of
-# vLLM's CompletionRequest / ChatCompletionRequest (vllm/entrypoints/openai/protocol.py).
-# Everything else (model, stream, stream_options, user, tools, ...) is transport or identity, not
-# workload; bench sets stream and stream_options itself.
-SAMPLING_FIELDS = (
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "stop",
-    "seed",
-    "presence_penalty",
-    "frequency_penalty",
-    "repetition_penalty",
-    "min_tokens",
-    "ignore_eos",
-    "n",
-)
+from peagle_serve.contract import REQUEST_MAX_TOKENS_ALIASES, REQUEST_SAMPLING_FIELDS
+
+# What a prompts file keeps of a body besides prompt/messages: its sampling and length parameters. The list is the
+# container contract's, since the container's request log keeps the same (peagle_serve/contract.py says why).
+SAMPLING_FIELDS = REQUEST_SAMPLING_FIELDS
 # OpenAI's chat name for max_tokens; vLLM takes both. The prompts file spells it max_tokens
 # (peagle/bench/prompts.py reads that key as the request's output length).
-MAX_TOKENS_ALIASES = ("max_completion_tokens",)
+MAX_TOKENS_ALIASES = REQUEST_MAX_TOKENS_ALIASES
 
 # Reasons a record is not used, as the summary counts them.
 MALFORMED_LINE = "malformed line (not a JSON capture record)"

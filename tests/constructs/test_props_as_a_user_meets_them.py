@@ -254,7 +254,7 @@ def test_every_field_the_props_set_is_named_by_its_prop():
         speculation=Speculation.fixed(3),
         rollout=Rollout.rolling(),
         ab_baseline=AbBaseline(),
-        capture=None,  # inference_components mode refuses capture; its fields: tests/infra/test_data_capture.py
+        capture=None,  # inference_components mode refuses Data Capture (request_log is allowed): tests/infra/test_data_capture.py
         routing=Routing.prefix_aware(prefix_length=4096, concurrency_threshold=5),
         weights=ModelWeights.from_hub(),
         network_isolation=False,

@@ -15,7 +15,7 @@ from cdk_synth import REPO_ROOT
 from peagle.config import parse_deployment_config
 from peagle.errors import ConfigError
 from peagle.setting_refs import field_words
-from peagle_cdk import DataCapture, EndpointMode, ModelArtifactsLocation, ModelWeights, PeagleEndpoint
+from peagle_cdk import AbBaseline, DataCapture, EndpointMode, ModelArtifactsLocation, ModelWeights, PeagleEndpoint
 from peagle_cdk.model_artifacts import artifacts_bucket_name, pair_prefix
 
 CAPTURE_FILE = str(REPO_ROOT / "tests" / "infra" / "deployments" / "data-capture.yaml")
@@ -288,7 +288,10 @@ def test_capture_in_inference_components_mode_fails_with_the_source():
     ):
         parse_deployment_config({"endpoint": {"mode": "inference_components"}, "capture": {"enabled": True}})
     stack = Stack(App(), "Consumer")
-    with pytest.raises(ConfigError, match=r"capture=DataCapture\(\.\.\.\): .*Use mode=EndpointMode\.variants\(\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"capture=DataCapture\(\.\.\.\): .*Use DataCapture\(method='request_log'\) .*or mode=EndpointMode\.variants\(\)",
+    ):
         _endpoint(stack, mode=EndpointMode.inference_components(), capture=DataCapture())
 
 
@@ -298,3 +301,113 @@ def test_every_capture_field_the_props_set_is_named_by_its_prop():
     for name in section.model_fields_set:
         assert field_words(f"capture.{name}")["prop"], f"capture.{name} has no prop spelling"
     assert field_words("capture.sampling_percentage")["prop"] == "DataCapture(sampling_percentage=...)"
+
+
+# --- the other method: the container's request log ---------------------------------------------
+# For an account that may not be able to use Data Capture (peagle_cdk/data_capture.py: AWS does not say). The
+# template's only change is one variable in the models' environment: no bucket, no DataCaptureConfig, no grant.
+
+REQUEST_LOG_ENV = "PEAGLE_REQUEST_LOG_SAMPLING_PERCENT"
+
+
+def _models_environment(template: Template) -> dict[str, dict[str, str]]:
+    return {
+        logical_id: model["Properties"]["PrimaryContainer"]["Environment"]
+        for logical_id, model in template.find_resources("AWS::SageMaker::Model").items()
+    }
+
+
+def test_without_the_request_log_no_model_has_its_variable(default_synth):
+    assert REQUEST_LOG_ENV not in default_synth.container_environment()
+    stack = Stack(App(), "Consumer")
+    _endpoint(stack, capture=DataCapture(), ab_baseline=AbBaseline())  # Data Capture: the container does not log
+    Template.from_stack(stack).all_resources_properties(
+        "AWS::SageMaker::Model",
+        {"PrimaryContainer": {"Environment": Match.object_like({REQUEST_LOG_ENV: Match.absent()})}},
+    )
+
+
+def test_the_request_log_is_the_models_variable_and_nothing_else_both_doors():
+    capture = DataCapture(method="request_log", sampling_percentage=25, expire_after=Duration.days(30))
+    props_stack, file_stack = Stack(App(), "Props"), Stack(App(), "File")
+    _endpoint(props_stack, capture=capture, ab_baseline=AbBaseline(), log_retention_days=30)
+    config = parse_deployment_config(
+        {
+            "name": "chat",
+            "capture": {"enabled": True, "method": "request_log", "sampling_percentage": 25},
+            "observability": {"log_retention_days": 30},
+            "ab_test": {"enabled": True},
+        }
+    )
+    weights = ModelWeights.from_location(ModelArtifactsLocation(bucket_name="weights", prefix="models/gpt-oss-20b/"))
+    PeagleEndpoint.from_config(file_stack, "Chat", config=config, weights=weights)
+    for stack in (props_stack, file_stack):
+        template = Template.from_stack(stack)
+        # Both variants' models (the A/B baseline too) log, each line naming its variant.
+        template.resource_count_is("AWS::SageMaker::Model", 2)
+        template.all_resources_properties(
+            "AWS::SageMaker::Model",
+            {"PrimaryContainer": {"Environment": Match.object_like({REQUEST_LOG_ENV: "25"})}},
+        )
+        template.has_resource_properties("AWS::SageMaker::EndpointConfig", {"DataCaptureConfig": Match.absent()})
+        assert not [name for name in template.to_json()["Resources"] if "DataCapture" in name]
+        template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_the_asynchronous_endpoints_model_does_not_log_its_requests_are_objects_already():
+    stack = Stack(App(), "Consumer")
+    endpoint = _endpoint(stack, capture=DataCapture(method="request_log"), log_retention_days=30)
+    endpoint.add_async_endpoint(bucket_name="jobs-bucket")
+    environments = _models_environment(Template.from_stack(stack))
+    (async_id,) = [logical_id for logical_id in environments if logical_id.startswith("ChatAsyncModel")]
+    assert REQUEST_LOG_ENV not in environments.pop(async_id)
+    assert [environment[REQUEST_LOG_ENV] for environment in environments.values()] == ["10"]
+
+
+def test_the_request_log_works_for_inference_components_where_data_capture_is_refused():
+    stack = Stack(App(), "Consumer")
+    _endpoint(
+        stack,
+        mode=EndpointMode.inference_components(),
+        capture=DataCapture(method="request_log"),
+        log_retention_days=30,
+    )
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::Model",
+        {"PrimaryContainer": {"Environment": Match.object_like({REQUEST_LOG_ENV: "10"})}},
+    )
+
+
+def test_the_request_log_may_not_keep_prompts_longer_than_capture_promises():
+    with pytest.raises(
+        ConfigError,
+        match=r"capture\.method: request_log keeps the sampled prompts in the endpoint's log group, which keeps its "
+        r"logs 365 days .* set observability\.log_retention_days: 14 ",
+    ):
+        parse_deployment_config({"capture": {"enabled": True, "method": "request_log", "expire_after_days": 20}})
+    with pytest.raises(ConfigError, match=r"set log_retention_days=30 .*or DataCapture\(expire_after=Duration\.days"):
+        _endpoint(Stack(App(), "Consumer"), capture=DataCapture(method="request_log"))
+
+
+def test_what_the_request_log_cannot_do_fails_with_what_to_use():
+    with pytest.raises(ConfigError, match=r"capture\.mode: request_and_response needs Data Capture"):
+        parse_deployment_config(
+            {
+                "capture": {"enabled": True, "method": "request_log", "mode": "request_and_response"},
+                "observability": {"log_retention_days": 30},
+            }
+        )
+    with pytest.raises(ConfigError, match=r"capture\.kms_key_arn encrypts the Data Capture bucket; .*leave it unset"):
+        parse_deployment_config(
+            {
+                "capture": {"enabled": True, "method": "request_log", "kms_key_arn": KEY_ARN},
+                "observability": {"log_retention_days": 30},
+            }
+        )
+    key = kms.Key.from_key_arn(Stack(App(), "Keys"), "Key", KEY_ARN)
+    with pytest.raises(
+        ConfigError, match=r'DataCapture: key is the Data Capture bucket\'s key; with method="request_log"'
+    ):
+        DataCapture(method="request_log", key=key).settings()
+    with pytest.raises(ConfigError, match=r"capture\.method: Input should be 'data_capture' or 'request_log'"):
+        parse_deployment_config({"capture": {"enabled": True, "method": "logs"}})
