@@ -154,7 +154,12 @@ def run_plan(args: argparse.Namespace) -> int:
             "prefix_caching": {"enabled": plan.prefix_caching, "why": plan.prefix_caching_why},
             "routing": plan.routing.model_dump(mode="json"),
             "notes": list(plan.notes),
-            "inference_components": dataclasses.asdict(plan.components) if plan.components else None,
+            # The component settings are a pydantic model, which asdict leaves as it is: dumped as JSON here.
+            "inference_components": (
+                dataclasses.asdict(plan.components) | {"settings": plan.components.settings.model_dump(mode="json")}
+                if plan.components
+                else None
+            ),
             "scaling_target": (
                 {"concurrency": plan.scaling.concurrency, "per": plan.scaling.unit, "source": plan.scaling.source}
                 if plan.scaling and plan.scales_on_concurrency

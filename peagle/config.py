@@ -659,8 +659,10 @@ class ObservabilitySettings(StrictModel):
     detailed_observability: bool = Field(
         default=True,
         json_schema_extra=spelled("detailed_observability"),
-        description="SageMaker's detailed observability (EndpointConfig.MetricsConfig) scrapes the container's "
-        "/metrics (PromQL)",
+        description="SageMaker's detailed observability (EndpointConfig.MetricsConfig.EnableDetailedObservability, "
+        "stated on every endpoint config: real-time, inference components and asynchronous): the container's /metrics, "
+        "per-GPU and per-instance host metrics, published to CloudWatch as OpenTelemetry metrics (PromQL) and billed "
+        "as such (docs/observability.md). A config that does not state it gets it on: false is the way to turn it off",
     )
 
     @field_validator("log_retention_days")
@@ -862,6 +864,27 @@ class InferenceComponentSettings(StrictModel):
         "interruption). On by default: AWS documents no charge or restriction for it. It does not help a copy "
         "that needs a new instance, such as a wake from zero after the instances were released",
         json_schema_extra=spelled("EndpointMode.inference_components(data_cache=...)"),
+    )
+    # Stated in every component's template (peagle_cdk/component_endpoint.py): AWS documents no default.
+    # - The choice: InferenceComponentSchedulingConfig.PlacementStrategy "SPREAD Distributes copies evenly across
+    #   available instances for better resilience. BINPACK Packs copies onto fewer instances to optimize resource
+    #   utilization"; it decides "how inference component copies are placed across available instances when copies
+    #   are added or removed" (botocore 1.44.5, SageMaker service-2.json; SageMaker API Reference,
+    #   https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentSchedulingConfig.html). No
+    #   default is stated there, in the CloudFormation schema or in the CDK's CfnInferenceComponent.
+    # - Why BINPACK: the endpoint's managed instance scaling releases instances with IDLE_RELEASE, "Releases instances
+    #   that have no hosted inference component copies" (API_ProductionVariantManagedInstanceScalingScaleInPolicy):
+    #   only an emptied instance stops being billed, and BINPACK is the strategy that empties them. SPREAD can leave one
+    #   copy on each instance after a scale-in, and every such instance billed (docs/inference-components.md).
+    # - Changing it: AWS::SageMaker::InferenceComponent has no createOnlyProperties (CloudFormation resource schema),
+    #   so the component is updated in place (UpdateInferenceComponent).
+    placement: Literal["BINPACK", "SPREAD"] = Field(
+        default="BINPACK",
+        description="how SageMaker places the component's copies on the instances (SchedulingConfig.PlacementStrategy"
+        "). BINPACK (the default): as few instances as hold them, so a scale-in empties instances and managed instance "
+        "scaling (IDLE_RELEASE) releases them. SPREAD: evenly over the instances, for resilience; after a scale-in an "
+        "instance that still holds one copy is kept and billed whole (`peagle simulate` and the cost alarm count it)",
+        json_schema_extra=spelled("EndpointMode.inference_components(placement=...)"),
     )
     scale_to_zero_after_idle_minutes: int | None = Field(
         default=None,
@@ -1094,9 +1117,20 @@ class AsyncInferenceSettings(StrictModel):
 
 
 class CaptureSettings(StrictModel):
-    """SageMaker Data Capture on the real-time endpoint (variants mode): a sample of the requests (and, on request,
-    the responses) written as JSON lines under a prefix of a bucket the stack creates, expired after
-    ``expire_after_days``; what `peagle prompts` turns into a prompts file (docs/production-loop.md, "Capture")."""
+    """A sample of the endpoint's requests, what `peagle prompts` turns into a prompts file (docs/production-loop.md,
+    "Capture"). ``method`` data_capture: SageMaker Data Capture on the real-time endpoint (variants mode), the requests
+    (and, on request, the responses) written as JSON lines under a prefix of a bucket the stack creates, expired after
+    ``expire_after_days``. ``method`` request_log: the container prints the sampled requests to the endpoint's log
+    group (peagle_serve/request_log.py), for an account that may not be able to use Data Capture."""
+
+    # Who may use Data Capture: AWS closed Model Monitor to new customers ("After careful consideration, we have made
+    # the decision to close new customer access to Amazon Sagemaker Model Monitor, effective 7/30/26. Existing
+    # customers can continue to use the service as normal", SageMaker Developer Guide, Model Monitor pages), and the
+    # "Data capture" page carries the same notice ("Amazon SageMaker Model Monitor is no longer open to new
+    # customers", model-monitor-data-capture.md). Neither that notice, the availability-change page
+    # (model-monitor-availability-change.md) nor the API reference (DataCaptureConfig, CreateEndpointConfig; botocore
+    # 1.44.5) says whether an account new to Model Monitor may set DataCaptureConfig on an endpoint: not stated by
+    # AWS. Hence method request_log, which needs nothing of SageMaker's but the endpoint's log group.
 
     # SageMaker's rules (SageMaker API Reference, DataCaptureConfig,
     # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DataCaptureConfig.html; botocore 1.44.5):
@@ -1116,12 +1150,24 @@ class CaptureSettings(StrictModel):
             false="capture=None",
         ),
         description="off by default: captured requests are your users' prompts. On: the endpoint config gets a "
-        "DataCaptureConfig, which replaces the endpoint config and rolls the endpoint out (docs/production-loop.md)",
+        "DataCaptureConfig (method data_capture), or the container its request log (method request_log); either "
+        "replaces the endpoint config or the model and rolls the endpoint out (docs/production-loop.md)",
+    )
+    method: Literal["data_capture", "request_log"] = Field(
+        default="data_capture",
+        json_schema_extra=spelled("DataCapture(method=...)"),
+        description="data_capture: SageMaker Data Capture into a bucket of the stack's (AWS does not say whether an "
+        "account new to Model Monitor may use it, docs/production-loop.md). request_log: the container prints the "
+        "sampled requests (prompt or messages and sampling parameters only, other keys by name) to the endpoint's "
+        "CloudWatch Logs group, kept observability.log_retention_days and encrypted with the log group's key; no "
+        "SageMaker feature needed, works under network isolation and in inference_components mode; `peagle prompts "
+        "--from-logs` reads it. request_log takes mode request only and no kms_key_arn",
     )
     sampling_percentage: int = Field(
         default=10,
-        description="share of requests captured, 1-100 (SageMaker's InitialSamplingPercentage); it bounds the S3 "
-        "objects, PUT requests and storage capture costs",
+        description="share of requests captured, 1-100 (SageMaker's InitialSamplingPercentage; with request_log the "
+        "container's PEAGLE_REQUEST_LOG_SAMPLING_PERCENT); it bounds the S3 objects, PUT requests and storage, or the "
+        "log lines ingested and stored, capture costs",
     )
     mode: Literal["request", "request_and_response"] = Field(
         default="request",
@@ -1138,7 +1184,8 @@ class CaptureSettings(StrictModel):
         le=3650,
         json_schema_extra=spelled("DataCapture(expire_after=Duration.days(...))"),
         description="the capture bucket's lifecycle rule deletes captured objects this many days after they were "
-        "written (their noncurrent versions one day later)",
+        "written (their noncurrent versions one day later). With request_log the lines stay as long as the endpoint's "
+        "log group keeps its logs, which must not be longer: observability.log_retention_days <= this",
     )
     kms_key_arn: str | None = Field(
         default=None,
@@ -1188,6 +1235,37 @@ class CaptureSettings(StrictModel):
                 "itself), or leave it unset for a new key"
             )
         return value
+
+    @model_validator(mode="after")
+    def _request_log_takes(self) -> CaptureSettings:
+        """What the request log cannot do: it logs requests only, into the endpoint's log group and its key."""
+        if not self.enabled or self.method != "request_log":
+            return self
+        problems = []
+        if self.mode != "request":
+            problems.append(
+                f"{setting('capture.mode', self.mode)} needs Data Capture; the container's request log holds the "
+                f"requests only: use {setting('capture.mode', 'request')}, or {setting('capture.method', 'data_capture')}"
+            )
+        if self.kms_key_arn is not None:
+            problems.append(
+                f"{setting('capture.kms_key_arn')} encrypts the Data Capture bucket; the request log is in the "
+                "endpoint's CloudWatch Logs group, encrypted with that group's own key (created by the stack, with "
+                f"rotation): leave it unset, or use {setting('capture.method', 'data_capture')}"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def uses_data_capture(self) -> bool:
+        """The endpoint config gets a DataCaptureConfig (and the stack a capture bucket)."""
+        return self.enabled and self.method == "data_capture"
+
+    @property
+    def request_log_sampling_percentage(self) -> int:
+        """The container's request log share, in percent; 0: off."""
+        return self.sampling_percentage if self.enabled and self.method == "request_log" else 0
 
 
 _KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
@@ -1376,6 +1454,7 @@ class DeploymentConfig(StrictModel):
             )
         problems += self._rollout_problems()
         problems += self._component_problems()
+        problems += self._request_log_problems()
         if self.artifacts.source == "hub":
             if self.network.isolation:
                 problems.append(
@@ -1538,9 +1617,23 @@ class DeploymentConfig(StrictModel):
                 "async_inference runs a second endpoint with production variants; in inference_components mode "
                 "turn it off (async_inference.enabled: false) or deploy it from a variants-mode deployment file"
             )
-        if self.capture.enabled:
+        if self.capture.uses_data_capture:
             problems.append(_CAPTURE_NEEDS_VARIANTS)
         return problems
+
+    def _request_log_problems(self) -> list[str]:
+        """The request log lives in the endpoint's log group: it may not keep the prompts longer than capture promises."""
+        retention, expiry = self.observability.log_retention_days, self.capture.expire_after_days
+        if self.capture.request_log_sampling_percentage == 0 or retention <= expiry:
+            return []
+        fitting = max((days for days in LOG_RETENTION_DAYS if days <= expiry), default=LOG_RETENTION_DAYS[0])
+        return [
+            f"{setting('capture.method', 'request_log')} keeps the sampled prompts in the endpoint's log group, "
+            f"which keeps its logs {retention} days ({setting('observability.log_retention_days')}), longer than "
+            f"{setting('capture.expire_after_days', expiry)}: set {setting('observability.log_retention_days', fitting)} "
+            f"(all of the endpoint's logs then expire after {fitting} days), or "
+            f"{setting('capture.expire_after_days', retention)} to keep the prompts as long as the logs"
+        ]
 
     def blue_green_traffic(self) -> Literal["canary", "linear", "all_at_once"]:
         """The traffic shifting a blue/green update uses: 'auto' resolved against the instance count."""
@@ -1621,7 +1714,8 @@ _CAPTURE_NEEDS_VARIANTS = (
     f"{setting('capture.enabled', True)}: SageMaker documents Data Capture for endpoints whose models are production "
     'variants ("Capture data from real-time endpoint", SageMaker Developer Guide), keyed by endpoint and variant; no '
     "AWS document describes it for inference components, and AWS's SageMaker Python SDK does not pass it when it "
-    f"deploys them. Use {setting('endpoint.mode', 'variants')} to capture requests, or turn capture off "
+    f"deploys them. Use {setting('capture.method', 'request_log')} (the container logs the sampled requests, in "
+    f"either mode), or {setting('endpoint.mode', 'variants')} to capture requests, or turn capture off "
     f"({setting('capture.enabled', False)}) in inference_components mode"
 )
 

@@ -29,6 +29,7 @@ from peagle.config import (
     RoutingSettings,
 )
 from peagle.errors import InstanceFitError, PlanError
+from peagle.forced_data_cache import data_cache_warning
 from peagle.setting_refs import setting
 from peagle_serve.contract import ScheduleBand, describe_schedule
 from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
@@ -631,6 +632,9 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         shortest = shortest_idle_window_minutes(INSTANCE_LAUNCH_ALLOWANCE_S + download + startup)
         components = replace(components, scale_to_zero_after_idle_minutes=given or shortest)
     notes = [*notes, *pair.notes, *_architecture_notes(config.instance.type, instance)]
+    if components is not None:  # data_cache false where SageMaker caches anyway (peagle/forced_data_cache.py)
+        cache = data_cache_warning(config.instance.type, instance, data_cache=components.settings.data_cache)
+        notes += [cache] if cache else []
     gpu_environment = pair.target.environment_for(instance.cc)
     if gpu_environment:
         sources = "; ".join(rule.source for rule in pair.target.gpu_environment if rule.applies_to(instance.cc))

@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from peagle.access.requirements import ASYNC_INPUT_METADATA_KEY
 from peagle_cdk.endpoint_alarms import EncryptedTopic
 from peagle_cdk.endpoint_logs import endpoint_log_group_name
 from peagle_cdk.execution_role import SageMakerExecutionRole
@@ -42,6 +43,8 @@ class AsyncInferenceEndpoint(Construct):
         wake_cooldown: Duration,
         volume_key: kms.IKey | None = None,
         log_retention_days: int,
+        detailed_observability: bool,
+        metric_publish_frequency_seconds: int,
     ) -> None:
         """
         :param variant: the model and instance type; the endpoint starts with one instance whatever
@@ -56,6 +59,9 @@ class AsyncInferenceEndpoint(Construct):
             an instance's whole start. Its alarm stays in ALARM while the backlog waits and acts every minute,
             so a shorter cooldown adds an instance per cooldown during the first one's start
             (peagle_cdk/endpoint_scaling.py, ScalableCopyCount.scale_out_on_refused_requests, quotes the rules).
+        :param detailed_observability: stated in the endpoint config's MetricsConfig, with
+            ``metric_publish_frequency_seconds``: left out, SageMaker turns detailed observability on for a new config
+            (peagle_cdk/endpoint_metrics_config.py).
         """
         super().__init__(scope, id)
         self.input_s3_uri = f"s3://{bucket_name}/{INPUT_PREFIX}"
@@ -70,8 +76,13 @@ class AsyncInferenceEndpoint(Construct):
             variants=[replace(variant, instance_count=1, weight=1.0)],
             volume_key=volume_key,
             log_retention_days=log_retention_days,
+            detailed_observability=detailed_observability,
+            metric_publish_frequency_seconds=metric_publish_frequency_seconds,
             async_inference=self._async_inference_config(bucket_name, max_concurrent_invocations_per_instance),
         )
+        # Each InvokeEndpointAsync names its own input object: the template records where this endpoint's callers
+        # put them (and the role may read), so the runtime-access check can ask for that read (peagle/access).
+        self.endpoint.endpoint_config.add_metadata(ASYNC_INPUT_METADATA_KEY, self.input_s3_uri)
         self.scaling = self.endpoint.auto_scale(min_capacity=min_instances, max_capacity=max_instances)
         self.scaling.scale_on_backlog(
             "BacklogPerInstance",

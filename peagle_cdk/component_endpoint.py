@@ -16,6 +16,11 @@ shipped with cfn-lint 1.58.0, unless a URL is given):
 - ScaleInPolicy.Strategy: "IDLE_RELEASE Releases instances that have no hosted inference
   component copies. CONSOLIDATION Consolidates inference component copies onto fewer instances
   to release more instances."
+- Specification.SchedulingConfig.PlacementStrategy: "SPREAD Distributes copies evenly across available
+  instances for better resilience. BINPACK Packs copies onto fewer instances to optimize resource
+  utilization"; the config "determines how inference component copies are placed across available
+  instances when copies are added or removed". botocore states no default; the placement and the
+  scale-in policy are therefore both stated, chosen together (SCALE_IN_STRATEGY, placement_config).
 - ExecutionRoleArn on the endpoint config: AWS's own example passes it with inference
   components (the launch post of scale to zero) and a config without it is refused in practice;
   the API reference does not say so. We always set it.
@@ -64,6 +69,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
 from peagle_cdk.endpoint_logs import EndpointLogGroup, component_log_group_name
+from peagle_cdk.endpoint_metrics_config import metrics_config
 from peagle_cdk.endpoint_routing import routing_config
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
@@ -75,6 +81,36 @@ from peagle_cdk.settings_model import InferenceComponentSettings, RoutingSetting
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
 POOL_VARIANT_NAME = "AllTraffic"
+# Managed instance scaling's scale-in: release the instances that host no copy. Moving live copies between
+# instances (CONSOLIDATION) would cost a GPU model load each time; what it saves, BINPACK placement saves as copies
+# come and go (peagle/config.py InferenceComponentSettings.placement). The cost figures read it with the placement
+# (peagle_cdk/fleet_metrics.py), as `peagle simulate` reads both from the template.
+SCALE_IN_STRATEGY = "IDLE_RELEASE"
+# SchedulingConfig.AvailabilityZoneBalance: CloudFormation requires it beside PlacementStrategy ("required":
+# ["PlacementStrategy", "AvailabilityZoneBalance"] in the resource schema of AWS::SageMaker::InferenceComponent,
+# cfn-lint 1.58.0's eddb9f584c0b6de8.json; aws-cdk-lib 2.275's InferenceComponentSchedulingConfigProperty takes both
+# as required), although the API has it optional (botocore 1.44.5: "required": ["PlacementStrategy"]).
+# EnforcementMode: "PERMISSIVE" is its only value ("The endpoint attempts to balance copies across Availability Zones
+# but proceeds with scheduling even if balance can't be achieved"). MaxImbalance: "The maximum allowed difference in
+# the number of inference component copies between any two Availability Zones. ... A copy placement is allowed if it
+# reduces imbalance or the resulting imbalance is within this value. Default value: 0", range 0-100; and with a
+# balance set, the placement strategy "applies to placement within each Availability Zone" (botocore, same model).
+# At the default 0 a scale-in that empties an instance in one zone would be held back to keep the zones even, which
+# keeps an instance per zone billed: the balance would overrule BINPACK. Stated at its maximum, so only an endpoint of
+# more than 100 copies can meet it. Not verified on AWS.
+AZ_BALANCE_ENFORCEMENT = "PERMISSIVE"
+AZ_BALANCE_MAX_IMBALANCE = 100
+
+
+def placement_config(strategy: str) -> sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty:
+    """Where SageMaker puts a component's copies as they are added or removed: ``strategy`` (BINPACK or SPREAD), with
+    the Availability Zone balance CloudFormation requires stated so that it never overrules it (AZ_BALANCE_*)."""
+    return sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty(
+        placement_strategy=strategy,
+        availability_zone_balance=sagemaker.CfnInferenceComponent.InferenceComponentAvailabilityZoneBalanceProperty(
+            enforcement_mode=AZ_BALANCE_ENFORCEMENT, max_imbalance=AZ_BALANCE_MAX_IMBALANCE
+        ),
+    )
 
 
 def id_suffix(name: str) -> str:
@@ -225,10 +261,9 @@ class ComponentEndpoint(Construct, ServingMetrics):
                 else None
             ),
             kms_key_id=volume_key.key_arn if volume_key else None,
-            metrics_config=sagemaker.CfnEndpointConfig.MetricsConfigProperty(
-                enable_detailed_observability=detailed_observability,
-                enable_enhanced_metrics=True,
-                metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
+            metrics_config=metrics_config(
+                detailed_observability=detailed_observability,
+                metric_publish_frequency_seconds=metric_publish_frequency_seconds,
             ),
             production_variants=[
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
@@ -240,9 +275,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
                         status="ENABLED",
                         min_instance_count=min_instances,
                         max_instance_count=max_instances,
-                        # Release instances that host no copy; moving live copies between
-                        # instances (CONSOLIDATION) would cost a GPU model load each time.
-                        scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(strategy="IDLE_RELEASE"),
+                        scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(strategy=SCALE_IN_STRATEGY),
                     ),
                     routing_config=routing_config(routing),
                 )
@@ -273,6 +306,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
                 data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
                     enable_caching=spec.settings.data_cache
                 ),
+                scheduling_config=placement_config(spec.settings.placement),
             ),
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=spec.initial_copies

@@ -324,13 +324,17 @@ class EndpointMonitoring(Construct):
         """Cost per hour and per 1M output tokens of the fleet (with an A/B baseline: of both units, and of
         each), from the units' KPI lines and the plan's on-demand price (peagle_cdk/fleet_metrics.py)."""
         fleet = self._fleet
-        share = (
-            f"; copies are priced as the whole instances they need ({plan.components.copies_per_instance} to an "
-            "instance, rounded up, each component on instances of its own), so copies spread over more instances "
-            "cost more than shown"
-            if plan.components is not None
-            else ""
-        )
+        share = ""
+        if plan.components is not None:
+            # The placement the template states decides how many instances the copies hold (fleet_metrics.py).
+            share = (
+                f"; copies are priced as the whole instances they need ({plan.components.copies_per_instance} to an "
+                "instance, rounded up: BINPACK placement), each component on instances of its own"
+                if fleet.units[0].packed
+                else f"; copies are priced at up to one instance each (at most {plan.components.max_instances}): "
+                f"{plan.components.settings.placement} placement keeps every instance that still holds a copy after a "
+                "scale-in, so the figure is the most it can bill, each component on instances of its own"
+            )
         dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown=f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, "

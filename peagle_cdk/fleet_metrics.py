@@ -33,11 +33,25 @@ peagle/catalog/instances.yaml). So
 
 (I and P no longer cancel: CEIL is not linear.) Rounding to the nearest copy first keeps a line more or fewer in
 a period (a copy whose lines drift logs 61 in one hour) from adding a whole instance: 4.02 copies are the one
-instance that holds 4. Assumed, and not verified on AWS: copies fill instances densely, N to an instance, and
-each component (the primary and an A/B baseline) its own instances, which prices two components sharing an
-instance as two (conservative). Where copies are spread over more instances than that (after a scale-in,
-IDLE_RELEASE releases only empty instances) the bill is higher than shown. Over a period in which the copy
-count changes the average count is rounded. SageMaker publishes an instance count only as a detailed-observability
+instance that holds 4.
+
+How many instances hold the copies is the component's placement strategy's doing, read from the same settings the
+template states (InferenceComponentSettings.placement, peagle_cdk/component_endpoint.py placement_config and
+SCALE_IN_STRATEGY), never assumed apart from them:
+
+- BINPACK ("Packs copies onto fewer instances to optimize resource utilization", applied "when copies are added or
+  removed", SageMaker API Reference, InferenceComponentSchedulingConfig,
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentSchedulingConfig.html): CEIL(copies
+  / N) as above, the fewest instances that hold them; a scale-in empties instances and IDLE_RELEASE releases them.
+- SPREAD ("Distributes copies evenly across available instances"): after a scale-in each instance that still holds a
+  copy stays, and IDLE_RELEASE releases only the empty ones, so the copies may hold up to one instance each, at most
+  max_instances: instances = IF(copies > M, M, copies) (IF: "IF(condition, trueValue, falseValue)", same page as
+  below). Which of those instances are still held depends on the scaling history, which metric math cannot see: the
+  figure is the most SPREAD can keep, so the cost alarm does not under-count it.
+
+Assumed, and not verified on AWS: each component (the primary and an A/B baseline) on instances of its own, which
+prices two components sharing an instance as two (conservative). Over a period in which the copy count changes the
+average count is rounded. SageMaker publishes an instance count only as a detailed-observability
 OpenTelemetry metric (InstanceCountPerEndpoint, "Instance count serving traffic", queried with PromQL after OTel
 enrichment is turned on account-wide: CloudWatch User Guide, "SageMaker AI Insights OpenTelemetry metrics reference",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/SageMaker-AI-Insights-Metrics.html), which a metric
@@ -69,6 +83,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
+from peagle_cdk.component_endpoint import SCALE_IN_STRATEGY
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 
 if TYPE_CHECKING:
@@ -90,12 +105,27 @@ class CostedUnit:
     price_per_instance_hour_usd: float
     units_per_instance: int = 1  # copies per instance in inference-component mode
     copies: bool = False  # inference-component mode: the units are copies, billed as whole instances
+    placement: str = "BINPACK"  # the component's SchedulingConfig.PlacementStrategy, as its template states it
+    max_instances: int = 1  # managed instance scaling's MaxInstanceCount
 
     @staticmethod
     def of(name: str, plan: Plan) -> CostedUnit:
         if plan.components is None:
             return CostedUnit(name, plan.price_per_hour_usd)
-        return CostedUnit(name, plan.price_per_hour_usd, plan.components.copies_per_instance, copies=True)
+        components = plan.components
+        return CostedUnit(
+            name,
+            plan.price_per_hour_usd,
+            components.copies_per_instance,
+            copies=True,
+            placement=components.settings.placement,
+            max_instances=components.max_instances,
+        )
+
+    @property
+    def packed(self) -> bool:
+        """Copies hold the fewest instances: BINPACK placement with IDLE_RELEASE (the module docstring)."""
+        return SCALE_IN_STRATEGY == "IDLE_RELEASE" and self.placement == "BINPACK"
 
     @property
     def price(self) -> str:
@@ -106,13 +136,21 @@ class CostedUnit:
         """The instances a component's copies need, as metric math: the copies reporting (SampleCount x I / P) to
         the nearest whole copy, over the copies an instance holds, rounded up."""
         copies = f"FLOOR({reports_id} * {interval_seconds} / PERIOD({reports_id}) + 0.5)"
-        return f"CEIL({copies} / {self.units_per_instance})"
+        if self.packed:
+            return f"CEIL({copies} / {self.units_per_instance})"
+        return f"IF({copies} > {self.max_instances}, {self.max_instances}, {copies})"
 
     def describe(self) -> str:
         if not self.copies:
             return f"instances x ${self.price_per_instance_hour_usd:,g}/hour"
+        if self.packed:
+            return (
+                f"instances (copies / {self.units_per_instance}, rounded up) x "
+                f"${self.price_per_instance_hour_usd:,g}/hour"
+            )
         return (
-            f"instances (copies / {self.units_per_instance}, rounded up) x ${self.price_per_instance_hour_usd:,g}/hour"
+            f"instances (one per copy, at most {self.max_instances}: {self.placement} placement keeps an instance per "
+            f"copy after a scale-in) x ${self.price_per_instance_hour_usd:,g}/hour"
         )
 
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 import jsii
-from aws_cdk import Duration, Names, Stack, Token
+from aws_cdk import Annotations, Duration, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -28,6 +28,7 @@ from peagle.catalog import InstanceType, ModelPair
 from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
 from peagle.deployment_rules import DeploymentPlans, DeploymentRuleError, check_deployment, volume_key_allowed
 from peagle.errors import PeagleError
+from peagle.forced_data_cache import data_cache_warning
 from peagle.plan_record import METADATA_KEY as PLAN_METADATA_KEY
 from peagle.plan_record import plan_metadata
 from peagle.planner import Plan, plan_ab_baseline, plan_deployment
@@ -380,6 +381,8 @@ class PeagleEndpoint(Construct):
             image_repository=self._image.repository,
             in_vpc=bool(self._subnet_ids),
             role=role,
+            # SageMaker documents a trust condition for variants and async endpoints, not components (trust_principal).
+            source_arn_condition=self._units_class is VariantEndpoint,
         )
         # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
         units_class = self._units_class
@@ -565,7 +568,10 @@ class PeagleEndpoint(Construct):
             raise ValueError("PeagleEndpoint has an asynchronous endpoint already")
         name = endpoint_name or self._config.async_endpoint_name
         # Its own Model: its KPI lines must name the async endpoint (its log group's filters key on it).
-        self.async_model = self._model("AsyncModel", self.plan, DEFAULT_VARIANT_NAME, endpoint_name=name)
+        # No request log there: its requests are objects under async/ already (docs/production-loop.md).
+        self.async_model = self._model(
+            "AsyncModel", self.plan, DEFAULT_VARIANT_NAME, endpoint_name=name, log_requests=False
+        )
         scaling = self._config.autoscaling  # the autoscaling prop's, or the defaults with autoscaling=None
         self.async_endpoint = AsyncInferenceEndpoint(
             self,
@@ -584,6 +590,8 @@ class PeagleEndpoint(Construct):
             wake_cooldown=Duration.seconds(self.plan.unit_start_budget_seconds),
             volume_key=self.volume_key,
             log_retention_days=self.plan.observability.log_retention_days,
+            detailed_observability=self.plan.observability.detailed_observability,
+            metric_publish_frequency_seconds=self.plan.observability.metric_publish_frequency_seconds,
         )
         self._acknowledge_nvme(self.async_endpoint.endpoint.endpoint_config)
         self.async_endpoint.endpoint.endpoint.add_metadata(
@@ -670,13 +678,20 @@ class PeagleEndpoint(Construct):
     def _unit_variant(self, unit: str) -> str:
         return dict(zip(self.unit_names, [DEFAULT_VARIANT_NAME, BASELINE_VARIANT_NAME], strict=False))[unit]
 
-    def _model(self, construct_id: str, plan: Plan, unit: str, endpoint_name: str | None = None) -> PeagleModel:
+    def _model(
+        self, construct_id: str, plan: Plan, unit: str, endpoint_name: str | None = None, *, log_requests: bool = True
+    ) -> PeagleModel:
         # The KPI lines name the unit (their VariantName dimension): the variant, or the component.
         return PeagleModel(
             self,
             construct_id,
             environment=container_environment(
-                plan, variant_name=unit, endpoint_name=endpoint_name or self.endpoint_name
+                plan,
+                variant_name=unit,
+                endpoint_name=endpoint_name or self.endpoint_name,
+                request_log_sampling_percentage=self._config.capture.request_log_sampling_percentage
+                if log_requests
+                else 0,
             ),
             artifacts=self._weights.location,
             image=self._image,
@@ -732,7 +747,7 @@ class PeagleEndpoint(Construct):
         """The capture bucket, with capture on (the settings model refuses it in inference_components mode), and the
         role's writes into it. Its key: the prop's, else the deployment file's kms_key_arn, else a new one."""
         settings = config.capture
-        if not settings.enabled:
+        if not settings.uses_data_capture:  # off, or the container's request log instead (its models' environment)
             return None
         key = self._capture_key or (
             kms.Key.from_key_arn(self, "DataCaptureKey", settings.kms_key_arn) if settings.kms_key_arn else None
@@ -764,6 +779,7 @@ class PeagleEndpoint(Construct):
             for index, unit in enumerate(self.unit_names)
         ]
         observability = plan.observability
+        self._warn_of_forced_data_cache([unit_plan for unit_plan in plans if unit_plan is not None])
         return ComponentEndpoint(
             self,
             "PeagleEndpoint",
@@ -785,6 +801,22 @@ class PeagleEndpoint(Construct):
             detailed_observability=observability.detailed_observability,
             metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
         )
+
+    def _warn_of_forced_data_cache(self, plans: list[Plan]) -> None:
+        """`cdk synth` says, as `peagle plan` does, where data_cache false is not honoured (peagle/forced_data_cache.py):
+        a warning, not a refusal, since the template is deployable and only the cache differs from what it says."""
+        warnings = {
+            warning
+            for plan in plans
+            if plan.components is not None
+            and (
+                warning := data_cache_warning(
+                    plan.instance_type, plan.instance, data_cache=plan.components.settings.data_cache
+                )
+            )
+        }
+        for warning in sorted(warnings):
+            Annotations.of(self).add_warning_v2("peagle:data-cache-not-honoured", warning)
 
     def _acknowledge_nvme(self, endpoint_config: sagemaker.CfnEndpointConfig) -> None:
         if self.volume_key is None:

@@ -15,6 +15,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from peagle_cdk.endpoint_logs import EndpointLogGroup, endpoint_log_group_name
+from peagle_cdk.endpoint_metrics_config import metrics_config
 from peagle_cdk.endpoint_routing import routing_config
 from peagle_cdk.endpoint_scaling import ScalableInstanceCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
@@ -63,8 +64,8 @@ class VariantEndpoint(Construct, ServingMetrics):
         variants: list[VariantSpec],
         volume_key: kms.IKey | None = None,
         log_retention_days: int,
-        detailed_observability: bool | None = None,
-        metric_publish_frequency_seconds: int | None = None,
+        detailed_observability: bool,
+        metric_publish_frequency_seconds: int,
         async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
         data_capture: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
     ) -> None:
@@ -75,8 +76,10 @@ class VariantEndpoint(Construct, ServingMetrics):
             local NVMe storage a key does not encrypt that storage, and older API texts say the call
             fails: peagle.deployment_rules.volume_key_allowed).
         :param log_retention_days: retention of the endpoint's log group.
-        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics; with
-            ``metric_publish_frequency_seconds``, required for a real-time endpoint (async ones have no metrics config).
+        :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics and publishes per-GPU
+            and per-instance host metrics; stated in the endpoint config's MetricsConfig with
+            ``metric_publish_frequency_seconds``, on real-time and asynchronous endpoints alike
+            (peagle_cdk/endpoint_metrics_config.py: left out, SageMaker turns it on).
         :param async_inference: makes this an asynchronous endpoint (default: real-time).
         :param data_capture: SageMaker Data Capture of the variants' requests (default: none; DataCaptureDestination
             in peagle_cdk/data_capture.py makes one, and grants the Models' role its writes).
@@ -84,10 +87,6 @@ class VariantEndpoint(Construct, ServingMetrics):
         super().__init__(scope, id)
         if not variants:
             raise ValueError("VariantEndpoint needs at least one variant")
-        if async_inference is None and (detailed_observability is None or metric_publish_frequency_seconds is None):
-            raise ValueError(
-                "a real-time VariantEndpoint needs detailed_observability and metric_publish_frequency_seconds"
-            )
         self.variants = variants
         self.units = [variant.name for variant in variants]
         self.primary_unit = self.units[0]
@@ -113,23 +112,18 @@ class VariantEndpoint(Construct, ServingMetrics):
         self,
         variants: list[VariantSpec],
         volume_key: kms.IKey | None,
-        detailed_observability: bool | None,
-        metric_publish_frequency_seconds: int | None,
+        detailed_observability: bool,
+        metric_publish_frequency_seconds: int,
         async_inference: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None,
     ) -> sagemaker.CfnEndpointConfig:
         return sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
             kms_key_id=volume_key.key_arn if volume_key else None,
-            # Container /metrics scraping and per-instance metrics are real-time endpoint features.
-            metrics_config=(
-                sagemaker.CfnEndpointConfig.MetricsConfigProperty(
-                    enable_detailed_observability=detailed_observability,
-                    enable_enhanced_metrics=True,
-                    metric_publish_frequency_in_seconds=metric_publish_frequency_seconds,
-                )
-                if async_inference is None
-                else None
+            metrics_config=metrics_config(
+                detailed_observability=detailed_observability,
+                metric_publish_frequency_seconds=metric_publish_frequency_seconds,
+                real_time=async_inference is None,
             ),
             async_inference_config=async_inference,
             production_variants=[

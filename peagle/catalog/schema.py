@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 
 class StrictModel(BaseModel):
@@ -122,6 +122,11 @@ class InstanceType(StrictModel):
     gpu_memory_gib: PositiveFloat = Field(description="memory per GPU as the driver reports it, not the marketed GB")
     cc: float = Field(description="CUDA compute capability")
     local_nvme: bool = Field(description="local NVMe instance storage (then no KMS key on the ML volume)")
+    local_nvme_gb: NonNegativeInt | None = Field(
+        None,
+        description="the NVMe instance storage's total size as EC2 reports it (TotalSizeInGB); unset: not known, and "
+        "whether SageMaker caches an inference component's data whatever data_cache says is not checked",
+    )
     vcpus: PositiveInt = Field(description="host vCPUs")
     memory_gib: PositiveFloat = Field(description="host memory")
     price_per_hour_usd: PositiveFloat = Field(description="on-demand price, for `peagle plan` and the reports")

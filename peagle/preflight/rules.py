@@ -624,23 +624,6 @@ def routing_change(old: StackTemplate, new: StackTemplate, context: CheckContext
             now = variant.routing if variant.routing is not None else _DEFAULT_ROUTING
             if canonical(was) == canonical(now):
                 continue
-            guardrail = after.guardrail or (before.guardrail if after.retain_deployment_config else None)
-            if after.hosts_components:
-                how = (
-                    "the endpoint that hosts the inference components; no AWS page says what that update does to "
-                    "their running copies: expect them to start again (a model download and vLLM start each), and "
-                    "deploy it when a cold start is acceptable"
-                )
-            elif guardrail == "blue/green":
-                how = (
-                    "blue/green (the endpoint's DeploymentConfig): a second fleet of the same size starts, takes the "
-                    "traffic in its steps and serves beside the first until the baking period ends; both fleets are "
-                    "billed meanwhile"
-                )
-            elif guardrail == "rolling":
-                how = "rolling (the endpoint's DeploymentConfig): instances are replaced a batch at a time"
-            else:
-                how = "SageMaker's plain update (no DeploymentConfig): a new fleet, with no guardrails or auto-rollback"
             findings.append(
                 Finding(
                     rule="routing",
@@ -648,11 +631,78 @@ def routing_change(old: StackTemplate, new: StackTemplate, context: CheckContext
                     what=f"{_label(after)}: variant {variant.name} routing {_routing_words(old, was)} -> "
                     f"{_routing_words(new, now)} ({setting('endpoint.routing')})",
                     why='RoutingConfig "Update requires: Replacement": CloudFormation creates a new endpoint config '
-                    f"and updates the endpoint onto it, {how}. The endpoint keeps its name and serves throughout; a "
-                    "prefix-aware instance's prefix cache starts empty",
+                    f"and updates the endpoint onto it, {_config_update_words(before, after)}. The endpoint keeps its "
+                    "name and serves throughout; a prefix-aware instance's prefix cache starts empty",
                     source=ROUTING_REPLACEMENT,
                 )
             )
+    return findings
+
+
+def _config_update_words(before: Endpoint, after: Endpoint) -> str:
+    """What updating an endpoint onto a new endpoint config does, under its DeploymentConfig."""
+    guardrail = after.guardrail or (before.guardrail if after.retain_deployment_config else None)
+    if after.hosts_components:
+        return (
+            "the endpoint that hosts the inference components; no AWS page says what that update does to "
+            "their running copies: expect them to start again (a model download and vLLM start each), and "
+            "deploy it when a cold start is acceptable"
+        )
+    if guardrail == "blue/green":
+        return (
+            "blue/green (the endpoint's DeploymentConfig): a second fleet of the same size starts, takes the "
+            "traffic in its steps and serves beside the first until the baking period ends; both fleets are "
+            "billed meanwhile"
+        )
+    if guardrail == "rolling":
+        return "rolling (the endpoint's DeploymentConfig): instances are replaced a batch at a time"
+    return "SageMaker's plain update (no DeploymentConfig): a new fleet, with no guardrails or auto-rollback"
+
+
+# --- metrics config ---------------------------------------------------------------------
+
+# CloudFormation resource schema of AWS::SageMaker::EndpointConfig (cfn-lint 1.58.0's copy,
+# src/cfnlint/data/schemas/resources/3529e18613d41f86.json): "/properties/MetricsConfig" is one of its
+# createOnlyProperties, so a change replaces the endpoint config and the endpoint is updated onto the new one, as for
+# routing above. Left out, EnableDetailedObservability is on: "The default value for new endpoint configurations is
+# True. For existing endpoint configurations created before this feature, the value is False unless explicitly set"
+# (SageMaker API Reference, MetricsConfig, botocore 1.44.5), so a deployed config that stated none may have had it
+# either way; the new one states it (peagle_cdk/endpoint_metrics_config.py).
+METRICS_CONFIG = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_MetricsConfig.html"
+
+
+def _metrics_words(template: StackTemplate, metrics: Any) -> str:
+    if not isinstance(metrics, dict):
+        return "not stated (SageMaker's default)"
+    return ", ".join(f"{key} {template.render(value)}" for key, value in sorted(metrics.items()))
+
+
+def metrics_config_change(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """An endpoint config's MetricsConfig changes (or is stated for the first time): the config is replaced and the
+    endpoint updated onto it."""
+    findings = []
+    for before, after in updated_in_place(old, new):
+        if canonical(before.metrics_config) == canonical(after.metrics_config):
+            continue
+        unstated = (
+            " The deployed config stated none: SageMaker turns detailed observability on for configs created after "
+            "June 17, 2026 and leaves it off for older ones, so it may have been on, and billed, until now"
+            if before.metrics_config is None
+            else ""
+        )
+        findings.append(
+            Finding(
+                rule="metrics-config",
+                severity=Severity.WARN if after.hosts_components else Severity.NOTE,
+                what=f"{_label(after)}: MetricsConfig {_metrics_words(old, before.metrics_config)} -> "
+                f"{_metrics_words(new, after.metrics_config)} ({setting('observability.detailed_observability')}, "
+                f"{setting('observability.metric_publish_frequency_seconds')})",
+                why="MetricsConfig is create-only on AWS::SageMaker::EndpointConfig: CloudFormation creates a new "
+                f"endpoint config and updates the endpoint onto it, {_config_update_words(before, after)}. The "
+                f"endpoint keeps its name and serves throughout.{unstated}",
+                source=METRICS_CONFIG,
+            )
+        )
     return findings
 
 
@@ -857,6 +907,7 @@ RULES: tuple[Rule, ...] = (
     log_group_name_taken,
     image_source,
     routing_change,
+    metrics_config_change,
 )
 
 

@@ -70,6 +70,7 @@ class Variant:
     instance_type: Any  # the template value: a string, or an intrinsic function; None for serverless
     model_id: str | None  # logical id of the AWS::SageMaker::Model it serves, if referenced
     routing: Any = None  # its RoutingConfig as written; None when absent
+    managed_scaling: Any = None  # its ManagedInstanceScaling as written (inference components' pool); None when absent
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Endpoint:
     deployment_config: Mapping[str, Any] | None
     retain_deployment_config: bool
     asynchronous: bool
+    metrics_config: Any = None  # the endpoint config's MetricsConfig as written; None when absent
 
     @property
     def hosts_components(self) -> bool:
@@ -120,6 +122,13 @@ class Component:
     @property
     def rolling_update_policy(self) -> Mapping[str, Any] | None:
         return (self.deployment_config or {}).get("RollingUpdatePolicy") or None
+
+    @property
+    def placement_strategy(self) -> Any:
+        """Specification.SchedulingConfig.PlacementStrategy as written; None when the template states none."""
+        specification = self.properties.get("Specification")
+        scheduling = specification.get("SchedulingConfig") if isinstance(specification, Mapping) else None
+        return scheduling.get("PlacementStrategy") if isinstance(scheduling, Mapping) else None
 
 
 @dataclass(frozen=True)
@@ -258,6 +267,7 @@ class StackTemplate:
                     instance_type=variant.get("InstanceType"),
                     model_id=self._referenced(variant.get("ModelName"), MODEL),
                     routing=variant.get("RoutingConfig"),
+                    managed_scaling=variant.get("ManagedInstanceScaling"),
                 )
                 for variant in config.get("ProductionVariants") or []
                 if isinstance(variant, Mapping)
@@ -270,6 +280,7 @@ class StackTemplate:
                     deployment_config=props.get("DeploymentConfig") or None,
                     retain_deployment_config=props.get("RetainDeploymentConfig") in (True, "true", "True"),
                     asynchronous=bool(config.get("AsyncInferenceConfig")),
+                    metrics_config=config.get("MetricsConfig"),
                 )
             )
         return endpoints

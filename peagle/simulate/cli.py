@@ -227,6 +227,8 @@ def _simulate(args: argparse.Namespace) -> int:
                     print(f"     change: {verdict.fix}")
     for endpoint, base in assumed:
         print(f"assumptions{f' ({endpoint})' if endpoint and len(assumed) > 1 else ''}: {'; '.join(base.fixed())}")
+    for name, text in report.template_assumptions(results):
+        print(f"from the template ({name}): {text}")
     print(f"timelines, plots and the summary: {path}")
     return EXIT_OK if all(result.passed for result in results) else EXIT_FAILED
 

@@ -359,6 +359,11 @@ def summary(results: list[Result], source: str, found: list[Scenario] | None = N
         base = next((r.timeline.assumptions for r in results if r.timeline.assumptions.data_cache != "off"), base)
         lines += [f"- {text}" for text in base.fixed()]
         lines.append("")
+        read = template_assumptions(results)
+        if read:
+            lines += ["Read from the template, and assumed about it:", ""]
+            lines += [f"- {name}: {text}" for name, text in read]
+            lines.append("")
     lines += ["## Scenarios", ""]
     for scenario in found:
         result = scenario.first
@@ -379,6 +384,16 @@ def summary(results: list[Result], source: str, found: list[Scenario] | None = N
         lines += [f"- {'pass' if v.passed else 'FAIL'}: {v.name}. {v.detail}" for v in result.verdicts]
         lines.append("")
     return "\n".join(lines)
+
+
+def template_assumptions(results: list[Result]) -> list[tuple[str, str]]:
+    """(target, text) for what each target's simulation read from its template and assumed about it (a component's
+    placement and scale-in policy, UnitShape.assumed), once per target."""
+    found: list[tuple[str, str]] = []
+    for result in results:
+        setup = result.timeline.setup
+        found += [(setup.name, text) for text in setup.shape.assumed() if (setup.name, text) not in found]
+    return found
 
 
 def write(results: list[Result], out: Path, *, source: str, plots: bool = True) -> Path:

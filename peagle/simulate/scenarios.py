@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from peagle.catalog import load_catalog
+from peagle.forced_data_cache import caching_forced
 from peagle.planner import (
     DOWNLOAD_BYTES_PER_SECOND,
     INSTANCE_LAUNCH_ALLOWANCE_S,
@@ -18,6 +20,7 @@ from peagle.preflight.template import StackTemplate
 from peagle.setting_refs import Door
 from peagle.simulate.engine import SettingKeys, Setup, Timeline, simulate
 from peagle.simulate.outcomes import Outcome, outcome
+from peagle.simulate.placement import placement_of
 from peagle.simulate.scaling_template import SimulationInputError, scaling_of, variant_weights
 from peagle.simulate.service import READING_FIELDS, READINGS, Assumptions, UnitShape
 from peagle.simulate.traffic import Trace, built_in
@@ -124,7 +127,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
     components = plan.components
     price = getattr(plan, "price_per_hour_usd", plan.instance.price_per_hour_usd)
     asynchronous = _asynchronous_endpoints(template)
-    cached = _caching_components(template)
+    cached = _caching_components(template, plan)
     found = []
     for target in targets:
         parts = target.resource_id.split("/")
@@ -137,6 +140,8 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 min_instances=components.min_instances,
                 gpus_per_unit=components.accelerators_per_copy,
                 data_cache=target.name in cached,
+                data_cache_forced=cached.get(target.name) == "instance type",
+                placement=placement_of(template, target.name),
             )
             initial, share, name = components.initial_copies, 1.0, target.name
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
@@ -191,22 +196,39 @@ def _of_endpoint(template: StackTemplate, target, endpoint: str) -> bool:
     return False
 
 
-def _caching_components(template: StackTemplate) -> set[str]:
-    """Names of the components whose Specification has DataCacheConfig.EnableCaching true and whose model has
-    SageMaker download its weights (PrimaryContainer.ModelDataSource): SageMaker caches "the model artifacts and
-    container image" (InferenceComponentDataCacheConfig); weights a container downloads itself (artifacts.source
-    hub) are not among them, and the image pull is not part of the simulated start."""
-    found = set()
+def _caching_components(template: StackTemplate, plan: Plan) -> dict[str, str]:
+    """Names of the components whose data SageMaker caches, and whose model has SageMaker download its weights
+    (PrimaryContainer.ModelDataSource): SageMaker caches "the model artifacts and container image"
+    (InferenceComponentDataCacheConfig); weights a container downloads itself (artifacts.source hub) are not among
+    them, and the image pull is not part of the simulated start. It caches where the Specification has
+    DataCacheConfig.EnableCaching true, and on an instance type with more than 232 GiB of local NVMe storage whatever
+    that says (peagle/forced_data_cache.py): the instance type is the one the component's endpoint config names.
+    Each name maps to why: "template" or "instance type"."""
+    found = {}
     for component in template.components():
         specification = component.properties.get("Specification") or {}
         caching = (specification.get("DataCacheConfig") or {}).get("EnableCaching")
-        if caching is not True and str(template.resolve(caching)).lower() != "true":  # a boolean, or "true"
+        stated = caching is True or str(template.resolve(caching)).lower() == "true"  # a boolean, or "true"
+        if not stated and not _caching_forced_on(template, component, plan):
             continue
         model = template.properties(component.model_id) if component.model_id else {}
         container = model.get("PrimaryContainer") or {}
         if component.name and (container.get("ModelDataSource") or container.get("ModelDataUrl")):
-            found.add(component.name)
+            found[component.name] = "template" if stated else "instance type"
     return found
+
+
+def _caching_forced_on(template: StackTemplate, component, plan: Plan) -> bool:
+    """SageMaker caches the component's data on the instance type its endpoint config names whatever the template
+    says (the plan's facts for the plan's type, custom_instances included; else the catalog's). An instance type
+    neither knows, or whose storage size is not known, counts as not caching: the template's word stands."""
+    endpoint = next((found for found in template.endpoints() if found.name == component.endpoint_name), None)
+    variant = endpoint.variant(component.variant or "") if endpoint is not None else None
+    instance_type = template.resolve(variant.instance_type) if variant is not None else plan.instance_type
+    instance = (
+        plan.instance if instance_type == plan.instance_type else load_catalog().instances.get(instance_type or "")
+    )
+    return instance is not None and caching_forced(instance) is True
 
 
 def _asynchronous_endpoints(template: StackTemplate) -> dict[str, int]:

@@ -19,7 +19,9 @@ What AWS documents and this model follows:
   GPUs, the components' ``GPUUtilizationNormalized`` is 0-100 ("Amazon SageMaker AI metrics in Amazon
   CloudWatch", https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html);
 - managed instance scaling with ``IDLE_RELEASE`` "Releases instances that have no hosted inference
-  component copies" (API reference, ProductionVariantManagedInstanceScalingScaleInPolicy);
+  component copies" (API reference, ProductionVariantManagedInstanceScalingScaleInPolicy); which instances the
+  copies hold follows the placement strategy and scale-in policy the template states (peagle/simulate/placement.py,
+  which also names what it assumes where AWS says nothing);
 - a component with ``DataCacheConfig.EnableCaching`` caches "the model artifacts and container image":
   "With caching enabled, the endpoint caches this data in each instance that it provisions for the
   inference component. That way, the inference component deploys faster during the auto scaling process.
@@ -47,6 +49,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from peagle.client.retry import RetryPolicy
+from peagle.simulate.placement import Placement
 from peagle.simulate.scaling_template import MetricStat
 
 Datapoint = float | None
@@ -222,7 +225,8 @@ class Assumptions:
         )
         cached = (
             [
-                "the component caches its model data (DataCacheConfig.EnableCaching in the template): under the "
+                "the component caches its model data (DataCacheConfig.EnableCaching in the template, or its instance "
+                "type caches whatever that says): under the "
                 f"on-instance reading a copy added on an instance that has hosted one serves after "
                 f"{self.cached_startup_seconds or self.startup_seconds:.0f} s (the model download skipped), under "
                 "no-gain after the whole start; a copy on a new instance, a wake from zero included, downloads: "
@@ -280,8 +284,28 @@ class UnitShape:
     asynchronous: bool = False
     # The component caches the model data SageMaker downloads on each of its instances: the template's
     # DataCacheConfig.EnableCaching, with the weights in the model's ModelDataSource (weights the container
-    # downloads itself are not SageMaker's to cache). See the module docstring and the ``data_cache`` reading.
+    # downloads itself are not SageMaker's to cache), or SageMaker caches it whatever the template says (instance
+    # types with more than 232 GiB of local NVMe storage, peagle/forced_data_cache.py). See the module docstring and
+    # the ``data_cache`` reading.
     data_cache: bool = False
+    data_cache_forced: bool = False  # cached by the instance type although the template says EnableCaching false
+    # Copies: the placement strategy and scale-in policy the template states (peagle/simulate/placement.py).
+    placement: Placement = field(default_factory=Placement)
+
+    def assumed(self) -> list[str]:
+        """What the simulation of this target reads from its template and assumes about it, for the report."""
+        if self.kind != "copies":
+            return []
+        forced = (
+            [
+                "the component's model data is cached although its template says EnableCaching false: SageMaker "
+                "caches it on instance types with more than 232 GiB of local NVMe storage whatever DataCacheConfig "
+                "says (CloudFormation schema of AWS::SageMaker::InferenceComponent, CurrentDataCacheConfig)"
+            ]
+            if self.data_cache_forced
+            else []
+        )
+        return [*self.placement.assumed(), *forced]
 
 
 @dataclass
@@ -335,18 +359,20 @@ class Minute:
 
 
 @dataclass
-class Unit:
-    requested: int  # the minute its scale-out took effect
-    ready_at: float  # the minute it serves from
-
-
-@dataclass
 class Host:
-    """An instance of a component's endpoint: the minute it is up, and the minute from which it holds the
-    component's model data (a copy downloaded it there and served; inf: none has yet)."""
+    """An instance of a component's endpoint: the minute it is up, the minute from which it holds the
+    component's model data (a copy downloaded it there and served; inf: none has yet), and its copies."""
 
     ready_at: float
     cached_from: float = math.inf
+    copies: int = 0
+
+
+@dataclass
+class Unit:
+    requested: int  # the minute its scale-out took effect
+    ready_at: float  # the minute it serves from
+    host: Host | None = None  # the instance a copy is placed on (None: an instance's own unit, or no room)
 
 
 @dataclass(frozen=True)
@@ -368,6 +394,11 @@ class Endpoint:
         self.hosts: list[Host] = [
             Host(0.0, 0.0 if index < hosting else math.inf) for index in range(max(shape.min_instances, hosting))
         ]
+        if shape.kind == "copies":  # the deploy's copies fill its instances
+            for index, unit in enumerate(self.units):
+                unit.host = self.hosts[index // shape.units_per_instance]
+                unit.host.copies += 1
+        self.last_change = 0  # the minute copies or instances last changed (a consolidation waits its cooldown)
         self.waiting: deque[Cohort] = deque()  # real-time requests refused "no capacity", retrying
         self.queue: deque[Cohort] = deque()  # asynchronous requests not served yet
         self.cancelled: list[CancelledStart] = []
@@ -390,50 +421,111 @@ class Endpoint:
         return self.desired if self.shape.kind == "instances" else len(self.hosts)
 
     def set_desired(self, count: int, minute: int, by: str = "") -> None:
+        if count != self.desired:
+            self.last_change = minute
         if count < self.desired:
-            # Starting units go first (the newest first), then the newest serving ones.
-            self.units.sort(key=lambda unit: (unit.ready_at > minute, unit.requested))
-            removed = self.units[count:]
-            del self.units[count:]
+            removed = self._removed(self.desired - count, minute)
+            self.units = [unit for unit in self.units if all(unit is not gone for gone in removed)]
             if self.serving(minute) == 0:
                 self.cancelled += [
                     CancelledStart(minute, unit.requested, by) for unit in removed if unit.ready_at > minute
                 ]
         while self.desired < count:
-            self.units.append(Unit(minute, minute + self._start_minutes(minute)))
+            self.units.append(self._started(minute))
         self._release_instances()
+
+    def _removed(self, count: int, minute: int) -> list[Unit]:
+        """The units a scale-in removes, counted off their instances: starting ones first (the newest first), then
+        serving ones, a component's from the instance its placement empties first (placement.py)."""
+        starting = sorted((unit for unit in self.units if unit.ready_at > minute), key=lambda unit: -unit.requested)
+        removed = starting[:count]
+        serving = [unit for unit in self.units if unit.ready_at <= minute]
+        for unit in removed:
+            if unit.host is not None:
+                unit.host.copies -= 1
+        while len(removed) < count and serving:
+            unit = max(serving, key=self._removal_order)  # each choice sees the copies the last one took
+            serving.remove(unit)
+            removed.append(unit)
+            if unit.host is not None:
+                unit.host.copies -= 1
+        return removed
+
+    def _removal_order(self, unit: Unit) -> tuple:
+        """Greatest first: BINPACK takes from the emptiest instance, SPREAD from the fullest; the newest instance, then
+        the newest unit, breaks a tie."""
+        host = unit.host
+        if host is None:
+            return (0, 0.0, unit.requested)
+        load = -host.copies if self.shape.placement.packs else host.copies
+        return (load, host.ready_at, unit.requested)
 
     def _instances_for(self, units: int) -> int:
         return math.ceil(units / self.shape.units_per_instance) if self.shape.kind == "copies" else units
 
-    def _start_minutes(self, minute: int) -> float:
+    def _started(self, minute: int) -> Unit:
+        """A new unit: an instance's, or a copy placed on an instance with room as the placement says (BINPACK: the
+        fullest, SPREAD: the emptiest, the oldest on a tie), on a new instance when none has room."""
         start = self.assumptions.startup_seconds / 60
         launch = self.assumptions.instance_launch_seconds / 60
         if self.shape.kind == "instances":
-            return start + launch
-        needed = self._instances_for(self.desired + 1)
-        if needed > len(self.hosts):
-            if needed > self.shape.max_instances:
-                return math.inf  # no instance may be added: the copy waits for room that never comes
+            return Unit(minute, minute + start + launch)
+        room = [host for host in self.hosts if host.copies < self.shape.units_per_instance]
+        if not room:
+            if len(self.hosts) >= self.shape.max_instances:
+                return Unit(minute, math.inf)  # no instance may be added: the copy waits for room that never comes
             # A new instance has no cache: its copy downloads, and the data is there once it serves.
-            self.hosts.append(Host(minute + launch, minute + launch + start))
-            return start + launch
-        # Room on a running (or launching) instance.
-        self.hosts.sort(key=lambda host: host.ready_at)
-        host = self.hosts[needed - 1]
+            host = Host(minute + launch, minute + launch + start, copies=1)
+            self.hosts.append(host)
+            return Unit(minute, minute + start + launch, host)
+        sign = -1 if self.shape.placement.packs else 1
+        host = min(room, key=lambda candidate: (sign * candidate.copies, candidate.ready_at))
         if self.shape.data_cache and host.cached_from <= minute:
             # A copy of the component ran here and its data is cached on the instance: the reading decides.
             self.consulted.add("data_cache")
             start = self.assumptions.cached_start_seconds / 60
         ready = max(start, host.ready_at - minute + start)
         host.cached_from = min(host.cached_from, minute + ready)
-        return ready
+        host.copies += 1
+        return Unit(minute, minute + ready, host)
 
     def _release_instances(self) -> None:
-        """IDLE_RELEASE: the instances beyond what the copies (or the minimum) need go, and their cache with them."""
-        keep = max(self.shape.min_instances, self._instances_for(self.desired))
+        """The instances that host no copy go (IDLE_RELEASE, and CONSOLIDATION's idle instances), the newest first,
+        down to managed instance scaling's minimum; their cache goes with them."""
+        if self.shape.kind != "copies":
+            return
         self.hosts.sort(key=lambda host: host.ready_at)
-        del self.hosts[keep:]
+        empty = [host for host in self.hosts if host.copies == 0]
+        spare = max(0, len(self.hosts) - self.shape.min_instances)
+        for host in empty[len(empty) - min(spare, len(empty)) :]:
+            self.hosts.remove(host)
+
+    def consolidate(self, minute: int) -> None:
+        """CONSOLIDATION: once its cooldown has passed since the last change, empty up to its step of the emptiest
+        instances onto the others with room and release them (placement.py says what is assumed)."""
+        placement = self.shape.placement
+        if self.shape.kind != "copies" or not placement.consolidates:
+            return
+        if minute - self.last_change < placement.cooldown_minutes:
+            return
+        moved = False
+        for _ in range(placement.max_step):
+            hosts = sorted(self.hosts, key=lambda host: (host.copies, -host.ready_at))
+            if len(hosts) <= max(self.shape.min_instances, 1) or not hosts[0].copies:
+                break
+            source, others = hosts[0], hosts[1:]
+            if sum(self.shape.units_per_instance - host.copies for host in others) < source.copies:
+                break
+            for unit in (unit for unit in self.units if unit.host is source):
+                target = max(
+                    (host for host in others if host.copies < self.shape.units_per_instance),
+                    key=lambda host: host.copies,
+                )
+                unit.host, source.copies, target.copies = target, source.copies - 1, target.copies + 1
+            self.hosts.remove(source)
+            moved = True
+        if moved:
+            self.last_change = minute
 
     @property
     def outstanding(self) -> bool:
@@ -442,6 +534,7 @@ class Endpoint:
 
     def run_minute(self, minute: int, offered: float) -> Minute:
         """Carry one minute of load and emit its datapoints."""
+        self.consolidate(minute)
         serving = self.serving(minute)
         record = Minute(
             minute=minute,

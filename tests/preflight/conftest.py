@@ -57,6 +57,10 @@ DEPLOYMENTS = {
         "prefix-aware.yaml", endpoint__routing={"strategy": "LEAST_OUTSTANDING_REQUESTS"}
     ),
     "s2z-random": _deployment("scale-to-zero.yaml", endpoint__routing={"strategy": "RANDOM"}),
+    # Detailed observability turned off (a new MetricsConfig: the endpoint config is replaced); the asynchronous
+    # example, whose endpoint config states MetricsConfig since issue 43.
+    "no-detailed-observability": _deployment("default.yaml", observability__detailed_observability=False),
+    "async": _deployment("async-summarization.yaml"),
     # The vLLM base pulled through an ECR pull-through cache rule (a resource named by its prefix).
     "pull-through": _deployment("default.yaml", image__pull_through_cache_secret_arn=PULL_THROUGH_SECRET),
 }

@@ -196,6 +196,19 @@ def _idle_window(minutes: int):
 
 
 def _without_data_cache(resources):
+    """EnableCaching false, on an instance type where SageMaker honours it: scale-to-zero.yaml's ml.g6e.48xlarge has
+    7600 GB of local NVMe, where SageMaker caches whatever the template says (test_data_cache_false_is_read_as_on...);
+    ml.g4dn.xlarge has 125 GB (peagle/catalog/instances.yaml)."""
+    for resource in resources.values():
+        if resource["Type"] == "AWS::SageMaker::InferenceComponent":
+            resource["Properties"]["Specification"]["DataCacheConfig"] = {"EnableCaching": False}
+        if resource["Type"] == "AWS::SageMaker::EndpointConfig":
+            for variant in resource["Properties"]["ProductionVariants"]:
+                variant["InstanceType"] = "ml.g4dn.xlarge"
+
+
+def _data_cache_false(resources):
+    """EnableCaching false, the instance type left as synthesized."""
     for resource in resources.values():
         if resource["Type"] == "AWS::SageMaker::InferenceComponent":
             resource["Properties"]["Specification"]["DataCacheConfig"] = {"EnableCaching": False}
@@ -218,6 +231,21 @@ def test_the_data_cache_is_read_from_the_template_and_runs_both_ways_only_where_
     results = run(uncached_template, plan, shapes=["surge"])
     assert len(results) == 16 and {r.timeline.assumptions.data_cache for r in results} == {"off"}
     assert not any("data cache" in r.timeline.assumptions.label() for r in results)
+
+
+def test_data_cache_false_is_read_as_on_where_the_instance_type_caches_anyway(synthesized, tmp_path):
+    """CloudFormation schema, CurrentDataCacheConfig: SageMaker caches on instance types with more than 232 GiB of local
+    NVMe "whether or not DataCacheConfig was set". scale-to-zero.yaml's ml.g6e.48xlarge has 7600 GB: EnableCaching
+    false there is simulated as caching, and the report says why."""
+    template, plan = _s2z(synthesized, _data_cache_false)
+    (setup,) = setups(template, plan)
+    assert setup.shape.data_cache and setup.shape.data_cache_forced
+    results = run(template, plan, shapes=["surge"])
+    assert {r.timeline.assumptions.data_cache for r in results} == {"on-instance", "no-gain"}
+    assert "whatever DataCacheConfig says" in summary(results, "s2z")
+    honoured, _ = _s2z(synthesized, _without_data_cache)
+    (kept_off,) = setups(honoured, plan)
+    assert not kept_off.shape.data_cache and not kept_off.shape.data_cache_forced
 
 
 def test_with_the_data_cache_on_instance_a_scale_out_copy_on_the_running_instance_serves_sooner(synthesized):
