@@ -411,6 +411,14 @@ class Plan:
             f"{c.memory_mb_per_copy:,} MiB host memory (the memory lines above are one copy's)",
             f"scaling         copies {c.min_copies}..{c.max_copies} (deploy starts {c.initial_copies}), instances "
             f"{c.min_instances}..{c.max_instances} (managed instance scaling){idle}",
+            f"placement       {c.settings.placement}: "
+            + (
+                "copies packed onto as few instances as hold them, so a scale-in empties instances and IDLE_RELEASE "
+                "releases them"
+                if c.settings.placement == "BINPACK"
+                else "copies spread over the instances; after a scale-in an instance that still holds one copy is "
+                "kept and billed whole (IDLE_RELEASE releases only empty ones)"
+            ),
             *cold_start,
         ]
 

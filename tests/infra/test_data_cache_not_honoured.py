@@ -59,3 +59,18 @@ def test_the_232_gib_line_under_either_reading_of_ec2s_gb(size_gb, forced):
     232 GB is not over either way, 249 GB is over only if a GB is a GiB: not checked."""
     facts = load_catalog().instances["ml.g6e.xlarge"].model_copy(update={"local_nvme_gb": size_gb})
     assert caching_forced(facts) is forced
+
+
+@pytest.mark.parametrize(
+    ("placement", "says"),
+    [
+        ("BINPACK", "a scale-in empties instances and IDLE_RELEASE releases them"),
+        ("SPREAD", "an instance that still holds one copy is kept and billed whole"),
+    ],
+)
+def test_peagle_plan_says_what_the_placement_does_to_the_bill(tmp_path, capsys, placement, says):
+    """The other setting that decides what a component endpoint bills (SchedulingConfig.PlacementStrategy with
+    IDLE_RELEASE, peagle/config.py InferenceComponentSettings.placement): the plan names it and its consequence."""
+    assert main(["plan", "--deployment", _scale_to_zero(tmp_path, placement=placement)]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("placement ")]
+    assert placement in line and says in line
