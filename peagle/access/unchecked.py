@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peagle.access.policy_eval import Decision, Policy, Request, arn_parts, evaluate, wildcard_match
-from peagle.access.requirements import Need
+from peagle.access.requirements import FIXES, Need
 
 # The KMS action S3 asks of the caller for an object action on an SSE-KMS object (module docstring).
 _S3_KEY_ACTION = {"s3:getobject": "kms:Decrypt", "s3:putobject": "kms:GenerateDataKey"}
@@ -135,6 +135,8 @@ def outside_verdict(
         )
         if _BOOTSTRAP_BUCKET.match(holder.resource) and need.action.lower() == "s3:getobject":
             verify += BOOTSTRAP_NOTE
+        elif need.fix == "weights":
+            verify += f"; to grant it: {FIXES['weights-key']}"
     return Verdict(None, verify, found)
 
 

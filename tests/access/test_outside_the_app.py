@@ -86,6 +86,10 @@ def test_without_a_key_for_the_imported_bucket_the_report_says_the_role_can_decr
     assert code == 0
     read = next(line for line in out.splitlines() if f"s3:GetObject on arn:aws:s3:::{WEIGHTS_BUCKET}/" in line)
     assert "this role's policies allow kms:Decrypt on no key" in _block(out, read)
+    assert (
+        "to grant it: ModelWeights.from_bucket(bucket, prefix) takes the bucket's encryption_key (or key=...)"
+        in _block(out, read)
+    )
 
 
 def test_the_synth_passes_without_a_word_for_what_it_could_not_check(outside):
