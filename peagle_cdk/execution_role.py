@@ -28,8 +28,8 @@ def _nag_rendering(text: str) -> str:
     return text.replace(Aws.ACCOUNT_ID, "<AWS::AccountId>").replace(Aws.REGION, "<AWS::Region>")
 
 
-def trust_principal(source_arn_condition: bool) -> iam.ServicePrincipal:
-    """sagemaker.amazonaws.com, with the confused-deputy condition SageMaker documents for hosting when asked.
+def trust_principal() -> iam.ServicePrincipal:
+    """sagemaker.amazonaws.com, trusted only for requests SageMaker makes on behalf of this account and Region.
 
     SageMaker Developer Guide, "Cross-service confused deputy prevention", section "SageMaker AI Inference"
     (https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html#security-confused-deputy-inference):
@@ -37,21 +37,24 @@ def trust_principal(source_arn_condition: bool) -> iam.ServicePrincipal:
     ``"ArnLike": {"aws:SourceArn": "arn:aws:sagemaker:us-west-2:123456789012:*"}``; "because the account number is
     part of the aws:SourceArn value, you do not need to specify an aws:SourceAccount value"; "Do not replace the
     aws:SourceArn in this template with the full ARN of a specific model or endpoint. The ARN must be in the format
-    provided above. The asterisk in the ARN template does not stand for wildcard and should not be changed." That
-    form, with this stack's partition, Region and account, is what the role gets for production variants and
-    asynchronous endpoints.
+    provided above." That value, with this stack's partition, Region and account, is the one used here.
 
-    Inference components are not among the features that section names, and neither condition is documented for
-    them: a positive condition on a key SageMaker does not send there fails ("If the key that you specify in a
-    policy condition is not present in the request context, the values do not match and the condition is false",
-    IAM User Guide, "IAM JSON policy elements: Condition operators"), which would refuse the AssumeRole every
-    component deploy needs. ``aws:SourceAccount`` alone has the same failure mode, so no form is safe without a
-    page saying what SageMaker sends; the role of a components endpoint keeps the plain trust statement.
+    The operator is ``ArnLikeIfExists`` rather than the page's ``ArnLike``, because the same role also serves what
+    that section does not name: inference components, and the batch transform jobs `peagle batch` runs on the
+    endpoint's Model. For those no page says whether SageMaker sends aws:SourceArn, and a positive condition on a key
+    that is absent fails ("If the key that you specify in a policy condition is not present in the request context,
+    the values do not match and the condition is false", IAM User Guide, "IAM JSON policy elements: Condition
+    operators"): the AssumeRole of every such deploy or job would be refused. With IfExists ("If the policy key is
+    present in the context of the request, process the key as specified in the policy. If the key is not present,
+    evaluate the condition element as true", same page), every request that carries aws:SourceArn, which the page
+    says real-time and asynchronous inference do, is held to this account and Region exactly as with ArnLike, and a
+    request without the key is not refused. aws:SourceAccount alone would have the same failure mode, so it is not
+    added. A role you pass in (role=...) keeps its own trust policy.
     """
-    if not source_arn_condition:
-        return iam.ServicePrincipal("sagemaker.amazonaws.com")
     source_arn = f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"
-    return iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={"ArnLike": {"aws:SourceArn": source_arn}})
+    return iam.ServicePrincipal(
+        "sagemaker.amazonaws.com", conditions={"ArnLikeIfExists": {"aws:SourceArn": source_arn}}
+    )
 
 
 class SageMakerExecutionRole(Construct):
@@ -66,7 +69,6 @@ class SageMakerExecutionRole(Construct):
         image_repository: ecr.IRepository,
         in_vpc: bool = False,
         role: iam.IRole | None = None,
-        source_arn_condition: bool = True,
     ) -> None:
         """
         :param artifacts: the prefix holding target/ and drafter/ (and its KMS key); only it is readable.
@@ -76,14 +78,12 @@ class SageMakerExecutionRole(Construct):
         :param role: your own role for SageMaker to assume (it must trust sagemaker.amazonaws.com); the
             grants below go into a managed policy attached to it, and its trust policy is left as it is.
             Default: a new role.
-        :param source_arn_condition: the new role's trust carries SageMaker's documented confused-deputy condition
-            (``trust_principal`` says when it applies). Default: it does.
         """
         super().__init__(scope, id)
         self.role = role or iam.Role(
             self,
             "Role",
-            assumed_by=trust_principal(source_arn_condition),  # pyright: ignore[reportArgumentType]
+            assumed_by=trust_principal(),  # pyright: ignore[reportArgumentType]
             description="P-EAGLE endpoint execution role: reads model weights, writes logs and metrics",
         )
         # A customer-managed policy rather than an inline one (NIST 800-53 IAMNoInlinePolicy).

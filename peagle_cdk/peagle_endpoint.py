@@ -381,8 +381,6 @@ class PeagleEndpoint(Construct):
             image_repository=self._image.repository,
             in_vpc=bool(self._subnet_ids),
             role=role,
-            # SageMaker documents a trust condition for variants and async endpoints, not components (trust_principal).
-            source_arn_condition=self._units_class is VariantEndpoint,
         )
         # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
         units_class = self._units_class

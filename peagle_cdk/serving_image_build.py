@@ -57,7 +57,8 @@ Why not CDK's Provider framework (aws_cdk.custom_resources.Provider with an is_c
 Trust policies, with the confused-deputy conditions each service documents:
 
 - CodeBuild's service role may be assumed by codebuild.amazonaws.com for this stack's project only:
-  ``StringEquals aws:SourceAccount`` and ``ArnLike aws:SourceArn`` on the project's ARN, the form CodeBuild's requests
+  ``aws:SourceAccount`` and ``aws:SourceArn`` on the project's ARN (each with IfExists: codebuild_principal says
+  why), the form CodeBuild's requests
   carry ("ArnLike": {"aws:SourceArn": "arn:aws:codebuild:region:123456789012:project/project-name"}, "StringEquals":
   {"aws:SourceAccount": "123456789012"} for codebuild.amazonaws.com: Amazon ECR User Guide, "Cross-service confused
   deputy prevention"; the same pair in the CodeBuild User Guide's "Amazon ECR sample"). The CodeBuild User Guide's
@@ -612,11 +613,19 @@ class ServingImageBuilds(Construct):
 def codebuild_principal(stack: Stack, project_name: str) -> iam.ServicePrincipal:
     """codebuild.amazonaws.com for this account's project of that name only (the module docstring quotes the
     condition's sources): the project's ARN is built from its name, not referenced, because the project names the
-    role whose trust policy this is."""
+    role whose trust policy this is. Each key with IfExists: the CodeBuild page for the role's trust was not read
+    here, and a condition on a key CodeBuild did not send would refuse every build ("If the key that you specify in a
+    policy condition is not present in the request context, the values do not match and the condition is false");
+    with IfExists a request that carries the keys, as CodeBuild's do toward ECR, is held to this project exactly, and
+    one without them is not refused ("If the key is not present, evaluate the condition element as true", IAM User
+    Guide, "IAM JSON policy elements: Condition operators")."""
     project_arn = stack.format_arn(service="codebuild", resource="project", resource_name=project_name)
     return iam.ServicePrincipal(
         "codebuild.amazonaws.com",
-        conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}, "ArnLike": {"aws:SourceArn": project_arn}},
+        conditions={
+            "StringEqualsIfExists": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLikeIfExists": {"aws:SourceArn": project_arn},
+        },
     )
 
 

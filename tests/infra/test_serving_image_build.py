@@ -210,18 +210,21 @@ def test_codebuild_may_assume_the_build_role_for_this_stacks_project_only():
     project_arn = f"arn:aws:codebuild:us-east-1:123456789012:project/{project['Properties']['Name']}"
     assert project["Properties"]["Name"] == "Images-serving-images"  # the name the ARN is built from, not a Ref
     assert document["Statement"][0]["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": "123456789012"},
-        "ArnLike": {"aws:SourceArn": project_arn},
+        "StringEqualsIfExists": {"aws:SourceAccount": "123456789012"},
+        "ArnLikeIfExists": {"aws:SourceArn": project_arn},
     }
 
-    def assumes(source_arn: str, account: str = "123456789012") -> bool:
+    def assumes(source_arn: str | None, account: str | None = "123456789012") -> bool:
         context = {"aws:SourceArn": source_arn, "aws:SourceAccount": account}
+        context = {key: value for key, value in context.items() if value is not None}
         request = Request("codebuild.amazonaws.com", "sts:AssumeRole", "arn:aws:iam::123456789012:role/x", context)
         return evaluate(request, (), Policy("trust policy of the build role", document)).allowed
 
     assert assumes(project_arn)
     assert not assumes(project_arn.replace("Images-serving-images", "other-project"))
     assert not assumes(project_arn.replace("123456789012", "210987654321"), account="210987654321")
+    # A request without the keys is not refused: the build must never fail for a key CodeBuild did not send.
+    assert assumes(None, account=None)
 
 
 def _pseudo_resolved(value: Any) -> Any:
