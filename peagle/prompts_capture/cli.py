@@ -16,6 +16,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from peagle.traffic.window import positive_days, utc_text
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 SUMMARY_SUFFIX = ".summary.json"
 
@@ -55,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     window.add_argument(
         "--start", metavar="ISO", help="with --from-logs: from this time, ISO 8601 (UTC unless an offset is given)"
     )
-    window.add_argument("--days", type=_positive_days, metavar="N", help="with --from-logs: the last N days")
+    window.add_argument("--days", type=positive_days, metavar="N", help="with --from-logs: the last N days")
     logs.add_argument("--end", metavar="ISO", help="with --from-logs and --start: until this time (default: now)")
     parser.add_argument("--out", type=Path, required=True, help="prompts file to write (JSON Lines)")
     parser.add_argument(
@@ -175,7 +177,7 @@ def _source(args: argparse.Namespace, *, keep_extra: tuple[str, ...]):
     from peagle.prompts_capture.request_log import log_events, log_records
 
     start, end = _log_window(args)
-    where = f"log group {args.from_logs} from {_iso(start)} to {_iso(end)}"
+    where = f"log group {args.from_logs} from {utc_text(start)} to {utc_text(end)}"
     events = log_events(args.from_logs, start=start, end=end, region=args.region)
     return where, log_records(events, keep_extra=keep_extra)
 
@@ -193,26 +195,12 @@ def _log_window(args: argparse.Namespace) -> tuple[datetime, datetime]:
     start = parse_time(args.start, flag="--start")
     end = parse_time(args.end, flag="--end") if args.end is not None else now
     if end <= start:
-        raise ValueError(f"--end {_iso(end)} is not after --start {_iso(start)}; give an end after the start")
+        raise ValueError(f"--end {utc_text(end)} is not after --start {utc_text(start)}; give an end after the start")
     return start, end
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _positive_days(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} days: give 1 or more")
-    return value
 
 
 def _token_counts(tokenizer_path: str, bodies: list[dict]) -> list[int]:

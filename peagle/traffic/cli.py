@@ -14,6 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from peagle.traffic.window import positive_days
+
 if TYPE_CHECKING:
     from peagle.traffic.cloudwatch_history import Source
 
@@ -61,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     window.add_argument(
         "--days",
-        type=_positive_int,
+        type=positive_days,
         metavar="N",
         help="the last N days, ending at the current minute (at most 14 for per-minute data: CloudWatch keeps it "
         "15 days)",
@@ -183,13 +185,3 @@ def _asked_window(args: argparse.Namespace, now: datetime) -> tuple[datetime, da
     start = parse_time(args.start, flag="--start")
     end = parse_time(args.end, flag="--end") if args.end is not None else now
     return start, end
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} days: give 1 or more")
-    return value

@@ -25,6 +25,7 @@ minutes were, and the simulation would pass a schedule the real traffic fails.
 from __future__ import annotations
 
 import math
+from argparse import ArgumentTypeError
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -85,6 +86,17 @@ def parse_time(text: str, *, flag: str) -> datetime:
 def utc_text(moment: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ``, the form the trace's ``# start:`` line uses."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def positive_days(text: str) -> int:
+    """An argparse type for a window given in whole days (``--days N``), 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if value < 1:
+        raise ArgumentTypeError(f"{value} days: give 1 or more")
+    return value
 
 
 def floor_to(moment: datetime, seconds: int) -> datetime:
