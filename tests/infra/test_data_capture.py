@@ -5,6 +5,8 @@ capture-on app in tests/infra/test_app_checks.py ("data-capture")."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_kms as kms
@@ -387,6 +389,21 @@ def test_the_request_log_may_not_keep_prompts_longer_than_capture_promises():
         parse_deployment_config({"capture": {"enabled": True, "method": "request_log", "expire_after_days": 20}})
     with pytest.raises(ConfigError, match=r"set log_retention_days=30 .*or DataCapture\(expire_after=Duration\.days"):
         _endpoint(Stack(App(), "Consumer"), capture=DataCapture(method="request_log"))
+
+
+def test_the_request_log_retention_fix_runs_as_printed():
+    """Both fixes the message names, applied as printed, give a valid deployment (the first one synthesized)."""
+    settings = {"capture": {"enabled": True, "method": "request_log", "expire_after_days": 20}}
+    with pytest.raises(ConfigError) as refused:
+        parse_deployment_config(settings)
+    fixes = re.search(
+        r"set observability\.log_retention_days: (\d+) .*or capture\.expire_after_days: (\d+) ", str(refused.value)
+    )
+    assert fixes, str(refused.value)
+    retention, expiry = int(fixes.group(1)), int(fixes.group(2))
+    parse_deployment_config({**settings, "observability": {"log_retention_days": retention}})
+    parse_deployment_config({"capture": {**settings["capture"], "expire_after_days": expiry}})
+    _endpoint(Stack(App(), "Consumer"), capture=DataCapture(method="request_log"), log_retention_days=30)
 
 
 def test_what_the_request_log_cannot_do_fails_with_what_to_use():
