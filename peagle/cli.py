@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
+import os
 import sys
 
 DISTRIBUTION = "peagle-sagemaker"  # pyproject.toml [project] name
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
 
 # module path -> the subcommands it registers; importing is cheap by contract.
 _COMMAND_MODULES = (
@@ -67,12 +68,24 @@ def package_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Let `peagle catalog | head` end quietly instead of with a BrokenPipeError.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # inside the try: a reader gone before the last buffered line is handled below
+        return code
+    except BrokenPipeError:
+        # `peagle catalog | head` ends quietly. Not by SIGPIPE's default disposition: "Do not set SIGPIPE's
+        # disposition to SIG_DFL in order to avoid BrokenPipeError. Doing that would cause your program to exit
+        # unexpectedly whenever any socket connection is interrupted while your program is still writing to it"
+        # (Python docs, signal, "Note on SIGPIPE"): bench, capacity and invoke write to sockets. A broken socket
+        # is the command's own error; only a closed standard output ends here.
+        if not _stdout_closed():
+            raise
+        # "Python flushes standard streams on exit; redirect remaining output to devnull to avoid another
+        # BrokenPipeError at shutdown" (same note).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OUTPUT_CLOSED
     except KeyboardInterrupt:
         # Commands with something to add catch it themselves (batch: the job keeps running;
         # smoke: nothing was changed); everything else ends here, without a traceback.
@@ -93,6 +106,20 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output's reader is gone: poll(2) reports POLLERR on "the write end of a pipe when the read end
+    has been closed" (Linux poll(2) man page, POLLERR), POLLHUP where a system reports a hang-up instead."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):  # no poll(), or stdout is no file (a test's capture)
+        return False
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ line and exit 130 instead of a traceback."""
 
 from __future__ import annotations
 
+import shlex
+import signal
+import subprocess
+import sys
 from importlib.metadata import version
 
 import pytest
 
 from peagle.catalog import ProfileName
-from peagle.cli import main
+from peagle.cli import EXIT_OUTPUT_CLOSED, main
 
 
 def _parse_error(capsys, argv: list[str]) -> str:
@@ -85,3 +89,37 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(monkeypatch, capsys, command, pa
 
     assert exit_code == 130
     assert capsys.readouterr().err.splitlines() == [f"interrupted: peagle {command} stopped (Ctrl-C)"]
+
+
+def test_a_command_leaves_python_s_sigpipe_handling_alone(capsys):
+    """`peagle` once set SIGPIPE to its default disposition for `| head`; in a process that also writes to sockets
+    (bench, capacity, invoke, and this test session) a peer closing a connection then killed the process with no
+    word (exit 141). Python ignores SIGPIPE so that "write errors on pipes and sockets can be reported as ordinary
+    Python exceptions" (Python docs, signal, General rules)."""
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    assert main(["catalog"]) == 0
+    capsys.readouterr()
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly():
+    """`peagle catalog | head -1`: the reader goes away, the command ends with 141 (128 + SIGPIPE) and no traceback."""
+    pipeline = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m peagle catalog | head -c 1 >/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert pipeline.returncode == EXIT_OUTPUT_CLOSED, pipeline.stderr
+    assert pipeline.stderr == ""
+
+
+def test_a_broken_pipe_that_is_not_standard_output_is_the_command_s_error(monkeypatch):
+    """A socket write that fails (a server closing the connection) is not hidden as a closed output."""
+
+    def broken_socket(args):
+        raise BrokenPipeError(32, "Broken pipe (a socket)")
+
+    monkeypatch.setattr("peagle.commands_plan.run_catalog", broken_socket)
+    with pytest.raises(BrokenPipeError, match="a socket"):
+        main(["catalog"])
