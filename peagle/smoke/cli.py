@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Check a deployed endpoint step by step, printing one line per step (ok / FAIL / skip and what "
         "was seen): endpoint-in-service (DescribeEndpoint), plain-invocation (InvokeEndpoint), "
         "streamed-invocation (InvokeEndpointWithResponseStream), speculation-on (SpecAcceptanceRate > 0 in "
-        "CloudWatch), kpi-metrics (KpiReports datapoints), alarms-ok (no alarm of the stack in ALARM). With --url "
+        "CloudWatch), kpi-metrics (KpiReports datapoints), alarms-ok (none of the endpoint's own health alarms in ALARM; "
+        "the stack's scaling alarms and other endpoints' alarms are skipped and named). With --url "
         "(a local server) only the HTTP steps run, and speculation is read from the server's /metrics counters. "
         "Exit codes: 0 all steps passed or were skipped; 1 a step failed (named on stderr); 2 bad arguments or "
         "deployment file; 3 no AWS credentials or region; 130 interrupted (Ctrl-C).",

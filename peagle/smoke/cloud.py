@@ -8,10 +8,10 @@ which ends the whole run: every later step would fail the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peagle.aws import BAD_CREDENTIAL_CODES, AwsCallError, aws_call, describe_client_error
 from peagle.errors import PeagleError
@@ -35,6 +35,9 @@ from peagle_serve.contract import (
     SPEC_MEAN_ACCEPTANCE_LENGTH_METRIC,
     VARIANT_NAME_DIMENSION,
 )
+
+if TYPE_CHECKING:
+    from peagle.preflight.template import StackTemplate
 
 NO_CREDENTIALS_MESSAGE = (
     "no AWS credentials found: run 'aws configure' (or `aws sso login`), or set AWS_PROFILE "
@@ -321,8 +324,8 @@ def check_kpi_reports(reader: KpiMetricReader, *, deadline: float, timing: Timin
 # -- alarms-ok --------------------------------------------------------------------------------
 
 
-def stack_alarm_names(cloudformation: Any, stack_name: str) -> list[str]:
-    """The alarm names of every (composite) alarm in ``stack_name``."""
+def stack_alarms(cloudformation: Any, stack_name: str) -> dict[str, str]:
+    """Logical id -> alarm name of every (composite) alarm in ``stack_name``."""
     # ListStackResources, not DescribeStackResources: the latter returns "Only the first 100 resources
     # ... If your stack has more resources than this, you should use ListStackResources instead"
     # (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeStackResources.html).
@@ -331,12 +334,26 @@ def stack_alarm_names(cloudformation: Any, stack_name: str) -> list[str]:
         permission="cloudformation:ListStackResources",
     ):
         pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name)
-        return [
-            resource["PhysicalResourceId"]
+        return {
+            resource["LogicalResourceId"]: resource["PhysicalResourceId"]
             for page in pages
             for resource in page.get("StackResourceSummaries", [])
             if resource["ResourceType"] in ALARM_RESOURCE_TYPES and resource.get("PhysicalResourceId")
-        ]
+        }
+
+
+def stack_template(cloudformation: Any, stack_name: str) -> StackTemplate:
+    """The template ``stack_name`` was last deployed with, as submitted: what each alarm is and whose."""
+    from peagle.preflight.template import parse_template
+
+    with aws_request(
+        f"reading the template of stack {stack_name} (CloudFormation GetTemplate)",
+        permission="cloudformation:GetTemplate",
+    ):
+        # "Original" is the template as submitted (peagle/preflight/deployed.py reads it the same way).
+        response = cloudformation.get_template(StackName=stack_name, TemplateStage="Original")
+    # botocore hands JSON bodies back parsed, YAML bodies as text (botocore/handlers.py, json_decode_template_body).
+    return parse_template(response["TemplateBody"], source=f"stack {stack_name}")
 
 
 def alarm_states(cloudwatch: Any, alarm_names: list[str]) -> dict[str, tuple[str, str]]:
@@ -352,28 +369,58 @@ def alarm_states(cloudwatch: Any, alarm_names: list[str]) -> dict[str, tuple[str
     return states
 
 
-def check_alarms(cloudformation: Any, cloudwatch: Any, stack_name: str) -> StepResult:
+def check_alarms(cloudformation: Any, cloudwatch: Any, stack_name: str, endpoint_name: str) -> StepResult:
+    """No health alarm of ``endpoint_name`` in ALARM; the stack's scaling alarms and other endpoints' alarms are
+    skipped, and named with the reason (peagle/smoke/alarm_scope.py)."""
+    from peagle.smoke.alarm_scope import alarm_scope, missing_endpoint
+
     try:
-        names = stack_alarm_names(cloudformation, stack_name)
+        alarms = stack_alarms(cloudformation, stack_name)
     except AwsCallError as error:
         if "does not exist" in str(error):
             return fail(ALARMS_OK, f"{error}; pass --stack (the endpoint stack is <deployment name>-endpoint)")
         raise
-    if not names:
+    if not alarms:
         return skip(ALARMS_OK, f"stack {stack_name} has no alarms (alarms.enabled: false?)")
-    states = alarm_states(cloudwatch, names)
-    firing = sorted(name for name, (state, _) in states.items() if state == ALARM_STATE)
-    waiting = sorted(name for name, (state, _) in states.items() if state == INSUFFICIENT_DATA_STATE)
-    missing = sorted(set(names) - set(states))
+    template = stack_template(cloudformation, stack_name)
+    refused = missing_endpoint(template, endpoint_name, stack_name)
+    if refused:
+        return fail(ALARMS_OK, refused)
+    scope = alarm_scope(template, alarms, endpoint_name)
+    states = alarm_states(cloudwatch, list(alarms.values()))
+    names = list(scope.judged)
+    firing = sorted(name for name in names if states.get(name, ("", ""))[0] == ALARM_STATE)
+    waiting = sorted(name for name in names if states.get(name, ("", ""))[0] == INSUFFICIENT_DATA_STATE)
+    missing = sorted(name for name in names if name not in states)
+    whose = f"of {endpoint_name} in {stack_name}" if scope.note is None else f"in {stack_name} ({scope.note})"
+    skipped = _skipped(scope.skipped, states)
     if firing:
         reasons = "; ".join(f"{name}: {_shorten(states[name][1])}" for name in firing)
-        return fail(ALARMS_OK, f"{len(firing)} of {len(names)} alarm(s) in ALARM: {reasons}")
-    counts = f"{len(states) - len(waiting)} OK"
+        return fail(
+            ALARMS_OK, f"{len(firing)} of {len(names)} alarm(s) in ALARM: {reasons} (judged: those {whose}){skipped}"
+        )
+    if not names:
+        return skip(ALARMS_OK, f"no health alarm {whose}{skipped}")
+    counts = f"{len(names) - len(waiting) - len(missing)} OK"
     if waiting:
         counts += f", {len(waiting)} INSUFFICIENT_DATA (no data yet, usual right after a deploy: {', '.join(waiting)})"
     if missing:
         counts += f"; not found in CloudWatch: {', '.join(missing)}"
-    return ok(ALARMS_OK, f"{len(names)} alarm(s) in {stack_name}, none in ALARM: {counts}")
+    return ok(ALARMS_OK, f"{len(names)} alarm(s) {whose}, none in ALARM: {counts}{skipped}")
+
+
+def _skipped(skipped: Mapping[str, tuple[str, ...]], states: Mapping[str, tuple[str, str]]) -> str:
+    """ "; skipped N: <reason>: name (ALARM), name; ..." for the step line; empty when nothing was skipped."""
+    if not skipped:
+        return ""
+    groups = [
+        f"{reason}: "
+        + ", ".join(
+            f"{name} ({ALARM_STATE})" if states.get(name, ("", ""))[0] == ALARM_STATE else name for name in names
+        )
+        for reason, names in skipped.items()
+    ]
+    return f"; skipped {sum(len(names) for names in skipped.values())}: " + "; ".join(groups)
 
 
 def _shorten(text: str, limit: int = 160) -> str:

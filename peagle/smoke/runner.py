@@ -111,7 +111,8 @@ def run_smoke(
 
         record(
             _reporting_aws_failures(
-                ALARMS_OK, lambda: check_alarms(aws.cloudformation, aws.cloudwatch, options.stack_name)
+                ALARMS_OK,
+                lambda: check_alarms(aws.cloudformation, aws.cloudwatch, options.stack_name, options.endpoint_name),
             )
         )
     return results

@@ -229,6 +229,22 @@ class StubbedAws:
         self.stubbers["cloudformation"].add_response(
             "list_stack_resources", {"StackResourceSummaries": resources}, {"StackName": stack}
         )
+        # The deployed template: every alarm a health alarm of ENDPOINT (tests/smoke/test_smoke_alarm_scope.py
+        # serves a synthesized app's template instead).
+        template = {
+            "Resources": {"Endpoint": {"Type": "AWS::SageMaker::Endpoint", "Properties": {"EndpointName": ENDPOINT}}}
+        }
+        dimensions = [{"Name": "EndpointName", "Value": ENDPOINT}]
+        rule = {"Fn::Join": ["", [{"Fn::GetAtt": [f"Alarm{index}", "Arn"]} for index in range(len(states))]]}
+        for index, name in enumerate([*states, *composite]):
+            template["Resources"][f"Alarm{index}"] = {
+                "Type": "AWS::CloudWatch::CompositeAlarm" if name in composite else "AWS::CloudWatch::Alarm",
+                "Properties": {
+                    "AlarmName": name,
+                    **({"AlarmRule": rule} if name in composite else {"Dimensions": dimensions}),
+                },
+            }
+        self.template(template, stack=stack)
 
         def alarm(name: str, state: str) -> dict:
             return {"AlarmName": name, "StateValue": state, "StateReason": f"{name} is {state}: threshold crossed"}
@@ -240,6 +256,12 @@ class StubbedAws:
                 "CompositeAlarms": [alarm(name, state) for name, state in composite.items()],
             },
             {"AlarmNames": [*states, *composite], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]},
+        )
+
+    def template(self, body: dict, *, stack=STACK):
+        """CloudFormation GetTemplate answering with ``body`` (as JSON text, which botocore parses back)."""
+        self.stubbers["cloudformation"].add_response(
+            "get_template", {"TemplateBody": _json(body)}, {"StackName": stack, "TemplateStage": "Original"}
         )
 
     def stack_missing(self, stack=STACK):

@@ -63,7 +63,7 @@ def test_a_healthy_endpoint_passes_every_step(aws, clock, capsys):
     assert "3 token(s) in" in steps["streamed-invocation"][1]
     assert "SpecAcceptanceRate up to 0.62" in steps["speculation-on"][1]
     assert "3 KPI report(s)" in steps["kpi-metrics"][1]
-    assert "4 alarm(s) in demo-endpoint, none in ALARM" in steps["alarms-ok"][1]
+    assert "4 alarm(s) of demo-endpoint in demo-endpoint, none in ALARM" in steps["alarms-ok"][1]
     assert "1 INSUFFICIENT_DATA" in steps["alarms-ok"][1] and "SpecAcceptanceRateLow" in steps["alarms-ok"][1]
     assert "smoke test passed: 6 step(s) ok, 0 skipped" in out
     assert clock.sleeps == []  # everything was there at the first look
