@@ -360,6 +360,9 @@ class ScheduledScaling(StrictModel):
     PROP_TYPE: ClassVar[str] = "ScheduledCapacity"
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$", description="PascalCase id, stable across deploys")
+    # The three forms Application Auto Scaling takes (botocore data/application-autoscaling/2016-02-06/service-2.json,
+    # PutScheduledActionRequest.Schedule: "At expressions - "at(yyyy-mm-ddThh:mm:ss)"; Rate expressions -
+    # "rate(value unit)"; Cron expressions - "cron(fields)""); each form's fields are checked by _expression below.
     schedule: str = Field(
         pattern=r"^(cron\(.+\)|rate\(.+\)|at\(.+\))$", description="e.g. 'cron(0 20 * * ? *)' (UTC unless time_zone)"
     )

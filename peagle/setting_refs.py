@@ -13,16 +13,25 @@ and ``in_words(message, door)`` spells it when the message is shown, from the fi
 - the CLI: the field's flag (``--instance ml.g6e.2xlarge``), else the file key (`peagle plan --deployment`).
 
 A field with no ``prop`` spelling is one only the file sets; the props door then names the file key.
+
+Where the app's recorded plan is known (``in_words(message, door, recorded=plan)``: `peagle simulate`, `peagle
+preflight`), a value advised at the props door is the whole prop, the app's own settings kept
+(``autoscaling=Autoscaling(min_capacity=1, max_capacity=5)``, peagle/props_values.py), and a setting named without a
+value is named in words (``min_capacity of Autoscaling``), never as code with a ``...`` to fill in.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from enum import Enum
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel
 from pydantic.config import JsonDict
+
+if TYPE_CHECKING:
+    from peagle.planner import Plan
 
 OPEN, CLOSE, EQUALS = "\u27e6", "\u27e7", "\u2254"  # ⟦path⟧ and ⟦path≔json⟧: no setting name or value holds them
 _UNSET = object()
@@ -50,16 +59,45 @@ def spelled(prop: str, *, flag: str | None = None, **values: str) -> JsonDict:
     return {"prop": prop, "flag": flag, "prop_values": dict(values)}
 
 
-def in_words(message: str, door: Door | str = Door.FILE) -> str:
-    """``message`` with every setting reference spelled for ``door``."""
+def in_words(message: str, door: Door | str = Door.FILE, recorded: Plan | None = None) -> str:
+    """``message`` with every setting reference spelled for ``door``; ``recorded``: the plan the app recorded, whose
+    settings a value advised at the props door keeps (peagle/props_values.py)."""
     door = Door(door)
     out, rest = [], message
     while OPEN in rest:
         before, _, rest = rest.partition(OPEN)
         reference, _, rest = rest.partition(CLOSE)
         path, has_value, value = reference.partition(EQUALS)
-        out += [before, _spell(path, json.loads(value) if has_value else _UNSET, door)]
+        given = json.loads(value) if has_value else _UNSET
+        spelled = _whole(path, given, recorded) if door is Door.PROPS and recorded is not None else None
+        out += [before, spelled or _spell(path, given, door)]
     return "".join([*out, rest])
+
+
+def _whole(path: str, value: Any, recorded: Plan) -> str | None:
+    """The setting at ``path`` as the whole prop the app recorded (with ``value`` set), or named in words where the
+    props spelling holds a ``...``; None: the usual spelling, which holds none."""
+    from peagle.props_values import current_prop, whole_prop
+
+    found = whole_prop({path: value}, recorded) if value is not _UNSET else current_prop(path, recorded)
+    if found is not None:
+        return found
+    spelled = _spell(path, value, Door.PROPS)
+    return named_in_words(spelled) if "..." in spelled else None
+
+
+def named_in_words(spelled: str) -> str:
+    """A props spelling with a ``...`` to fill in, as the words that name the setting: ``Autoscaling(min_capacity=...)``
+    -> ``min_capacity of Autoscaling``; ``a PeagleEndpoint.add_async_endpoint(...) call`` -> ``a
+    PeagleEndpoint.add_async_endpoint call``; ``ServingImage.build_in_account(base=BaseImage.pull_through_cache(...))``
+    -> ``BaseImage.pull_through_cache``."""
+    keyword = re.search(r"([\w.]*?)(?:\.\.\.)?\((\w+)=\.\.\.\)", spelled)
+    if keyword:
+        return f"{keyword[2]} of {keyword[1]}"
+    if " " in spelled:
+        return spelled.replace("(...)", "")
+    callees = re.findall(r"([\w.]+?)(?:\.\.\.)?\(\.\.\.\)", spelled)
+    return callees[-1] if callees else spelled.replace("...", "")
 
 
 def field_words(path: str) -> dict[str, Any]:

@@ -399,13 +399,53 @@ class EndpointMode:
 
 @dataclass(frozen=True)
 class ScheduledCapacity:
-    """Capacity bounds from a schedule, e.g. fewer instances off-peak (variants)."""
+    """Capacity bounds from a schedule, e.g. fewer instances off-peak (variants). ``schedule``: an
+    ``appscaling.Schedule`` (``Schedule.cron(...)``, ``Schedule.expression(...)``) or the expression itself as a
+    string, ``'cron(0 20 * * ? *)'``, ``'rate(1 day)'`` or ``'at(2027-01-01T08:00:00)'``, which becomes
+    ``appscaling.Schedule.expression(...)``; either is checked here against the syntax Application Auto Scaling
+    accepts (peagle.config.ScheduledScaling), so a wrong one fails on this line with the prop named."""
 
     name: str  # PascalCase construct id, stable across deploys
-    schedule: appscaling.Schedule
+    schedule: appscaling.Schedule | str
     min_capacity: int
     max_capacity: int
     time_zone: TimeZone | None = None
+
+    def __post_init__(self) -> None:
+        owner = f"ScheduledCapacity {self.name!r}" if isinstance(self.name, str) else "ScheduledCapacity"
+        prop_types.check_instance(owner, "name", self.name, str, "a PascalCase id such as 'NightFloor'")
+        prop_types.check_instance(
+            owner,
+            "schedule",
+            self.schedule,
+            (appscaling.Schedule, str),
+            "an appscaling.Schedule or its expression as a string, e.g. 'cron(0 20 * * ? *)' or "
+            "appscaling.Schedule.cron(hour='20', minute='0')",
+        )
+        for name in ("min_capacity", "max_capacity"):
+            prop_types.check_number(owner, name, getattr(self, name), whole=True)
+        prop_types.check_instance(
+            owner, "time_zone", self.time_zone, TimeZone, "a TimeZone, e.g. TimeZone.EUROPE_BERLIN"
+        )
+        if self.schedule is None or self.min_capacity is None or self.max_capacity is None:
+            raise TypeError(f"{owner}: schedule, min_capacity and max_capacity are required, not None")
+        if isinstance(self.schedule, str):
+            object.__setattr__(self, "schedule", appscaling.Schedule.expression(self.schedule))
+        self.settings()  # the expression's syntax and the bounds, refused here in the prop's words
+
+    def settings(self) -> ScheduledScaling:
+        """The schedule as the settings model holds it (autoscaling.schedules[])."""
+        assert isinstance(self.schedule, appscaling.Schedule)  # a string became one in __post_init__
+        return build(
+            ScheduledScaling,
+            owner=f"ScheduledCapacity {self.name}",
+            path="autoscaling.schedules",
+            name=self.name,
+            schedule=self.schedule.expression_string,
+            min_capacity=self.min_capacity,
+            max_capacity=self.max_capacity,
+            time_zone=self.time_zone.timezone_name if self.time_zone else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -457,19 +497,7 @@ class Autoscaling:
     def settings(self) -> AutoscalingSettings:
         """The autoscaling section, the same in both modes (instances or copies)."""
         owner = "Autoscaling"
-        schedules = [
-            build(
-                ScheduledScaling,
-                owner=f"ScheduledCapacity {schedule.name}",
-                path="autoscaling.schedules",
-                name=schedule.name,
-                schedule=schedule.schedule.expression_string,
-                min_capacity=schedule.min_capacity,
-                max_capacity=schedule.max_capacity,
-                time_zone=schedule.time_zone.timezone_name if schedule.time_zone else None,
-            )
-            for schedule in self.schedules
-        ]
+        schedules = [schedule.settings() for schedule in self.schedules]
         return build(
             AutoscalingSettings,
             owner=owner,

@@ -150,8 +150,10 @@ def run_open_loop(
     max_concurrency: int | None = None,
     seed: int = 0,
     on_done: Callable[[RequestRecord], None] = lambda record: None,
+    offsets: Sequence[float] | None = None,
 ) -> OpenLoopRun:
-    """Send ``requests[i]`` at ``arrival_offsets(rate, len(requests), ...)[i]`` and wait for every answer.
+    """Send ``requests[i]`` at ``arrival_offsets(rate, len(requests), ...)[i]`` (or at ``offsets[i]``, a schedule
+    of the caller's: a replayed trace) and wait for every answer.
 
     No send waits for an earlier answer: each request has its own thread, started before the schedule
     begins, that sleeps until its time and sends (with ``max_concurrency``, after taking one of that
@@ -160,7 +162,10 @@ def run_open_loop(
     """
     if max_concurrency is not None and max_concurrency < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-    offsets = arrival_offsets(rate, len(requests), burstiness=burstiness, seed=seed)
+    if offsets is None:
+        offsets = arrival_offsets(rate, len(requests), burstiness=burstiness, seed=seed)
+    elif len(offsets) != len(requests):
+        raise ValueError(f"{len(offsets)} send times for {len(requests)} requests")
     records: list[RequestRecord | None] = [None] * len(requests)
     slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
     go = threading.Event()

@@ -33,6 +33,7 @@ from peagle.client.cli import (
 from peagle.config import DEFAULT_HEADROOM
 from peagle.local.served import LocalServerFailed, serve_local
 from peagle.local.tiny_pair import PAIRS
+from peagle.simulate.service_curve import FILE_NAME as SERVICE_CURVE_FILE
 from peagle.slo import add_slo_arguments
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
@@ -191,6 +192,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measure a noisy level again this many times, 15 s apart, before stopping with 'machine busy' (default 2)",
     )
     parser.add_argument("--max-attempts", type=int, default=1, help="client attempts per request (default 1)")
+    parser.add_argument(
+        "--sweep",
+        metavar="RATES",
+        help="measure these request rates (comma-separated, requests/s, in that order) once each instead of "
+        "searching: the levels a service curve needs across the load, below and past the knee",
+    )
+    parser.add_argument(
+        "--replay",
+        action="append",
+        type=Path,
+        metavar="CSV",
+        help="after the search (or with --service-curve instead of it), replay this trace of requests per minute "
+        "(`peagle simulate --traffic`'s CSV) against the same target, open loop, and compare minute by minute "
+        "what it did with what `peagle simulate` predicts from the service curve: replay.md and replay.json "
+        "(repeatable; docs/simulate.md, 'How far off the simulator is')",
+    )
+    parser.add_argument(
+        "--service-curve",
+        type=Path,
+        metavar="FILE",
+        help="with --replay: predict from this service-curve.json (an earlier `peagle capacity --out`'s) instead of "
+        "searching first",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder (created)")
     parser.set_defaults(handler=run_capacity)
 
@@ -246,6 +270,10 @@ def _capacity(args: argparse.Namespace) -> int:
         busy_limit = busy_limit_from(args)
     except ValueError as error:
         problems.append(str(error))
+    try:
+        _sweep_rates(args)
+    except BadArguments as error:
+        problems.append(str(error))
     if problems:
         raise BadArguments("; ".join(problems))
     price, price_source = instance_price(args)  # ValueError: exit 2
@@ -253,73 +281,84 @@ def _capacity(args: argparse.Namespace) -> int:
 
     k = _k_text(args)
     with _target(args) as (client, metrics_url, description):
+        if args.service_curve is not None:
+            return _replay_only(client, metrics_url, prompts, template, slo, args, busy_limit)
         search = _search(client, metrics_url, prompts, template, slo, settings, args, busy_limit)
-    from peagle.capacity.report import Context, answer, write_report
-    from peagle.planner import describe_slo
+        from peagle.capacity.report import Context, answer, write_report
+        from peagle.planner import describe_slo
 
-    observed = {s.measured.detail.speculative_tokens for s in search.steps} - {None}
-    if k is None:
-        k = str(max(observed)) if observed else "not reported (off, or answers without spec-decode metrics)"
-    context = Context(
-        date=datetime.now(UTC).strftime("%Y-%m-%d"),
-        target=description,
-        speculative_tokens=k,
-        slo_text=describe_slo(slo),
-        slo_source=slo_source,
-        sampling=template_description(template, profile),
-        settings={
-            "requests per level": f"{args.requests_per_level} judged, or {args.min_level_seconds:g} s of arrivals if "
-            "more, after a ramp not judged (capacity.json: ramp_seconds)",
-            "max_tokens": template.max_tokens,
-            "prompts": prompts_source,
-            "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
-            "start rate": args.start_rate,
-            "growth": args.growth,
-            "tolerance": args.tolerance,
-            "repeats": args.repeats,
-            "time budget s": args.time_budget,
-            "ramp s": search.settings.ramp_seconds,
-            "ignore_eos": args.ignore_eos,
-            "noisy when": busy_limit.describe(),
-        },
-        headroom=args.headroom,
-        instances=args.instances,
-        inference_component=args.inference_component,
-        peak_rps=args.peak_rps,
-        price_per_hour_usd=price,
-        price_source=price_source,
-        notes=(
-            [f"the rate is per instance: measured against {args.instances} instances and divided by that"]
-            if args.instances > 1
-            else []
+        observed = {s.measured.detail.speculative_tokens for s in search.steps} - {None}
+        if k is None:
+            k = str(max(observed)) if observed else "not reported (off, or answers without spec-decode metrics)"
+        context = Context(
+            date=datetime.now(UTC).strftime("%Y-%m-%d"),
+            target=description,
+            speculative_tokens=k,
+            slo_text=describe_slo(slo),
+            slo_source=slo_source,
+            sampling=template_description(template, profile),
+            settings={
+                "requests per level": f"{args.requests_per_level} judged, or {args.min_level_seconds:g} s of arrivals if "
+                "more, after a ramp not judged (capacity.json: ramp_seconds)",
+                "max_tokens": template.max_tokens,
+                "prompts": prompts_source,
+                "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
+                "start rate": args.start_rate,
+                "growth": args.growth,
+                "tolerance": args.tolerance,
+                "repeats": args.repeats,
+                "time budget s": args.time_budget,
+                "ramp s": search.settings.ramp_seconds,
+                "ignore_eos": args.ignore_eos,
+                "noisy when": busy_limit.describe(),
+            },
+            headroom=args.headroom,
+            instances=args.instances,
+            inference_component=args.inference_component,
+            peak_rps=args.peak_rps,
+            price_per_hour_usd=price,
+            price_source=price_source,
+            notes=(
+                [f"the rate is per instance: measured against {args.instances} instances and divided by that"]
+                if args.instances > 1
+                else []
+            )
+            + prompts_notes,
+            prompts=prompts_source,
         )
-        + prompts_notes,
-        prompts=prompts_source,
-    )
-    paths = write_report(search, context, args.out)
-    found = answer(search, args.instances)
-    if search.stop_reason == MACHINE_BUSY:
-        reasons = "; ".join(search.noisy[-1].measured.busy)
-        print(
-            f"capacity: machine busy ({reasons}): no capacity published; {len(search.noisy)} noisy level(s) are in "
-            "capacity.json. Stop the other work (a second engine, a test suite) and run again, or raise --busy-limit "
-            "if this machine is always this busy",
-            file=sys.stderr,
-        )
-    elif found is None:
-        print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
-    else:
-        print(
-            f"capacity: {found.rate_per_instance:.3f} requests/s per {'copy' if args.inference_component else 'instance'} "
-            f"at {context.slo_text} (attainment {found.attainment:.1%}, {found.concurrency_per_instance:.2f} in flight)"
-        )
-    print("written: " + ", ".join(str(path) for path in paths))
-    if search.stop_reason == INTERRUPTED:
-        from peagle.cli import EXIT_INTERRUPTED
+        paths = write_report(search, context, args.out)
+        curve = _write_service_curve(search, context, slo, template, args)
+        if curve is not None:
+            paths.append(args.out / SERVICE_CURVE_FILE)
+        if args.replay and curve is not None:
+            paths += _replay_all(client, metrics_url, prompts, template, slo, curve, args, busy_limit)
+        elif args.replay:
+            print("capacity: no level is usable as a service curve: nothing to replay against", file=sys.stderr)
+        found = answer(search, args.instances)
+        if search.stop_reason == MACHINE_BUSY:
+            reasons = "; ".join(search.noisy[-1].measured.busy)
+            print(
+                f"capacity: machine busy ({reasons}): no capacity published; {len(search.noisy)} noisy level(s) are in "
+                "capacity.json. Stop the other work (a second engine, a test suite) and run again, or raise --busy-limit "
+                "if this machine is always this busy",
+                file=sys.stderr,
+            )
+        elif found is None:
+            print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
+        else:
+            print(
+                f"capacity: {found.rate_per_instance:.3f} requests/s per {'copy' if args.inference_component else 'instance'} "
+                f"at {context.slo_text} (attainment {found.attainment:.1%}, {found.concurrency_per_instance:.2f} in flight)"
+            )
+        print("written: " + ", ".join(str(path) for path in paths))
+        if search.stop_reason == INTERRUPTED:
+            from peagle.cli import EXIT_INTERRUPTED
 
-        print("interrupted: peagle capacity stopped (Ctrl-C); the report holds the levels measured", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_OK if found is not None else EXIT_FAILED
+            print(
+                "interrupted: peagle capacity stopped (Ctrl-C); the report holds the levels measured", file=sys.stderr
+            )
+            return EXIT_INTERRUPTED
+        return EXIT_OK if found is not None else EXIT_FAILED
 
 
 def _check_target(args: argparse.Namespace) -> None:
@@ -481,15 +520,9 @@ def _search(client, metrics_url, prompts, template, slo, settings, args, busy_li
     from peagle.bench.runner import BenchSettings, build_requests
     from peagle.capacity.levels import measure_level
     from peagle.capacity.search import find_capacity
-    from peagle.client import PeagleClientError
 
     bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=prompts, request_template=template)
-    latencies = []
-    for request in build_requests(bench, args.warmup):
-        try:
-            latencies.append(client.generate(request).timings.e2e_s)
-        except PeagleClientError as error:
-            raise CapacityFailed(f"warm-up request failed: {type(error).__name__}: {error}") from None
+    latencies = _warm_up(client, prompts, template, args.warmup)
     ramp = args.ramp_seconds if args.ramp_seconds is not None else RAMP_LATENCIES * median(latencies)
     settings = replace(settings, ramp_seconds=round(ramp, 1))
 
@@ -510,9 +543,122 @@ def _search(client, metrics_url, prompts, template, slo, settings, args, busy_li
     def progress(line: str) -> None:
         print(f"capacity: {line}", file=sys.stderr, flush=True)
 
+    rates = _sweep_rates(args)
+    what = (
+        f"sweeping {', '.join(f'{rate:g}' for rate in rates)} req/s"
+        if rates
+        else f"searching from {settings.start_rate:g} req/s"
+    )
     progress(
-        f"searching from {settings.start_rate:g} req/s, {settings.requests_per_level} requests per level "
+        f"{what}, {settings.requests_per_level} requests per level "
         f"(or {settings.min_level_seconds:g} s of arrivals) after a {settings.ramp_seconds:g} s ramp not judged, "
         f"budget {settings.time_budget_seconds:.0f} s, target attainment {settings.target_attainment:.0%}"
     )
-    return find_capacity(measure, settings, progress=progress)
+    return find_capacity(measure, settings, progress=progress, rates=rates)
+
+
+def _sweep_rates(args: argparse.Namespace) -> list[float] | None:
+    if not args.sweep:
+        return None
+    try:
+        rates = [float(word) for word in args.sweep.split(",") if word.strip()]
+    except ValueError:
+        raise BadArguments(f"--sweep {args.sweep}: request rates separated by commas, e.g. 0.2,0.5,1") from None
+    if not rates or any(rate <= 0 for rate in rates):
+        raise BadArguments(f"--sweep {args.sweep}: one or more request rates above 0, e.g. 0.2,0.5,1")
+    return rates
+
+
+def _write_service_curve(search, context, slo, template, args: argparse.Namespace):
+    """The judged levels as a service curve (peagle/simulate/service_curve.py), per instance or copy: what
+    `peagle simulate --service-curve` serves each unit by. None when no level is usable."""
+    from dataclasses import replace
+
+    from peagle.simulate.service_curve import curve_from_levels
+
+    per_unit = []
+    for step in search.steps:
+        level = step.measured.detail.as_dict()
+        for key in ("completed_rate", "achieved_rate", "offered_rate"):  # per instance (or copy)
+            level[key] = level[key] / args.instances
+        per_unit.append(level)
+    hosts = [step.measured.detail.host for step in search.steps if step.measured.detail.host is not None]
+    curve = curve_from_levels(
+        per_unit,
+        slo=slo,
+        output_tokens=template.max_tokens,
+        source=f"peagle capacity, {context.target}, K={context.speculative_tokens}, {context.date}, "
+        f"{context.sampling}, {context.prompts}",
+        host=hosts[0].cpu_description() if hosts else "",
+    )
+    if curve is None:
+        return None
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / SERVICE_CURVE_FILE).write_text(curve.to_json(), encoding="utf-8")
+    return replace(curve, path=str(args.out / SERVICE_CURVE_FILE))
+
+
+def _replay_only(client, metrics_url, prompts, template, slo, args: argparse.Namespace, busy_limit) -> int:
+    """--service-curve: replay the traces against the target and that curve, without a search."""
+    from peagle.simulate.service_curve import ServiceCurveError, load_curve
+
+    if not args.replay:
+        raise BadArguments("--service-curve goes with --replay CSV: the traces to replay against that curve")
+    try:
+        curve = load_curve(args.service_curve)
+    except ServiceCurveError as error:
+        raise BadArguments(str(error)) from None
+    _warm_up(client, prompts, template, args.warmup)
+    paths = _replay_all(client, metrics_url, prompts, template, slo, curve, args, busy_limit)
+    print("written: " + ", ".join(str(path) for path in paths))
+    return EXIT_OK
+
+
+def _warm_up(client, prompts, template, count: int) -> list[float]:
+    """``count`` unmeasured requests one at a time: their end-to-end seconds."""
+    from peagle.bench.runner import BenchSettings, build_requests
+    from peagle.client import PeagleClientError
+
+    bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=prompts, request_template=template)
+    latencies = []
+    for request in build_requests(bench, count):
+        try:
+            latencies.append(client.generate(request).timings.e2e_s)
+        except PeagleClientError as error:
+            raise CapacityFailed(f"warm-up request failed: {type(error).__name__}: {error}") from None
+    return latencies
+
+
+def _replay_all(client, metrics_url, prompts, template, slo, curve, args: argparse.Namespace, busy_limit) -> list:
+    """Each --replay trace sent open loop to the target and compared with the simulator's unit on ``curve``
+    (peagle/capacity/replay.py); replay.json and replay.md in --out."""
+    from dataclasses import asdict, replace
+
+    from peagle.bench.host_conditions import HostWatch
+    from peagle.bench.open_loop import run_open_loop
+    from peagle.bench.runner import BenchSettings, build_requests
+    from peagle.capacity.levels import GaugeSampler
+    from peagle.capacity.replay import replay_trace
+    from peagle.capacity.replay_report import write_replay
+    from peagle.simulate.traffic import TrafficError, from_csv
+
+    bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=prompts, request_template=template)
+    comparisons = []
+    for path in args.replay:
+        try:
+            trace = from_csv(path)
+        except TrafficError as error:
+            raise BadArguments(f"--replay {path}: {error}") from None
+        print(f"capacity: replaying {path} ({len(trace.requests_per_minute)} min)", file=sys.stderr, flush=True)
+
+        def send(offsets: list[float]):
+            requests = build_requests(bench, len(offsets))
+            return run_open_loop(client, requests, rate=1.0, seed=args.seed, offsets=offsets).records
+
+        # The levels' own watch and gauges, so the server is observed as it was while the curve was measured.
+        with HostWatch(metrics_url) as watch, GaugeSampler(metrics_url) as gauges:
+            comparison = replay_trace(send, trace, curve, slo, seed=args.seed)
+        host = asdict(watch.conditions(busy_limit, send_lag_p99_s=0.0)) | gauges.summary()
+        comparisons.append(replace(comparison, host=host))
+        print(f"capacity: {path}: {comparisons[-1].summary()}", file=sys.stderr, flush=True)
+    return write_replay(comparisons, curve, slo, args.out)

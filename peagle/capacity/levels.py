@@ -58,6 +58,10 @@ class LevelRecord:
     vllm_waiting_peak: float | None = None
     speculative_tokens: int | None = None  # K the answers reported (their metrics.speculative_decoding)
     ramp_seconds: float = 0.0  # requests scheduled before this were sent but not judged
+    # Means, for the service curve (peagle/simulate/service_curve.py); None in files written before them.
+    ttft_mean: float | None = None
+    tpot_mean: float | None = None
+    e2el_mean: float | None = None
     sent: int = 0  # requests sent, the ramp's included
     host: HostConditions | None = None  # what the machine did meanwhile (peagle/bench/host_conditions.py)
 
@@ -170,6 +174,9 @@ def measure_level(
         p99_send_lag_s=run.p99_send_lag_s,
         speculative_tokens=max(ks) if ks else None,
         ramp_seconds=ramp,
+        ttft_mean=ttft.mean if ttft else None,
+        tpot_mean=tpot.mean if tpot else None,
+        e2el_mean=e2el.mean if e2el else None,
         sent=len(run.records),
         host=host,
         **gauges.summary(after_seconds=ramp),

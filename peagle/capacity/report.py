@@ -16,6 +16,7 @@ from peagle.capacity.search import (
     MACHINE_BUSY,
     MAX_RATE,
     MIN_RATE,
+    SWEPT,
     TIME_BUDGET,
     CapacitySearch,
 )
@@ -30,6 +31,8 @@ _STOPPED = {
     MIN_RATE: "no level down to --min-rate met the SLO",
     MACHINE_BUSY: "the machine was busy: a level stayed noisy when measured again, so no capacity is published "
     "from a machine that was measuring its other work",
+    SWEPT: "--sweep: each rate given measured once, without a search; the capacity is the highest of them that met "
+    "the SLO, so it is as fine as the rates given",
 }
 _NOTHING_MET = {
     **_STOPPED,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ INTERRUPTED = "interrupted"
 MAX_RATE = "max rate"
 MIN_RATE = "min rate"
 MACHINE_BUSY = "machine busy"
+SWEPT = "swept"  # --sweep: every rate given measured once, no search
 
 # Clearly saturated: attainment below this share of the target, or the achieved rate below this share of
 # the offered one (the server, or the sender, no longer keeps up).
@@ -218,6 +219,7 @@ def find_capacity(
     clock: Callable[[], float] = time.monotonic,
     progress: Callable[[str], None] = lambda line: None,
     sleep: Callable[[float], None] = time.sleep,
+    rates: Sequence[float] | None = None,
 ) -> CapacitySearch:
     """Search until converged, out of time, out of range, interrupted or on a busy machine;
     ``measure(rate, repeat)`` runs one level (``repeat`` counts earlier levels at that rate, e.g. for a
@@ -229,7 +231,7 @@ def find_capacity(
     started = clock()
     try:
         while True:
-            step = next_step(search)
+            step = next_step(search) if rates is None else _swept(search, rates)
             if isinstance(step, str):
                 search.stop_reason = step
                 break
@@ -280,3 +282,9 @@ def find_capacity(
         progress("interrupted: keeping the levels measured so far")
     search.elapsed_seconds = clock() - started
     return search
+
+
+def _swept(search: CapacitySearch, rates: Sequence[float]) -> tuple[float, str] | str:
+    """--sweep: the next of ``rates`` not measured yet, in the order given; SWEPT when each has been."""
+    done = len(search.steps)
+    return (rates[done], "sweep") if done < len(rates) else SWEPT

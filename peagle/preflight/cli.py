@@ -130,7 +130,8 @@ def _made_by(new) -> dict:
     records = read_records(new.body, source=new.source)
     if not records:
         return {}
-    return {"door": Door(records[0].door), "pair_id": records[0].primary.pair_id}
+    recorded = records[0].primary if len(records) == 1 else None
+    return {"door": Door(records[0].door), "pair_id": records[0].primary.pair_id, "recorded": recorded}
 
 
 def _new_template(args: argparse.Namespace, *, flag: str = "--new") -> tuple[Path, str | None]:

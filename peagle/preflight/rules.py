@@ -10,9 +10,9 @@ the deployment file's terms.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from peagle.preflight.fixed_identifiers import (
     ENDPOINT,
@@ -23,6 +23,9 @@ from peagle.preflight.fixed_identifiers import (
 )
 from peagle.preflight.template import Endpoint, LogGroup, StackTemplate, at_pointer, canonical
 from peagle.setting_refs import Door, in_words, setting
+
+if TYPE_CHECKING:
+    from peagle.planner import Plan
 
 # What `peagle stage` writes under a weights prefix (peagle/stage/plan.py's layout), and
 # what the launcher looks for first (inference_image/peagle_serve/model_layout.py).
@@ -44,13 +47,14 @@ class Finding:
     source: str  # the document that says so
     safe_sequence: tuple[str, ...] = ()
 
-    def in_words(self, door: Door) -> Finding:
-        """This finding with the settings it names spelled for ``door`` (peagle.setting_refs)."""
+    def in_words(self, door: Door, recorded: Plan | None = None) -> Finding:
+        """This finding with the settings it names spelled for ``door`` (peagle.setting_refs); ``recorded``: the plan
+        the new template records, whose settings a props step keeps (the whole prop, peagle/props_values.py)."""
         return replace(
             self,
-            what=in_words(self.what, door),
-            why=in_words(self.why, door),
-            safe_sequence=tuple(in_words(step, door) for step in self.safe_sequence),
+            what=in_words(self.what, door, recorded),
+            why=in_words(self.why, door, recorded),
+            safe_sequence=tuple(in_words(step, door, recorded) for step in self.safe_sequence),
         )
 
 
@@ -75,6 +79,9 @@ class CheckContext:
     # says (peagle/plan_record.py). Rules name settings with peagle.setting_refs.setting(); the report spells them.
     door: Door = Door.FILE
     pair_id: str | None = None  # the model pair the new template serves, from its recorded plan
+    # The plan the new template's only endpoint records: a props step is the whole prop with the app's settings kept.
+    # None (an earlier peagle's template, or several endpoints, whose findings do not say whose plan): spelled alone.
+    recorded: Plan | None = field(default=None, compare=False, repr=False)
 
     def stage_command(self, prefix: str) -> str:
         """The command that stages the weights under ``prefix``: from the deployment file, or (props) by pair."""
@@ -917,5 +924,7 @@ def check_transition(old: StackTemplate, new: StackTemplate, context: CheckConte
     from peagle.preflight.component_rules import COMPONENT_RULES
 
     return [
-        finding.in_words(context.door) for rule in (*RULES, *COMPONENT_RULES) for finding in rule(old, new, context)
+        finding.in_words(context.door, context.recorded)
+        for rule in (*RULES, *COMPONENT_RULES)
+        for finding in rule(old, new, context)
     ]

@@ -21,6 +21,8 @@ from peagle.simulate.service import READING_FIELDS, READINGS
 
 if TYPE_CHECKING:
     from peagle.planner import Plan
+    from peagle.simulate.report import EndpointResults
+    from peagle.simulate.scenarios import Result
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -99,6 +101,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--request-seconds",
         type=float,
         help="mean time a request holds a vLLM slot (default: half the profile's p90 SLA)",
+    )
+    parser.add_argument(
+        "--service-curve",
+        action="append",
+        metavar="[ENDPOINT=]FILE",
+        help="serve each real-time unit as this measured service curve says (service-curve.json, written by `peagle "
+        "capacity --out DIR` for the pair, instance and K it measured): each minute at its load's time per request, "
+        "and each request judged against the SLO's TTFT and TPOT; ENDPOINT= gives one endpoint its own (repeatable). "
+        "Without one, a unit holds each request --request-seconds and the SLO's bounds are reported not checked",
     )
     parser.add_argument(
         "--output-tokens",
@@ -182,7 +193,8 @@ def _simulate(args: argparse.Namespace) -> int:
     start = parse_start(args.trace_start, "--trace-start") if args.trace_start else None
     if start is not None:
         traces = [replace(trace, start=start) for trace in traces]
-    results, assumed = [], []
+    curves = _service_curves(args.service_curve or [], [endpoint for _, _, endpoint in planned])
+    results, endpoints = [], []
     for plan, door, endpoint in planned:
         before = len(results)
         base = scenarios.base_assumptions(
@@ -195,6 +207,7 @@ def _simulate(args: argparse.Namespace) -> int:
             output_tokens=args.output_tokens,
             clients=args.clients,
             cold_start_wait_seconds=args.cold_start_wait,
+            service=curves.get(endpoint, curves.get(None)),
         )
         results += scenarios.run(
             template,
@@ -208,15 +221,23 @@ def _simulate(args: argparse.Namespace) -> int:
             attainment=args.attainment,
             start=start,
         )
-        # As run: a component that caches its model data says how its cached start is counted (Assumptions.fixed).
-        ran = [result.timeline.assumptions for result in results[before:]]
-        assumed.append((endpoint, next((a for a in ran if a.data_cache != "off"), base)))
-    path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots)
+        # Each endpoint's section of the report states its own SLO, price and assumptions (report.EndpointResults).
+        endpoints.append(report.EndpointResults(endpoint, results[before:]))
+    path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots, endpoints=endpoints)
+    _print_results(results, endpoints)
+    print(f"timelines, plots and the summary: {path}")
+    return EXIT_OK if all(result.passed for result in results) else EXIT_FAILED
+
+
+def _print_results(results: list[Result], endpoints: list[EndpointResults]) -> None:
+    """The scenario table, the endpoints side by side, every failing verdict with its change, and each endpoint's
+    fixed assumptions and what was read from its template."""
+    from peagle.simulate import report
+
     found = report.scenarios(results)
-    rows = report.summary_rows(found)
-    widths = [max(len(str(row[column])) for row in [report.SUMMARY_HEADER, *rows]) for column in range(len(rows[0]))]
-    for row in [report.SUMMARY_HEADER, *rows]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    _print_table(report.SUMMARY_HEADER, report.summary_rows(found))
+    print()
+    _print_table(report.ENDPOINTS_HEADER, report.endpoint_rows(endpoints, found))
     for scenario in found:
         for verdict in scenario.first.verdicts:
             if not verdict.passed:
@@ -225,12 +246,17 @@ def _simulate(args: argparse.Namespace) -> int:
                 print(f"     {verdict.detail}")
                 if verdict.fix:
                     print(f"     change: {verdict.fix}")
-    for endpoint, base in assumed:
-        print(f"assumptions{f' ({endpoint})' if endpoint and len(assumed) > 1 else ''}: {'; '.join(base.fixed())}")
-    for name, text in report.template_assumptions(results):
-        print(f"from the template ({name}): {text}")
-    print(f"timelines, plots and the summary: {path}")
-    return EXIT_OK if all(result.passed for result in results) else EXIT_FAILED
+    for section in endpoints:
+        named = f" ({section.name})" if section.name and len(endpoints) > 1 else ""
+        print(f"assumptions{named}: {'; '.join(section.assumptions.fixed())}")
+        for name, text in report.template_assumptions(section.results):
+            print(f"from the template ({name}): {text}")
+
+
+def _print_table(header: tuple[str, ...], rows: list[list[str]]) -> None:
+    widths = [max(len(str(row[column])) for row in [header, *rows]) for column in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
 def _template_with_plan(cdk_out: Path) -> Path | None:
@@ -289,3 +315,21 @@ def _startup(value: str) -> tuple[str, float | None]:
     if not (math.isfinite(seconds) and seconds > 0):
         raise TrafficError(f"--startup is typical, budget or a number of seconds above 0, not {value!r}")
     return "typical", seconds
+
+
+def _service_curves(given: list[str], endpoints: list[str | None]) -> dict:
+    """--service-curve [ENDPOINT=]FILE values -> {endpoint name (None: every endpoint): ServiceCurve}."""
+    from peagle.simulate.service_curve import ServiceCurveError, load_curve
+    from peagle.simulate.traffic import TrafficError
+
+    curves = {}
+    for item in given:
+        name, _, path = item.rpartition("=") if "=" in item and not Path(item).exists() else ("", "", item)
+        if name and name not in endpoints:
+            known = ", ".join(endpoint for endpoint in endpoints if endpoint) or "none named"
+            raise TrafficError(f"--service-curve {item}: no endpoint {name!r} in the template (endpoints: {known})")
+        try:
+            curves[name or None] = load_curve(Path(path))
+        except ServiceCurveError as error:
+            raise TrafficError(str(error)) from None
+    return curves

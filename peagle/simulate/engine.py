@@ -11,15 +11,30 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from peagle.setting_refs import Door, duration, field_words, in_words, setting
+from peagle.catalog import Slo
+from peagle.props_values import whole_prop
+from peagle.setting_refs import Door, duration, field_words, in_words, named_in_words, setting
 from peagle.simulate.autoscaling import TRACKING_ALARMS, TargetScaling
 from peagle.simulate.scaling_template import ScalableTarget
-from peagle.simulate.service import RETRY_MAX_ATTEMPTS, Assumptions, CancelledStart, Endpoint, Minute, UnitShape
+from peagle.simulate.service import (
+    RETRY_MAX_ATTEMPTS,
+    Assumptions,
+    CancelledStart,
+    Endpoint,
+    Minute,
+    UnitShape,
+    unit_rpm,
+)
 from peagle.simulate.traffic import Trace
+
+if TYPE_CHECKING:
+    from peagle.planner import Plan
 
 
 def one_unit(unit: str) -> str:
@@ -31,8 +46,9 @@ def one_unit(unit: str) -> str:
 class SettingKeys:
     """The deployment file's key paths of this target's settings, for the report's suggested changes; the door
     that made the endpoint (peagle/plan_record.py) spells them from the settings model's metadata
-    (peagle/setting_refs.py): ``autoscaling.min_capacity: 1`` in the file, ``Autoscaling(min_capacity=1)`` in
-    the props."""
+    (peagle/setting_refs.py): ``autoscaling.min_capacity: 1`` in the file; in the props, the whole prop with the
+    app's recorded settings kept (``autoscaling=Autoscaling(min_capacity=1, max_capacity=4)``, peagle/props_values.py),
+    so a change pasted as printed drops nothing the app had."""
 
     min_units: str
     max_units: str
@@ -42,17 +58,56 @@ class SettingKeys:
     scale_in_cooldown: str | None = None
     # (key, props spelling, "..." for the value) where the file key's field spells another setting at the props door
     props: tuple[tuple[str, str], ...] = ()
+    # The plan the app recorded (peagle/plan_record.py): the settings a props suggestion keeps. None: spelled alone.
+    recorded: Plan | None = field(default=None, compare=False, repr=False)
 
     def spell(self, key: str, door: Door, *value: Any) -> str:
-        """The setting ``key`` (a field name above) as ``door`` writes it; with a value, set to it."""
+        """The setting ``key`` (a field name above) as ``door`` writes it, in backticks where it is code to paste;
+        with a value, set to it (``spell_changes``); without, named."""
+        if value:
+            return self.spell_changes(door, {key: value[0]})
         path = getattr(self, key)
-        prop = dict(self.props).get(key)
-        if door is not Door.PROPS or prop is None:
-            return in_words(setting(path, *value), door)
-        if not value:
-            return prop
-        unit = field_words(path)["unit"]
-        return prop.replace("...", duration(value[0], unit) if unit else repr(value[0]))
+        if door is not Door.PROPS:
+            return f"`{in_words(setting(path), door)}`"
+        spelled = dict(self.props).get(key) or in_words(setting(path), door)
+        return named_in_words(spelled) if "..." in spelled else f"`{spelled}`"
+
+    def spell_changes(self, door: Door, changes: Mapping[str, Any]) -> str:
+        """Each setting of ``changes`` (key -> value) set, as ``door`` writes it: the file's key paths; the props'
+        whole props, one per prop the changes touch, from the recorded settings; a keyword of one of
+        PeagleEndpoint's methods (``add_async_endpoint``) as that keyword, in words saying where it goes."""
+        paths = {getattr(self, key): (value, dict(self.props).get(key)) for key, value in changes.items()}
+        paths |= self._count_within(paths)
+        if door is not Door.PROPS:
+            return " and ".join(f"`{in_words(setting(path, value), door)}`" for path, (value, _) in paths.items())
+        by_prop: dict[str, dict[str, Any]] = {}
+        said = []
+        for path, (value, own) in paths.items():
+            method = _METHOD_KEYWORD.match(own or field_words(path)["prop"] or "")
+            if method:
+                unit = field_words(path)["unit"]
+                shown = duration(value, unit) if unit else repr(value)
+                said.append(f"`{method[2]}={shown}` in the `{method[1]}` call (its other arguments kept)")
+            elif self.recorded is not None and whole_prop({path: value}, self.recorded) is not None:
+                by_prop.setdefault(path.rsplit(".", 1)[0], {})[path] = value
+            else:
+                said.append(f"`{in_words(setting(path, value), door)}`")
+        wholes = [f"`{whole_prop(group, self.recorded)}`" for group in by_prop.values() if self.recorded is not None]
+        return " and ".join([*wholes, *said])
+
+    def _count_within(self, paths: Mapping[str, tuple[Any, str | None]]) -> dict[str, tuple[Any, None]]:
+        """A variant's instance count raised to a floor raised above it: the settings model refuses bounds that do not
+        hold the count the deploy starts (peagle/config.py, "min_capacity <= instance.count <= max_capacity"), so a
+        higher floor alone would not synthesize."""
+        floor = paths.get("autoscaling.min_capacity", (None, None))[0]
+        recorded = self.recorded
+        if floor is None or recorded is None or recorded.components is not None or floor <= recorded.instance_count:
+            return {}
+        return {"instance.count": (floor, None)}
+
+
+# A props spelling that is a keyword of one of PeagleEndpoint's methods, not a value: (method, keyword).
+_METHOD_KEYWORD = re.compile(r"^([a-z_]+)\((\w+)=\.\.\.\)$")
 
 
 @dataclass(frozen=True)
@@ -71,14 +126,15 @@ class Setup:
     slo_attainment: float  # the profile's share of requests that must be answered
     keys: SettingKeys
     door: Door = Door.FILE  # the words of the suggested changes: the deployment file's, or the construct's props
+    slo: Slo | None = None  # the profile's SLO, each request judged against it where a service curve is given
 
     def spell(self, key: str, *value: Any) -> str:
         """One of ``keys`` as this target's door writes it (``SettingKeys.spell``)."""
         return self.keys.spell(key, self.door, *value)
 
     def unit_rpm(self, assumptions: Assumptions) -> float:
-        """Requests per minute one unit carries with every vLLM slot busy."""
-        return self.shape.max_num_seqs * 60 / assumptions.request_seconds
+        """Requests per minute one unit carries at most (service.unit_rpm)."""
+        return unit_rpm(self.shape, assumptions)
 
     @property
     def max_units(self) -> int:
@@ -123,7 +179,7 @@ def drain_limit_minutes(shape: UnitShape, assumptions: Assumptions) -> int:
 
 
 def simulate(setup: Setup, trace: Trace, assumptions: Assumptions) -> Timeline:
-    endpoint = Endpoint(setup.shape, assumptions, setup.initial_units)
+    endpoint = Endpoint(setup.shape, assumptions, setup.initial_units, setup.slo)
     scaling = TargetScaling(setup.target, assumptions.conflicts, assumptions.cooldown_after_lowered)
     states = scaling.alarm_states()
     history: list[Minute] = []

@@ -37,6 +37,28 @@ class Outcome:
     minutes_over_max: int  # minutes whose load needs more units than the maximum
     lost_minutes: tuple[int, int] | None  # first and last minute that lost requests
     drain_minutes: int = 0  # simulated after the trace for the requests it left outstanding (engine.py)
+    # With a measured service curve (Assumptions.service): requests answered at their first send within the SLO's
+    # TTFT and TPOT bounds. None: the SLO's bounds were not checked (the unit's latencies were not measured).
+    within_slo: float | None = None
+
+    @property
+    def slo_judged(self) -> float:
+        """The requests the SLO's bounds judge: all but those that waited for a cold start (a scale-to-zero
+        endpoint makes them wait by design; the cold-start verdicts judge them)."""
+        return self.requests - self.after_wait
+
+    @property
+    def slo_share(self) -> float | None:
+        """Share of the judged requests answered within the SLO's bounds; None when not checked."""
+        if self.within_slo is None:
+            return None
+        return self.within_slo / self.slo_judged if self.slo_judged > 1e-9 else 1.0
+
+    def meets(self, attainment: float) -> bool:
+        """The SLO's attainment reached: within its bounds where they were checked, else answered in time."""
+        if self.slo_share is not None:
+            return self.slo_share >= attainment - 1e-9
+        return self.share(self.lost) <= 1 - attainment + 1e-9
 
     @property
     def answered(self) -> float:
@@ -109,7 +131,14 @@ def outcome(timeline: Timeline) -> Outcome:
         minutes_over_max=sum(1 for need in needs if need > setup.max_units),
         lost_minutes=(lost_at[0], lost_at[-1]) if lost_at else None,
         drain_minutes=timeline.drain_minutes,
+        within_slo=sum(m.within_slo for m in minutes) if _slo_checked(timeline) else None,
     )
+
+
+def _slo_checked(timeline: Timeline) -> bool:
+    """Each request was judged against the SLO's bounds: a real-time unit with a measured service curve."""
+    setup = timeline.setup
+    return timeline.assumptions.service is not None and setup.slo is not None and not setup.shape.asynchronous
 
 
 def instances_for(setup, units: int) -> int:

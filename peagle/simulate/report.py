@@ -1,7 +1,8 @@
 """What `peagle simulate` writes: one summary (markdown) that opens with a table of every scenario (target x
 trace x the readings that gave the same timeline: requests answered, lost, the longest wait, cost,
-verdict), then what to change for each failing verdict, the assumptions, and per scenario its verdicts;
-and per scenario a timeline table (CSV) and plot (PNG)."""
+verdict) and one of the endpoints side by side (SLO, price, start, verdicts, cost), then what to change for
+each failing verdict, then a section per endpoint: its own SLO, price, assumptions and scenarios with their
+verdicts; and per scenario a timeline table (CSV) and plot (PNG)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from peagle.simulate.model_error import error_band
 from peagle.simulate.scenarios import Result
-from peagle.simulate.service import READING_FIELDS, READINGS
+from peagle.simulate.service import READING_FIELDS, READINGS, Assumptions
 
 COLUMNS = (
     "minute",
@@ -319,23 +321,133 @@ SUMMARY_HEADER = (
 )
 
 
-def summary(results: list[Result], source: str, found: list[Scenario] | None = None) -> str:
+@dataclass(frozen=True)
+class EndpointResults:
+    """One endpoint's part of a simulation. What its section states (the SLO its targets were judged against, the
+    price they were costed at, the fixed assumptions and what was read from the template) comes from its own
+    results' setups and assumptions, never from another endpoint's."""
+
+    name: str | None  # None: not known (results grouped by ``by_endpoint``)
+    results: list[Result]
+
+    @property
+    def title(self) -> str:
+        return self.name or ", ".join(self.targets)
+
+    @property
+    def targets(self) -> list[str]:
+        return list(dict.fromkeys(result.timeline.setup.name for result in self.results))
+
+    @property
+    def assumptions(self) -> Assumptions:
+        """As run; a component that caches its model data says how its cached start is counted (Assumptions.fixed)."""
+        ran = [result.timeline.assumptions for result in self.results]
+        return next((assumed for assumed in ran if assumed.data_cache != "off"), ran[0])
+
+    def holds(self, scenario: Scenario) -> bool:
+        return any(result is scenario.first for result in self.results)
+
+
+def by_endpoint(results: list[Result]) -> list[EndpointResults]:
+    """``results`` in sections where nothing says which endpoint each came from: targets that share every figure a
+    section states (SLO, price, fixed assumptions) share one, so no section states a figure one of its targets was
+    not run with."""
+    groups: dict[tuple, list[Result]] = {}
+    for result in results:
+        setup, assumed = result.timeline.setup, result.timeline.assumptions
+        key = (_slo(setup), setup.price_per_instance_hour, tuple(assumed.but(data_cache="off").fixed()))
+        groups.setdefault(key, []).append(result)
+    return [EndpointResults(None, members) for members in groups.values()]
+
+
+def _slo(setup) -> str:
+    """The SLO a target was judged against: the profile's bounds (as `peagle plan` prints them) at the attainment
+    the run held it to (the profile's, or --attainment's)."""
+    from peagle.planner import describe_slo
+
+    if setup.slo is None:
+        return f"{setup.slo_attainment * 100:g}% of requests"
+    held = setup.slo.model_copy(update={"attainment": setup.slo_attainment})
+    return describe_slo(held) + (" (--attainment)" if setup.slo_attainment != setup.slo.attainment else "")
+
+
+def _per_target(section: EndpointResults, describe) -> str:
+    """``describe(setup)`` of the section's targets: once when they agree, else target by target."""
+    said = {result.timeline.setup.name: describe(result.timeline.setup) for result in section.results}
+    if len(set(said.values())) == 1:
+        return next(iter(said.values()))
+    return "; ".join(f"{target}: {text}" for target, text in said.items())
+
+
+def _unit_kind(setup) -> str:
+    target = setup.target
+    kind = f"asynchronous {target.unit}" if setup.shape.asynchronous else target.unit
+    return f"{setup.name} ({kind} {target.min_capacity}-{target.max_capacity})"
+
+
+ENDPOINTS_HEADER = (
+    "endpoint",
+    "targets",
+    "SLO",
+    "price per instance-hour",
+    "start",
+    "unit served by",
+    "scenarios",
+    "cost per scenario",
+)
+
+
+def endpoint_rows(sections: list[EndpointResults], found: list[Scenario]) -> list[list[str]]:
+    """The endpoints side by side: what each was judged against and priced at, its start, its verdicts and cost."""
+    rows = []
+    for section in sections:
+        mine = [scenario for scenario in found if section.holds(scenario)]
+        passed = sum(scenario.first.passed for scenario in mine)
+        costs = sorted(scenario.first.outcome.cost_usd for scenario in mine)
+        assumed = section.assumptions
+        rows.append(
+            [
+                section.title,
+                _per_target(section, _unit_kind)
+                if len(section.targets) == 1
+                else ", ".join(dict.fromkeys(_unit_kind(result.timeline.setup) for result in section.results)),
+                _per_target(section, _slo),
+                _per_target(section, lambda setup: _money(setup.price_per_instance_hour)),
+                f"{assumed.startup_seconds:.0f} s (+{assumed.instance_launch_seconds:.0f} s with a new instance)",
+                assumed.service.source if assumed.service is not None else "fixed slots (SLO bounds not checked)",
+                f"{passed} PASS, {len(mine) - passed} FAIL",
+                _money(costs[0]) if costs[0] == costs[-1] else f"{_money(costs[0])}-{_money(costs[-1])}",
+            ]
+        )
+    return rows
+
+
+def summary(
+    results: list[Result],
+    source: str,
+    found: list[Scenario] | None = None,
+    endpoints: list[EndpointResults] | None = None,
+) -> str:
+    """The report; ``endpoints``: the results by endpoint (default: ``by_endpoint``)."""
     found = found if found is not None else scenarios(results)
+    sections = [section for section in (endpoints or by_endpoint(results)) if section.results]
     lines = [f"# Scaling simulation of {source}", ""]
     if results:
-        first = results[0].timeline
         lines += [
             f"{len(results)} runs: {len({(r.timeline.setup.name, r.timeline.trace.name) for r in results})} target x "
             f"trace pair(s), each under {len({r.timeline.assumptions.label() for r in results})} reading(s) of the "
-            f"rules AWS leaves open; runs with identical timelines share a row. The SLO asks that "
-            f"{first.setup.slo_attainment:.0%} of requests be answered. Cost is on-demand, "
-            f"${first.setup.price_per_instance_hour:,.2f} per instance-hour.",
+            "rules AWS leaves open; runs with identical timelines share a row. Each endpoint is judged against its own "
+            "SLO and costed at its own instance-hour price: side by side under Endpoints, in full in its section.",
             "",
-            "| " + " | ".join(SUMMARY_HEADER) + " |",
-            "|" + "|".join("---" for _ in SUMMARY_HEADER) + "|",
+            *_table(SUMMARY_HEADER, summary_rows(found)),
+            "",
+            error_band(),
+            "",
+            "## Endpoints",
+            "",
+            *_table(ENDPOINTS_HEADER, endpoint_rows(sections, found)),
+            "",
         ]
-        lines += ["| " + " | ".join(row) + " |" for row in summary_rows(found)]
-        lines.append("")
     failing = [(scenario, verdict) for scenario in found for verdict in scenario.first.verdicts if not verdict.passed]
     if failing:
         lines += ["## What to change", ""]
@@ -346,31 +458,59 @@ def summary(results: list[Result], source: str, found: list[Scenario] | None = N
                 f"{verdict.detail}." + (f" **Change:** {verdict.fix}." if verdict.fix else "")
             )
         lines.append("")
-    if results:
-        base = results[0].timeline.assumptions
-        lines += ["## Assumptions", "", "Run both ways (AWS does not say):", ""]
-        lines += [
-            f"- {reading.question}"
-            for reading in READINGS
-            if any(reading.applies(getattr(r.timeline.assumptions, reading.field)) for r in results)
-        ]
-        lines += ["", "Fixed (the command line sets the numbers):", ""]
-        # A target whose component caches its model data says how a cached start is counted (Assumptions.fixed).
-        base = next((r.timeline.assumptions for r in results if r.timeline.assumptions.data_cache != "off"), base)
-        lines += [f"- {text}" for text in base.fixed()]
+    for section in sections:
+        lines += _endpoint_section(section, [scenario for scenario in found if section.holds(scenario)])
+    return "\n".join(lines)
+
+
+def _verdict_word(verdict) -> str:
+    """pass, FAIL, or "not checked" where nothing here could tell (Verdict.checked)."""
+    if not verdict.checked:
+        return "not checked"
+    return "pass" if verdict.passed else "FAIL"
+
+
+def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
+
+
+def _endpoint_section(section: EndpointResults, found: list[Scenario]) -> list[str]:
+    """One endpoint: its targets, SLO and price, the assumptions it ran under, and its scenarios."""
+    results = section.results
+    lines = [
+        f"## Endpoint {section.name}" if section.name else f"## {section.title}",
+        "",
+        f"Targets: {', '.join(dict.fromkeys(_unit_kind(result.timeline.setup) for result in results))}. "
+        f"SLO: {_per_target(section, _slo)}. Cost is on-demand, "
+        f"{_per_target(section, lambda setup: _money(setup.price_per_instance_hour))} per instance-hour.",
+        "",
+        "### Assumptions",
+        "",
+        "Run both ways (AWS does not say):",
+        "",
+    ]
+    lines += [
+        f"- {reading.question}"
+        for reading in READINGS
+        if any(reading.applies(getattr(r.timeline.assumptions, reading.field)) for r in results)
+    ]
+    lines += ["", "Fixed (the command line sets the numbers):", ""]
+    lines += [f"- {text}" for text in section.assumptions.fixed()]
+    lines.append("")
+    read = template_assumptions(results)
+    if read:
+        lines += ["Read from the template, and assumed about it:", ""]
+        lines += [f"- {name}: {text}" for name, text in read]
         lines.append("")
-        read = template_assumptions(results)
-        if read:
-            lines += ["Read from the template, and assumed about it:", ""]
-            lines += [f"- {name}: {text}" for name, text in read]
-            lines.append("")
-    lines += ["## Scenarios", ""]
+    lines += ["### Scenarios", ""]
     for scenario in found:
         result = scenario.first
         timeline, seen = result.timeline, result.outcome
         target = timeline.setup.target
         lines += [
-            f"### {timeline.setup.name} ({target.unit} {target.min_capacity}-{target.max_capacity}), traffic "
+            f"#### {timeline.setup.name} ({target.unit} {target.min_capacity}-{target.max_capacity}), traffic "
             f"{timeline.trace.name}: {'PASS' if result.passed else 'FAIL'}",
             "",
             f"Readings: {scenario.readings()}. Files: `{scenario.slug}.csv`, `{scenario.slug}.png`.",
@@ -381,9 +521,9 @@ def summary(results: list[Result], source: str, found: list[Scenario] | None = N
             f"({_money(seen.over_cost_usd)}).",
             "",
         ]
-        lines += [f"- {'pass' if v.passed else 'FAIL'}: {v.name}. {v.detail}" for v in result.verdicts]
+        lines += [f"- {_verdict_word(v)}: {v.name}. {v.detail}" for v in result.verdicts]
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def template_assumptions(results: list[Result]) -> list[tuple[str, str]]:
@@ -396,7 +536,15 @@ def template_assumptions(results: list[Result]) -> list[tuple[str, str]]:
     return found
 
 
-def write(results: list[Result], out: Path, *, source: str, plots: bool = True) -> Path:
+def write(
+    results: list[Result],
+    out: Path,
+    *,
+    source: str,
+    plots: bool = True,
+    endpoints: list[EndpointResults] | None = None,
+) -> Path:
+    """simulation.md, and each scenario's table and plot, into ``out``; ``endpoints`` as ``summary`` takes them."""
     out.mkdir(parents=True, exist_ok=True)
     found = scenarios(results)
     for scenario in found:
@@ -404,5 +552,5 @@ def write(results: list[Result], out: Path, *, source: str, plots: bool = True) 
         if plots:
             write_plot(scenario, out / f"{scenario.slug}.png")
     path = out / "simulation.md"
-    path.write_text(summary(results, source, found), encoding="utf-8")
+    path.write_text(summary(results, source, found, endpoints), encoding="utf-8")
     return path

@@ -80,7 +80,17 @@ def base_assumptions(plan: Plan, *, startup: str = "typical", **overrides) -> As
         "cold_start_wait_seconds": float(plan.cold_start_wait_seconds),
     }
     values.update({key: value for key, value in overrides.items() if value is not None})
+    if values.get("service") is None:
+        values["estimates"] = _estimates(plan)
     return Assumptions(**values)
+
+
+def _estimates(plan: Plan) -> tuple:
+    """The roofline estimate's low and high bounds for the plan's unit, or none where it has no figures."""
+    from peagle.simulate.service_estimate import estimated_curve
+
+    curves = tuple(estimated_curve(plan, bound=bound) for bound in ("low", "high"))
+    return curves if all(curve is not None for curve in curves) else ()
 
 
 # The deployment file's keys of each kind of target's settings; the door that made the endpoint spells them.
@@ -177,7 +187,8 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 price_per_instance_hour=price,
                 start_budget_seconds=plan.unit_start_budget_seconds,
                 slo_attainment=plan.profile.slo.attainment,
-                keys=keys,
+                slo=plan.profile.slo,
+                keys=replace(keys, recorded=plan),  # the settings a props suggestion keeps
                 door=Door(door),
             )
         )

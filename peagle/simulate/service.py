@@ -48,9 +48,11 @@ import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from peagle.catalog import Slo
 from peagle.client.retry import RetryPolicy
 from peagle.simulate.placement import Placement
 from peagle.simulate.scaling_template import MetricStat
+from peagle.simulate.service_curve import ServiceCurve
 
 Datapoint = float | None
 INVOKE_TIMEOUT_SECONDS = 60.0
@@ -185,8 +187,16 @@ class Assumptions:
     cached_startup_seconds: float | None = None
     # An instance's launch before its first copy or model starts: "several minutes" (scale-to-zero page).
     instance_launch_seconds: float = 300.0
-    # Mean time a request holds one of vLLM's max_num_seqs slots; default: half the profile's p90 SLA.
+    # Mean time a request holds one of vLLM's max_num_seqs slots; default: half the profile's p90 SLA. Used only
+    # without a measured service curve (``service``), and for asynchronous endpoints.
     request_seconds: float = 5.0
+    # What one unit does at each load, measured by `peagle capacity` (peagle/simulate/service_curve.py): a
+    # real-time unit then serves each minute at the rate the minute gives it, with that rate's time per request
+    # and share of requests within the SLO. None: the fixed slots above, and the SLO's TTFT and TPOT not checked.
+    service: ServiceCurve | None = None
+    # Without a measured curve: the roofline estimate's low and high bounds (peagle/simulate/service_estimate.py),
+    # each minute's requests judged against the SLO by both; empty where the estimate has no figures.
+    estimates: tuple[ServiceCurve, ...] = ()
     # Output tokens per answered request, for the cost per 1M output tokens; default: half max_tokens.
     output_tokens: float = 512.0
     # Clients refused "no capacity" retry as peagle.client does (its cold-start backoff, 5-30 s between
@@ -241,8 +251,8 @@ class Assumptions:
             f"a new unit serves after {self.startup_seconds:.0f} s of download + start-up ({self.startup_basis}),"
             f" plus {self.instance_launch_seconds:.0f} s when it needs a new instance",
             *cached,
-            f"a request holds a vLLM slot for {self.request_seconds:g} s on average and yields "
-            f"{self.output_tokens:g} output tokens",
+            self.unit_model(),
+            f"an answered request yields {self.output_tokens:g} output tokens",
             "a real-time request not answered within its minute times out (60 s) and reports ModelLatency 60 s",
             clients,
             f"an asynchronous request expires after {self.async_ttl_seconds / 3600:g} h in the queue",
@@ -252,6 +262,29 @@ class Assumptions:
             "an instance is billed from its launch until it is released",
             "datapoints are evaluated at the end of their minute, without publishing delay",
         ]
+
+    def unit_model(self) -> str:
+        """What a unit's service is modelled on, for every report."""
+        if self.service is not None:
+            return (
+                f"a real-time unit serves as its {self.service.describe()} says: at the requests a minute brings each "
+                "unit, the measured time per request and share within the SLO (interpolated between levels; no more "
+                "than the highest rate measured); an asynchronous one holds each request "
+                f"{self.request_seconds:g} s"
+            )
+        judged = (
+            "the SLO's TTFT and TPOT are judged by the roofline estimate's low and high bounds ("
+            + "; ".join(curve.source for curve in self.estimates)
+            + "), a verdict they disagree on not checked"
+            if self.estimates
+            else "the SLO's TTFT and TPOT are not checked"
+        )
+        return (
+            f"a unit is a fixed number of slots (vLLM's max_num_seqs), each request holding one for "
+            f"{self.request_seconds:g} s whatever the load (the planner's estimate: half the profile's p90 latency "
+            f"SLA, not measured): answered within the timeout is judged, {judged}; give a measured curve with "
+            "--service-curve (`peagle capacity --out DIR` writes DIR/service-curve.json)"
+        )
 
     def label(self) -> str:
         return ", ".join(
@@ -340,6 +373,11 @@ class Minute:
     starting: int = 0
     instances: int = 0
     in_flight_per_unit: float = 0.0
+    # With a service curve: requests answered at their first send within the SLO's bounds, and the requests a
+    # second sent to each serving unit (the curve's x).
+    within_slo: float = 0.0
+    unit_rate: float = 0.0
+    request_seconds: float = 0.0  # the minute's time per answered request
     # (ModelLatency in seconds, requests): the minute's latency distribution.
     latency: tuple[tuple[float, float], ...] = ()
     waits: list[tuple[float, float]] = field(default_factory=list)  # (seconds from first send, requests)
@@ -387,8 +425,8 @@ class CancelledStart:
 class Endpoint:
     """Units with start times; ``set_desired`` is what Application Auto Scaling changes."""
 
-    def __init__(self, shape: UnitShape, assumptions: Assumptions, initial: int) -> None:
-        self.shape, self.assumptions = shape, assumptions
+    def __init__(self, shape: UnitShape, assumptions: Assumptions, initial: int, slo: Slo | None = None) -> None:
+        self.shape, self.assumptions, self.slo = shape, assumptions, slo
         self.units: list[Unit] = [Unit(0, 0.0) for _ in range(initial)]  # the deploy's units serve from the start
         hosting = self._instances_for(initial)  # the deploy's copies downloaded there and serve from the start
         self.hosts: list[Host] = [
@@ -552,8 +590,12 @@ class Endpoint:
         return record
 
     def _capacity(self, serving: int) -> float:
-        """Requests a minute the serving units answer with every slot busy."""
-        return serving * self.shape.max_num_seqs * 60 / self.assumptions.request_seconds
+        """Requests a minute the serving units answer at most."""
+        return serving * unit_rpm(self.shape, self.assumptions)
+
+    def _curve(self) -> ServiceCurve | None:
+        """The measured service curve, for a real-time unit (an asynchronous one keeps the fixed slots)."""
+        return None if self.shape.asynchronous else self.assumptions.service
 
     def _real_time(self, record: Minute) -> None:
         """Retrying clients (``Assumptions.clients``) send again what was refused "no capacity" until
@@ -561,7 +603,6 @@ class Endpoint:
         as peagle.client does (a SageMaker invocation timeout is a ModelError without a status, which
         peagle/client/retry.py retries); the resends come in the next minute."""
         assumptions, minute = self.assumptions, record.minute
-        request_seconds = assumptions.request_seconds
         retrying = assumptions.clients == "retry"
         limit = assumptions.cold_start_wait_seconds / 60
         still = deque()
@@ -587,6 +628,12 @@ class Endpoint:
             record.waiting = sum(cohort.count for cohort in self.waiting)
             return
         room = self._capacity(record.serving)
+        curve = self._curve()
+        # The curve's x: the requests a second sent to each serving unit (what its levels offered), not the share it
+        # can serve: past its highest rate a unit is as slow as its saturated levels were, and serves no more.
+        record.unit_rate = sum(cohort.count for cohort in self.waiting) / 60 / record.serving
+        request_seconds = curve.request_seconds(record.unit_rate) if curve else assumptions.request_seconds
+        record.request_seconds = request_seconds
         resent: deque[Cohort] = deque()
         for cohort in self.waiting:  # oldest first: the retrying clients' next send finds the unit
             taken = min(cohort.count, room)
@@ -612,6 +659,8 @@ class Endpoint:
         in_flight = record.served * request_seconds / 60 + record.timeouts
         record.in_flight_per_unit = in_flight / record.serving
         record.latency = ((request_seconds, record.served), (INVOKE_TIMEOUT_SECONDS, record.timeouts))
+        if curve is not None and self.slo is not None:
+            record.within_slo = record.on_time * curve.slo_share(self.slo, record.unit_rate)
 
     def _asynchronous(self, record: Minute) -> None:
         assumptions, minute = self.assumptions, record.minute
@@ -621,6 +670,7 @@ class Endpoint:
         if record.offered:
             self.queue.append(Cohort(minute, record.offered))
         room = self._capacity(record.serving)
+        record.request_seconds = assumptions.request_seconds
         while self.queue and room > 0:
             cohort = self.queue[0]
             taken = min(cohort.count, room)
@@ -650,7 +700,7 @@ class Endpoint:
             else None
         )
         gpu_share = min(1.0, record.in_flight_per_unit / shape.max_num_seqs) * 100 if serving else None
-        in_flight = record.served * assumptions.request_seconds / 60
+        in_flight = record.served * record.request_seconds / 60
         backlog = record.waiting + in_flight
         return {
             "Invocations": invocations or None,
@@ -666,6 +716,14 @@ class Endpoint:
             "ApproximateBacklogSizePerInstance": backlog / serving if serving else None,
             "HasBacklogWithoutCapacity": 1.0 if record.waiting and not serving else 0.0,
         }
+
+
+def unit_rpm(shape: UnitShape, assumptions: Assumptions) -> float:
+    """Requests a minute one unit answers at most: the highest rate its service curve measured (a real-time unit),
+    else every vLLM slot busy for the fixed request time."""
+    if assumptions.service is not None and not shape.asynchronous:
+        return assumptions.service.max_rps * 60
+    return shape.max_num_seqs * 60 / assumptions.request_seconds
 
 
 MODELLED_METRICS = frozenset(

@@ -14,19 +14,30 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
+from peagle.props_values import whole_prop
 from peagle.setting_refs import Door
+from peagle.simulate.autoscaling import STEP_DEFAULT_COOLDOWN_SECONDS, VARIANT_DEFAULT_COOLDOWN_SECONDS
 from peagle.simulate.engine import Setup, Timeline, one_unit, simulate
 from peagle.simulate.outcomes import Outcome, instances_for, outcome
 from peagle.simulate.scaling_template import Alarm, ScalableTarget
 from peagle.simulate.schedules import ScheduledAction, daily_cron
 
+if TYPE_CHECKING:
+    from peagle.planner import Plan
+
 # Allowance past the idle time for the last unit to go (cooldowns, alarm windows): our choice.
 RETURN_TO_ZERO_SLACK_MINUTES = 20
-# A reversal of capacity within this many minutes, while the load moved less than FLAP_LOAD_CHANGE, is
-# an oscillation: our choice (the default scale-in cooldown is 15 minutes).
-FLAP_WINDOW_MINUTES = 30
-FLAP_LOAD_CHANGE = 0.10
+# The starts that reversals of capacity throw away (``reversals``) may cost up to this share of the trace's bill
+# before "never oscillates" fails: our choice. A reversal or two are the price of following a load that turns (one
+# instance's start thrown away is ~0.5 % of a working day's bill on deployments/default.yaml); past 2 % they are a
+# pattern a setting should stop: noise around a capacity boundary, or a scale-in that lands where the next rise
+# needs the unit again.
+REVERSAL_COST_SHARE = 0.02
+# Longer scale-in cooldowns tried, in turn, to stop reversals: our choice, within the deployment file's bound
+# (AutoscalingSettings.scale_in_cooldown_seconds, at most 3600).
+SCALE_IN_COOLDOWN_STEPS_SECONDS = (1800, 3600)
 # Minutes past the scale-in window and its cooldown that unneeded capacity may stay: our choice.
 GIVE_BACK_SLACK_MINUTES = 5
 # Target tracking's managed low alarm waits this long before it scales in (autoscaling.TRACKING_ALARMS).
@@ -43,6 +54,8 @@ class Verdict:
     # For a failure: what to change, to what, and what the simulation then shows. Finding it simulates the
     # change, so it is worked out when first read (a report reads it once per scenario, not per run).
     suggest: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    # False: nothing here can tell (the detail says what would); a report prints "not checked", never a pass.
+    checked: bool = True
     _fix: str | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -55,7 +68,7 @@ class Verdict:
 def verdicts(timeline: Timeline, seen: Outcome | None = None) -> list[Verdict]:
     seen = seen or outcome(timeline)
     target = timeline.setup.target
-    found = [_answers(timeline, seen)]
+    found = [_answers(timeline, seen), _slo_not_checked(timeline, seen)]
     if target.min_capacity == 0:
         found += [
             _wait_within_budget(timeline),
@@ -66,7 +79,7 @@ def verdicts(timeline: Timeline, seen: Outcome | None = None) -> list[Verdict]:
         ]
     if target.max_capacity > max(target.min_capacity, 1) and _load_outgrows(timeline):
         found.append(_scales_out(timeline))
-    found += [_gives_back(timeline), _no_oscillation(timeline)]
+    found += [_gives_back(timeline), _no_oscillation(timeline, seen)]
     return [verdict for verdict in found if verdict is not None]
 
 
@@ -87,12 +100,84 @@ def _load_outgrows(timeline: Timeline) -> bool:
 
 
 def _answers(timeline: Timeline, seen: Outcome) -> Verdict:
-    attainment = timeline.setup.slo_attainment
-    name = f"answers at least {attainment:.0%} of requests (the SLO's attainment)"
+    """SLO attainment where each request could be judged against the SLO's bounds (a measured service curve);
+    else the share answered within the invocation timeout, with the bounds reported not checked."""
+    setup = timeline.setup
+    attainment = setup.slo_attainment
     detail = describe_losses(seen)
-    if seen.share(seen.lost) <= 1 - attainment + 1e-9:
+    if seen.slo_share is not None:
+        name = f"meets the SLO for at least {attainment:.0%} of requests ({_bounds(setup)})"
+        detail = (
+            f"{seen.slo_share:.1%} of {seen.slo_judged:,.0f} requests within the SLO's bounds (those that waited for a "
+            f"cold start are judged by the cold-start verdicts); {detail}"
+        )
+    else:
+        name = f"answers at least {attainment:.0%} of requests within the 60 s invocation timeout"
+    if seen.meets(attainment):
         return Verdict(name, True, detail)
     return Verdict(name, False, detail, suggest=lambda: _fix_for_losses(timeline, seen))
+
+
+def _bounds(setup: Setup) -> str:
+    slo = setup.slo
+    if slo is None:
+        return "no bounds"
+    parts = [
+        f"{label} <= {value * scale:g} {unit}"
+        for label, value, scale, unit in (
+            ("TTFT", slo.ttft_seconds, 1, "s"),
+            ("TPOT", slo.tpot_seconds, 1000, "ms"),
+            ("E2EL", slo.e2e_seconds, 1, "s"),
+        )
+        if value is not None
+    ]
+    return ", ".join(parts)
+
+
+MEASURE_IT = "measure the unit with `peagle capacity --out DIR` and give --service-curve DIR/service-curve.json"
+
+
+def _slo_not_checked(timeline: Timeline, seen: Outcome) -> Verdict | None:
+    """Without a measured service curve: the SLO's TTFT and TPOT judged by the roofline estimate's low and high
+    bounds where it has figures (pass or fail only where both agree), else not checked: said, never guessed."""
+    setup = timeline.setup
+    if seen.slo_share is not None or setup.shape.asynchronous or setup.slo is None:
+        return None
+    name = f"meets the SLO's bounds ({_bounds(setup)}) for at least {setup.slo_attainment:.0%} of requests"
+    estimates = timeline.assumptions.estimates
+    if not estimates:
+        return Verdict(
+            name,
+            True,
+            "not checked: no measured service curve and no roofline estimate for this GPU and pair, so how fast each "
+            f"request was answered is not known (the unit holds each request a fixed time); {MEASURE_IT}",
+            checked=False,
+        )
+    low, high = (_estimated_share(timeline, seen, curve) for curve in estimates)
+    shares = f"{low:.1%} (the estimate's low bound) to {high:.1%} (its high bound) within the SLO's bounds"
+    met = [share >= setup.slo_attainment - 1e-9 for share in (low, high)]
+    if all(met):
+        return Verdict(name, True, f"by the roofline estimate, not measured: {shares}")
+    if not any(met):
+        return Verdict(name, False, f"by the roofline estimate, not measured: {shares}", _fix=MEASURE_IT + " first")
+    return Verdict(
+        name, True, f"not checked: the roofline estimate's bounds disagree: {shares}; {MEASURE_IT}", checked=False
+    )
+
+
+def _estimated_share(timeline: Timeline, seen: Outcome, curve) -> float:
+    """Share of the judged requests within the SLO had each unit served as ``curve`` says at its minute's rate;
+    a rate past the curve's highest serves only that much within it."""
+    slo = timeline.setup.slo
+    assert slo is not None
+    within = 0.0
+    for minute in timeline.minutes:
+        if minute.on_time <= 0:
+            continue
+        rate = minute.unit_rate
+        served = min(1.0, curve.max_rps / rate) if rate > 0 else 1.0
+        within += minute.on_time * served * curve.slo_share(slo, min(rate, curve.max_rps))
+    return within / seen.slo_judged if seen.slo_judged > 1e-9 else 1.0
 
 
 def describe_losses(seen: Outcome) -> str:
@@ -141,7 +226,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
             f"({timeline.assumptions.cold_start_wait_seconds / 60:.0f} min) for a unit"
         )
         warm = setup.spell("min_units", 1)
-        return f"{why}, or keep one {one_unit(unit)} warm: set `{warm}`; {_tried(timeline, seen, min_units=1)}"
+        return f"{why}, or keep one {one_unit(unit)} warm: set {warm}; {_tried(timeline, seen, min_units=1)}"
     # Units enough that the load sits at the policies' target, not at full slots (a fleet at full slots never
     # drains the resends of what timed out).
     share = _tracked_share(timeline) or 1.0
@@ -160,17 +245,26 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
     if best is None:
         return "no change to the bounds helps; lower the load or the scaling target"
     said = []
+    # At the props door a snippet is the whole prop, so a floor and a maximum are one snippet (two would undo each
+    # other); the file's keys are set one by one.
+    joint = setup.door is Door.PROPS and "min_units" in change
+    maximum_change = {key: change[key] for key in ("max_units",) if key in change}
     if "max_units" in change:
         carried = target.max_capacity * setup.unit_rpm(timeline.assumptions) * share
         peak_rpm = max(m.offered for m in timeline.minutes)
-        said.append(
-            f"at the scaling target ({share:.0%} of a unit's slots) the maximum {target.max_capacity} {unit} carry "
-            f"{carried:,.0f} requests/min, the peak asks for {peak_rpm:,.0f}: set "
-            f"`{setup.spell('max_units', change['max_units'])}`"
-        )
         instances = math.ceil(change["max_units"] / setup.shape.units_per_instance)
         if setup.shape.kind == "copies" and instances > setup.shape.max_instances:
-            said[-1] += f" and `{setup.spell('max_instances', instances)}`"
+            maximum_change["max_instances"] = instances
+        said.append(
+            f"at the scaling target ({share:.0%} of a unit's slots) the maximum {target.max_capacity} {unit} carry "
+            f"{carried:,.0f} requests/min, the peak asks for {peak_rpm:,.0f}: "
+            + (
+                f"raise the maximum to {change['max_units']}"
+                if joint
+                else f"set {setup.keys.spell_changes(setup.door, maximum_change)}"
+            )
+        )
+    floor_change = {"min_units": change.get("min_units"), **(maximum_change if joint else {})}
     copy_start = timeline.assumptions.startup_seconds / 60
     start = copy_start + timeline.assumptions.instance_launch_seconds / 60
     if "min_units" in change:
@@ -181,7 +275,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
         )
         said.append(
             f"new {unit} serve {took} after they are asked for, and the load outgrew the ones serving sooner: keep "
-            f"headroom: set `{setup.spell('min_units', change['min_units'])}`"
+            f"headroom: set {setup.keys.spell_changes(setup.door, floor_change)}"
         )
     first, last = seen.lost_minutes or (0, 0)
     if "min_units" in change and last - first + 1 <= start:
@@ -191,7 +285,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
         )
     else:
         lever = (
-            f"; or lower `{setup.spell('target')}` so scale-out starts earlier"
+            f"; or lower {setup.spell('target')} so scale-out starts earlier"
             if setup.keys.target and "min_units" in change
             else ""
         )
@@ -205,9 +299,7 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
     headroom = _more_headroom(timeline, maximum)
     if headroom is not None:
         value, then = headroom
-        setting = f"`{setup.spell('target', value)}`" + (
-            f" and `{setup.spell('max_units', maximum)}`" if maximum else ""
-        )
+        setting = setup.keys.spell_changes(setup.door, {"target": value, **({"max_units": maximum} if maximum else {})})
         options.append((f"more headroom, {setting}", then, f"set {setting}"))
     options.append((f"the floor {change['min_units']} all day{_and_max(change)}", best, "the change above"))
     scheduled = scheduled_floor(timeline, change["min_units"], maximum)
@@ -216,8 +308,8 @@ def _fix_for_losses(timeline: Timeline, seen: Outcome) -> str:
             (
                 scheduled.describe(timeline),
                 scheduled.outcome,
-                f"(it assumes the load comes at the same time every day) {scheduled.snippet(Door.FILE)}; "
-                f"{scheduled.snippet(Door.PROPS)}",
+                f"(it assumes the load comes at the same time every day) "
+                f"{scheduled.snippet(Door.FILE, setup.keys.recorded)}; {scheduled.snippet(Door.PROPS, setup.keys.recorded)}",
             )
         )
     if len(options) == 1:
@@ -281,19 +373,25 @@ class ScheduledFloor:
         raised = f" with the maximum {self.max_units}" if self.max_units else ""
         return f"a floor of {self.floor} {unit} from {spans} UTC every day (a schedule){raised}"
 
-    def snippet(self, door: Door) -> str:
-        """The change as ``door`` writes it: the deployment file's keys or the construct's props."""
-        if door is Door.PROPS:
-            items = ", ".join(
-                f"ScheduledCapacity(name={a.name!r}, schedule={a.schedule!r}, min_capacity={a.min_capacity}, "
-                f"max_capacity={a.max_capacity})"
-                for a in self.actions
-            )
-            maximum = f"max_capacity={self.max_units}, " if self.max_units else ""
-            return f"in the props `Autoscaling({maximum}schedules=({items},))`"
-        items = ", ".join(
-            f"{{name: {a.name}, schedule: '{a.schedule}', min_capacity: {a.min_capacity}, max_capacity: {a.max_capacity}}}"
+    def snippet(self, door: Door, recorded: Plan | None = None) -> str:
+        """The change as ``door`` writes it, the schedules the app has (``recorded``: its plan) kept before the new
+        ones: the deployment file's keys, or the whole autoscaling prop with the app's other settings kept
+        (peagle/props_values.py); a props snippet needs the record, which every props-made app carries."""
+        kept = list(recorded.autoscaling.schedules) if recorded is not None and recorded.autoscaling else []
+        schedules = [action.model_dump(exclude_none=True) for action in kept] + [
+            {"name": a.name, "schedule": a.schedule, "min_capacity": a.min_capacity, "max_capacity": a.max_capacity}
             for a in self.actions
+        ]
+        if door is Door.PROPS:
+            if recorded is None:
+                return "in the props: these schedules as ScheduledCapacity values beside Autoscaling's own"
+            changes: dict[str, object] = {"autoscaling.schedules": schedules}
+            if self.max_units:
+                changes["autoscaling.max_capacity"] = self.max_units
+            return f"in the props `{whole_prop(changes, recorded)}`"
+        items = ", ".join(
+            "{" + ", ".join(f"{k}: '{v}'" if k == "schedule" else f"{k}: {v}" for k, v in item.items()) + "}"
+            for item in schedules
         )
         maximum = f"max_capacity: {self.max_units}, " if self.max_units else ""
         return f"in the deployment file `autoscaling: {{{maximum}schedules: [{items}]}}`"
@@ -314,8 +412,11 @@ def scheduled_floor(timeline: Timeline, all_day_floor: int, max_units: int | Non
     that comes at the same time every day."""
     setup = with_changes(timeline.setup, max_units=max_units) if max_units else timeline.setup
     target = setup.target
-    if setup.door is Door.CLI or target.unit != "instances":
-        return None  # schedules are a variant's instance bounds (config.py refuses them for components)
+    if setup.door is Door.CLI or target.unit != "instances" or setup.shape.asynchronous:
+        # Schedules are a real-time variant's instance bounds: config.py refuses them for components, and
+        # autoscaling.schedules (Autoscaling's) scale the variant only (peagle_cdk/planned_scaling.py), not the
+        # asynchronous endpoint, whose scaling add_async_endpoint sets.
+        return None
     losses = loss_windows(timeline)
     if not losses:
         return None
@@ -370,7 +471,7 @@ def _clock(minute_of_day: int, separator: str = ":") -> str:
 
 
 def _meets(then: Outcome | None, setup: Setup) -> bool:
-    return then is not None and then.share(then.lost) <= 1 - setup.slo_attainment + 1e-9
+    return then is not None and then.meets(setup.slo_attainment)
 
 
 def _idle_window_fix(timeline: Timeline, seen: Outcome) -> str:
@@ -379,7 +480,7 @@ def _idle_window_fix(timeline: Timeline, seen: Outcome) -> str:
     first = timeline.cancelled[0]
     # A target whose idle window no setting holds (the asynchronous endpoint's) is told the length alone.
     lengthen = (
-        f"set `{setup.spell('idle_minutes', minutes)}` or longer" if setup.keys.idle_minutes else f"to {minutes} min"
+        f"set {setup.spell('idle_minutes', minutes)} or longer" if setup.keys.idle_minutes else f"to {minutes} min"
     )
     return (
         f"idle window {setup.idle_minutes} min < the {one_unit(setup.target.unit)}'s start budget "
@@ -403,7 +504,12 @@ def _tried(
 
 
 def _outcome_with(timeline: Timeline, **changes) -> Outcome:
-    return outcome(simulate(with_changes(timeline.setup, **changes), timeline.trace, timeline.assumptions))
+    return outcome(_timeline_with(timeline, **changes))
+
+
+def _timeline_with(timeline: Timeline, **changes) -> Timeline:
+    """The same trace and assumptions, simulated with ``changes`` (``with_changes``)."""
+    return simulate(with_changes(timeline.setup, **changes), timeline.trace, timeline.assumptions)
 
 
 def _describe_try(then: Outcome, seen: Outcome) -> str:
@@ -421,9 +527,12 @@ def with_changes(
     idle_minutes: int | None = None,
     schedules: tuple[ScheduledAction, ...] = (),
     target_concurrency: float | None = None,
+    scale_in_cooldown_seconds: int | None = None,
 ) -> Setup:
     """``setup`` as if the deployment file set other bounds, another idle window or more scheduled actions."""
     target, shape = setup.target, setup.shape
+    if scale_in_cooldown_seconds is not None:
+        target = _with_scale_in_cooldown(target, scale_in_cooldown_seconds)
     if target_concurrency is not None:
         tracking = tuple(
             replace(policy, target_value=target_concurrency)
@@ -467,6 +576,25 @@ def _with_idle_minutes(target: ScalableTarget, minutes: int) -> ScalableTarget:
         for alarm in target.alarms
     ]
     return replace(target, alarms=tuple(alarms))
+
+
+def _with_scale_in_cooldown(target: ScalableTarget, seconds: int) -> ScalableTarget:
+    """The target with ``seconds`` as the cooldown of every policy that scales in: what
+    autoscaling.scale_in_cooldown_seconds sets (target tracking's ScaleInCooldown, and the Cooldown of the
+    components' light-load step policy, peagle_cdk/planned_scaling.py)."""
+    tracking = tuple(
+        policy if policy.disable_scale_in else replace(policy, scale_in_cooldown_seconds=seconds)
+        for policy in target.target_tracking
+    )
+    steps = tuple(
+        replace(policy, cooldown_seconds=seconds) if _scales_in(policy) else policy for policy in target.step_policies
+    )
+    return replace(target, target_tracking=tracking, step_policies=steps)
+
+
+def _scales_in(policy) -> bool:
+    """A step policy that removes units (the light-load one); the scale-to-zero policy sets an exact 0 instead."""
+    return policy.adjustment_type != "ExactCapacity" and any(step.adjustment < 0 for step in policy.steps)
 
 
 # --- waking from zero -------------------------------------------------------------------------------
@@ -724,34 +852,195 @@ def _gives_back(timeline: Timeline) -> Verdict | None:
         _fix="the scale-in removes capacity more slowly than it arrives: scale in to what the load needs in one "
         f"step rather than one {one_unit(target.unit)} per cooldown"
         + (
-            f", or lower `{timeline.setup.spell('scale_in_cooldown')}`"
+            f", or lower {timeline.setup.spell('scale_in_cooldown')}"
             if target.step_policies and timeline.setup.keys.scale_in_cooldown
             else ""
         ),
     )
 
 
-def _no_oscillation(timeline: Timeline) -> Verdict:
-    """A reversal of capacity within FLAP_WINDOW_MINUTES while the demand (requests offered and waiting)
-    moved less than FLAP_LOAD_CHANGE is an oscillation (a wake-up sized for the requests that waited, then
-    given back, is not: the demand fell). The demand is counted from the minute before the deciding one:
-    a change applies the minute after the alarm saw its datapoints, and the deciding minute's datapoints
-    count the requests it started with (``waiting`` is what a minute left), e.g. an asynchronous backlog
-    that built up during a cold start and was drained in the minute the scale-out was decided."""
+# --- oscillation ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reversal:
+    """A start thrown away: units given back and asked for again within a start (``came_back``), or launched and
+    given back before they had served a scale-in cooldown (not ``came_back``)."""
+
+    came_back: bool
+    started: int  # the minute the start thrown away was applied
+    released: int  # the minute the units were given back
+    units: int
+    start_minutes: float  # what that start takes: startup_seconds, plus instance_launch_seconds for a new instance
+    waited: float  # requests that waited or were lost while the capacity came back
+
+
+def reversals(timeline: Timeline, cooldown_minutes: float | None = None) -> list[Reversal]:
+    """Each start the timeline threw away, from one capacity change to the next. Not counted: a wake-up's units
+    (asked for from zero, or while the first unit had only just begun to serve: sized for the requests that waited
+    through the cold start, then given back because that demand was gone), and a return to zero after an idle
+    minute followed by a wake-up for the next request (the scale-to-zero verdicts judge those). ``cooldown_minutes``:
+    the scale-in cooldown that measures the second kind (default: the target's own; a change to the cooldown is
+    judged with today's, so a longer one does not count more of the same releases)."""
+    minutes = timeline.minutes
     changes = [
-        (m.minute, m.desired - previous.desired)
-        for previous, m in zip(timeline.minutes, timeline.minutes[1:], strict=False)
-        if m.desired != previous.desired
+        (m.minute, before.desired, m.desired)
+        for before, m in zip(minutes, minutes[1:], strict=False)
+        if m.desired != before.desired
     ]
-    flaps = []
-    for (first, one), (second, other) in zip(changes, changes[1:], strict=False):
-        if (one > 0) == (other > 0) or second - first > FLAP_WINDOW_MINUTES:
-            continue
-        loads = [m.offered + m.waiting for m in timeline.minutes[max(0, first - 2) : second + 1]]
-        mean = sum(loads) / len(loads) or 1.0
-        if (max(loads) - min(loads)) / mean <= FLAP_LOAD_CHANGE:
-            flaps.append(f"{first}->{second}")
-    name = "never oscillates"
-    if flaps:
-        return Verdict(name, False, f"capacity reversed under steady load at minutes {', '.join(flaps[:6])}")
-    return Verdict(name, True, f"{len(changes)} capacity change(s), none reversed under steady load")
+    cooldown = _scale_in_cooldown_minutes(timeline.setup.target) if cooldown_minutes is None else cooldown_minutes
+    found = []
+    for (first, was, became), (second, then_was, then_became) in zip(changes, changes[1:], strict=False):
+        if became > was and then_became < then_was and not _waking(timeline, first, was):
+            start = _start_minutes(timeline, first)
+            if second - first <= start + cooldown:
+                found.append(Reversal(False, first, second, min(became - was, then_was - then_became), start, 0.0))
+        elif became < was and then_became > then_was and not (became == 0 and _idle(minutes[first - 1])):
+            start = _start_minutes(timeline, second)
+            if second - first < start:
+                waited = sum(m.after_wait + m.lost for m in minutes[second : second + math.ceil(start)])
+                found.append(Reversal(True, second, first, min(was - became, then_became - then_was), start, waited))
+    return found
+
+
+def _waking(timeline: Timeline, minute: int, was: int) -> bool:
+    """A change applied at ``minute`` from zero units, or decided while the first unit of a wake-up had served for
+    a minute at most (its datapoints count the requests that waited through the cold start)."""
+    return was == 0 or any(m.serving == 0 for m in timeline.minutes[max(0, minute - 2) : minute])
+
+
+def _idle(minute) -> bool:
+    return minute.offered == 0 and minute.waiting <= 1e-9
+
+
+def _start_minutes(timeline: Timeline, minute: int) -> float:
+    """What the start applied at ``minute`` takes: a copy's start-up, plus an instance's launch where the copies
+    needed a new instance (the instances grew while it started); an instance's launch and start-up."""
+    assumptions = timeline.assumptions
+    start, launch = assumptions.startup_seconds / 60, assumptions.instance_launch_seconds / 60
+    if timeline.setup.shape.kind == "instances":
+        return start + launch
+    ahead = timeline.minutes[minute : minute + math.ceil(start + launch) + 1]
+    grew = max((m.instances for m in ahead), default=0) > timeline.minutes[minute - 1].instances
+    return start + launch if grew else start
+
+
+def _scale_in_cooldown_minutes(target: ScalableTarget) -> float:
+    """The longest cooldown of the policies that scale in, with the service's defaults (autoscaling.py)."""
+    tracking_default = VARIANT_DEFAULT_COOLDOWN_SECONDS if target.unit == "instances" else 0
+    seconds = [
+        tracking_default if policy.scale_in_cooldown_seconds is None else policy.scale_in_cooldown_seconds
+        for policy in target.target_tracking
+        if not policy.disable_scale_in
+    ] + [
+        STEP_DEFAULT_COOLDOWN_SECONDS if policy.cooldown_seconds is None else policy.cooldown_seconds
+        for policy in target.step_policies
+        if _scales_in(policy)
+    ]
+    return max(seconds, default=0) / 60
+
+
+def reversal_cost_usd(timeline: Timeline, found: list[Reversal]) -> float:
+    """The starts thrown away, at a unit's share of its instance's price."""
+    setup = timeline.setup
+    unit_minutes = sum(reversal.units * reversal.start_minutes for reversal in found)
+    return unit_minutes / 60 * setup.price_per_instance_hour / setup.shape.units_per_instance
+
+
+def _quiet(timeline: Timeline, found: list[Reversal], seen: Outcome) -> bool:
+    return reversal_cost_usd(timeline, found) <= REVERSAL_COST_SHARE * seen.cost_usd + 1e-9
+
+
+def _no_oscillation(timeline: Timeline, seen: Outcome) -> Verdict:
+    """Judged by what reversals of capacity cost (``reversals``), whatever the load did: each pays a whole start
+    for capacity given back too soon. Above REVERSAL_COST_SHARE of the trace's bill they fail, with the change
+    that stops them, simulated."""
+    name = f"never oscillates (reversals throw away starts worth at most {REVERSAL_COST_SHARE:.0%} of the bill)"
+    changes = sum(
+        1 for before, m in zip(timeline.minutes, timeline.minutes[1:], strict=False) if m.desired != before.desired
+    )
+    found = reversals(timeline)
+    if not found:
+        return Verdict(name, True, f"{changes} capacity change(s), none reversed within a start or a scale-in cooldown")
+    detail = f"{changes} capacity change(s); {describe_reversals(timeline, found, seen)}"
+    if _quiet(timeline, found, seen):
+        return Verdict(name, True, detail)
+    return Verdict(name, False, detail, suggest=lambda: _fix_for_reversals(timeline, seen, found))
+
+
+def describe_reversals(timeline: Timeline, found: list[Reversal], seen: Outcome) -> str:
+    unit = timeline.setup.target.unit
+    back = [f"{r.released}->{r.started}" for r in found if r.came_back]
+    gone = [f"{r.started}->{r.released}" for r in found if not r.came_back]
+    parts = []
+    if back:
+        parts.append(f"{len(back)} given back and asked for again within a start (minutes {', '.join(back[:6])})")
+    if gone:
+        parts.append(
+            f"{len(gone)} launched and given back before serving a scale-in cooldown (minutes {', '.join(gone[:6])})"
+        )
+    cost = reversal_cost_usd(timeline, found)
+    share = cost / seen.cost_usd if seen.cost_usd else 0.0
+    unit_minutes = sum(r.units * r.start_minutes for r in found)
+    waited = sum(r.waited for r in found)
+    return (
+        f"{len(found)} reversal(s): {'; '.join(parts)}; the starts thrown away: {unit_minutes:,.0f} "
+        f"{one_unit(unit)}-minutes, ${cost:,.2f}, {share:.1%} of the trace's ${seen.cost_usd:,.2f}; "
+        f"{waited:,.0f} request(s) waited or were lost while capacity came back"
+    )
+
+
+def _fix_for_reversals(timeline: Timeline, seen: Outcome, found: list[Reversal]) -> str:
+    """The cheapest change, simulated on the same trace and readings, whose reversals pass and which keeps the
+    SLO's attainment (or loses no more than today): a longer scale-in cooldown, more headroom (a lower
+    concurrency target), a higher floor. Not more scale-in evaluation periods: target tracking's scale-in alarm
+    is the service's ("Application Auto Scaling creates and manages the CloudWatch alarms that invoke the scaling
+    policy", https://docs.aws.amazon.com/autoscaling/application/userguide/target-tracking-scaling-policy-overview.html)
+    and TargetTrackingScalingPolicyConfiguration has none to set (CloudFormation resource schema of
+    AWS::ApplicationAutoScaling::ScalingPolicy, as cfn-lint ships it: CustomizedMetricSpecification, DisableScaleIn,
+    PredefinedMetricSpecification, ScaleInCooldown, ScaleOutCooldown, TargetValue)."""
+    setup = timeline.setup
+    cooldown = _scale_in_cooldown_minutes(setup.target)
+    tried = []
+    for key, value, change in _reversal_fixes(timeline, found):
+        then_timeline = _timeline_with(timeline, **change)
+        then, left = outcome(then_timeline), reversals(then_timeline, cooldown)
+        keeps = _meets(then, setup) or then.share(then.lost) <= seen.share(seen.lost) + 1e-9
+        tried.append((key, value, then, left, keeps and _quiet(then_timeline, left, then)))
+    said = "; ".join(
+        f"{setup.spell(key, value)}: {len(left)} reversal(s), {_priced(then, seen)}"
+        for key, value, then, left, _ in tried
+    )
+    passing = [attempt for attempt in tried if attempt[4]]
+    if not passing:
+        return f"no change tried stops them on this trace: {said or 'no setting of this target applies'}"
+    key, value, then, left, _ = min(passing, key=lambda attempt: attempt[2].cost_usd)
+    return (
+        f"each reversal pays a whole start for capacity given back too soon: set {setup.spell(key, value)}; "
+        f"simulated with it: {len(left)} reversal(s), {_describe_try(then, seen).removeprefix('simulated with it: ')}. "
+        f"Each tried on this trace: {said}"
+    )
+
+
+def _reversal_fixes(timeline: Timeline, found: list[Reversal]) -> list[tuple[str, float, dict]]:
+    """(setting key, value, ``with_changes`` keywords) for each change to try."""
+    setup, target = timeline.setup, timeline.setup.target
+    tries: list[tuple[str, float, dict]] = []
+    if setup.keys.scale_in_cooldown:
+        now = _scale_in_cooldown_minutes(target) * 60
+        tries += [
+            ("scale_in_cooldown", seconds, {"scale_in_cooldown_seconds": seconds})
+            for seconds in SCALE_IN_COOLDOWN_STEPS_SECONDS
+            if seconds > now
+        ]
+    concurrency = [
+        policy.target_value
+        for policy in target.target_tracking
+        if policy.query.stat is not None and policy.query.stat.name.startswith("ConcurrentRequests")
+    ]
+    if concurrency and setup.keys.target:
+        values = sorted({round(concurrency[0] * share, 1) for share in HEADROOM_STEPS} - {0.0}, reverse=True)
+        tries += [("target", value, {"target_concurrency": value}) for value in values]
+    top = min(target.max_capacity, max(timeline.minutes[r.started].desired for r in found))
+    tries += [("min_units", floor, {"min_units": floor}) for floor in range(target.min_capacity + 1, top + 1)]
+    return tries

@@ -14,13 +14,15 @@ BASELINES = Path(__file__).resolve().parents[2] / "docs" / "baselines"
 
 
 def _measured_files() -> list[Path]:
-    return sorted([*BASELINES.rglob("results.json"), *BASELINES.rglob("capacity.json")])
+    return sorted(path for name in ("results.json", "capacity.json", "replay.json") for path in BASELINES.rglob(name))
 
 
 def _levels(path: Path) -> list[dict]:
     document = json.loads(path.read_text())
     if path.name == "capacity.json":
         return document["points"] + document.get("noisy_points", [])
+    if path.name == "replay.json":  # peagle capacity --replay: each trace replayed is a level
+        return document["traces"]
     return [level for run in document["runs"] for level in run["levels"]]
 
 

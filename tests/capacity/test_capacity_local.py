@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from peagle.capacity.levels import measure_level
 from peagle.catalog import Slo
 from peagle.cli import main
@@ -73,6 +75,36 @@ def test_the_search_on_the_real_server_finds_a_rate_that_half_again_breaks(local
     assert (out / "capacity-snippet.yaml").is_file() and (out / "knee.png").is_file()
 
     assert _remeasure(local_server.url, rate * 1.5, levels=1, seconds=30, ramp=document["settings"]["ramp s"]) < 0.9
+
+
+def test_a_replay_compares_the_real_server_minute_by_minute_with_the_simulators_unit(local_server, tmp_path, capsys):
+    """`peagle capacity --replay` with the curve of a search (the tiny pair's, written by the search above's
+    kind of run): the trace's requests are sent in their minutes, what the server did is measured from its
+    answers, and the simulator's prediction for the same requests comes from the curve."""
+    from peagle.simulate.service_curve import curve_from_levels, load_curve
+
+    search = tmp_path / "search"
+    argv = ["capacity", "--url", local_server.url, "--out", str(search), *SLO_ARGS, "--busy-limit", "1"]
+    main([*argv, "--sweep", "1", "--min-level-seconds", "6"])  # one level at 1 req/s: the curve's point
+    document = json.loads((search / "capacity.json").read_text())
+    curve = load_curve(search / "service-curve.json")
+    assert curve == curve_from_levels(
+        document["points"], slo=SLO, output_tokens=256, source=curve.source, host=curve.host
+    )
+    trace = tmp_path / "trace.csv"
+    trace.write_text("minute,requests\n0,20\n")
+    replay = tmp_path / "replay"
+    argv = ["capacity", "--url", local_server.url, "--out", str(replay), *SLO_ARGS, "--busy-limit", "1"]
+    assert main([*argv, "--replay", str(trace), "--service-curve", str(search / "service-curve.json")]) == 0
+    (compared,) = json.loads((replay / "replay.json").read_text())["traces"]
+    (minute,) = compared["minutes"]
+    assert minute["real"]["requests"] == 20 and minute["real"]["ttft_p90"] is not None
+    assert minute["predicted"]["within_slo"] == pytest.approx(curve.slo_share(SLO, 20 / 60))
+    assert minute["predicted"]["ttft_p90"] == pytest.approx(curve.at(20 / 60).ttft_p90)
+    assert compared["attainment_error_points"] == pytest.approx(
+        (compared["predicted_attainment"] - compared["real_attainment"]) * 100
+    )
+    assert "| trace |" in (replay / "replay.md").read_text()
 
 
 BASELINE = Path(__file__).resolve().parents[2] / "docs" / "baselines" / "capacity-partial"

@@ -13,6 +13,7 @@ from peagle.capacity.search import (
     MACHINE_BUSY,
     MAX_RATE,
     MIN_RATE,
+    SWEPT,
     TIME_BUDGET,
     Measured,
     SearchSettings,
@@ -62,6 +63,20 @@ def test_finds_the_knee_within_the_tolerance():
     assert search.first_fail / search.last_pass <= 1.1
     grown = [step.rate for step in search.steps if step.phase in ("start", "grow")]
     assert grown == [0.5, 1.0, 2.0, 4.0, 8.0]
+
+
+def test_a_sweep_measures_each_rate_given_once_in_order_and_searches_nothing():
+    """--sweep: the levels a service curve needs, below and past the knee, not the knee's bracket."""
+    server = FakeServer(knee=3.7)
+    search = find_capacity(server.measure, settings(), clock=server.clock, rates=[6.0, 1.0, 3.0, 5.0])
+    assert search.stop_reason == SWEPT
+    assert [(step.rate, step.repeat, step.phase) for step in search.steps] == [
+        (6.0, 0, "sweep"),
+        (1.0, 0, "sweep"),
+        (3.0, 0, "sweep"),
+        (5.0, 0, "sweep"),
+    ]
+    assert search.last_pass == 3.0
 
 
 def test_repeats_the_deciding_points_and_judges_them_pooled():

@@ -41,7 +41,7 @@ def test_a_library_apps_cdk_out_is_checked_and_advised_in_its_props(tmp_path, ca
         "1. set `autoscaling=None` in your app's PeagleEndpoint props, keep `instance_type='ml.g6e.xlarge'`, and deploy"
     ) in out
     assert "2. set `instance_type='ml.g6e.12xlarge'` and deploy" in out
-    assert "3. set `autoscaling=Autoscaling(...)` and deploy" in out
+    assert "3. set `autoscaling=Autoscaling(min_capacity=1, max_capacity=2)` and deploy" in out  # the app's, whole
     assert "deployments/" not in out and "instance.type" not in out and "autoscaling.enabled" not in out
 
 

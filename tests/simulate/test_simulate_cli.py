@@ -59,9 +59,12 @@ def test_a_failing_run_exits_1_and_says_what_to_change_with_its_cost(synthesized
     printed = capsys.readouterr().out
     assert code == 1
     assert "FAIL peagle-endpoint/Primary spike" in printed
-    assert "change: " in printed and "set `autoscaling.min_capacity: 2`; simulated with it: answered 100.0%" in printed
+    assert (
+        "change: " in printed
+        and "set `autoscaling.min_capacity: 2` and `instance.count: 2`; simulated with it: answered 100.0%" in printed
+    )
     summary = (out / "simulation.md").read_text()
-    assert "**Change:**" in summary and "set `autoscaling.min_capacity: 2`" in summary
+    assert "**Change:**" in summary and "set `autoscaling.min_capacity: 2` and `instance.count: 2`" in summary
     assert OPEN not in printed + summary and CLOSE not in printed + summary  # every setting spelled
     assert summary.index("| target |") < summary.index("## What to change") < summary.index("## Assumptions")
     assert "(8 of 8)" not in summary and "every reading" in summary  # 8 readings run, all one timeline
@@ -114,6 +117,8 @@ def test_the_readings_can_be_pinned_and_the_budget_start_chosen(synthesized, tmp
         (["--traffic", "{tmp}/bad.csv"], "bad.csv:3: 'x' is not a number of requests"),
         (["--traffic", "{tmp}/unsorted.csv"], "unsorted.csv:3: minute 2 comes after minute 5"),
         (["--traffic", "{tmp}/latin1.csv"], "latin1.csv:2: not UTF-8 text"),
+        (["--service-curve", "{tmp}/bad.csv"], "not a service curve (schema peagle-service-curve/1"),
+        (["--service-curve", "chat={tmp}/bad.csv"], "no endpoint 'chat' in the template"),
     ],
     ids=[
         "unknown shape",
@@ -124,6 +129,8 @@ def test_the_readings_can_be_pinned_and_the_budget_start_chosen(synthesized, tmp
         "bad csv row",
         "unsorted",
         "latin-1",
+        "not a curve",
+        "curve for an unknown endpoint",
     ],
 )
 def test_bad_input_exits_2_with_what_to_do(synthesized, tmp_path, capsys, arguments, message):
@@ -188,10 +195,13 @@ def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_p
     summary = (out / "simulation.md").read_text()
     price = load_catalog().instances["ml.g6e.12xlarge"].price_per_hour_usd
     assert f"on-demand, ${price:,.2f} per instance-hour" in summary
-    assert "the peak asks for 614: set `Autoscaling(max_capacity=3)`" in printed
-    assert "keep headroom: set `Autoscaling(min_capacity=2)`; simulated with it" in printed
-    assert "or lower `Autoscaling(target_concurrency=...)` so scale-out starts earlier" in printed
-    assert "`Autoscaling(max_capacity=3)`" in summary
+    # The whole prop, the app's other settings kept (tests/simulate/test_printed_snippets_run.py pastes each one).
+    assert "the peak asks for 614: raise the maximum to 3" in printed
+    assert (
+        "keep headroom: set `autoscaling=Autoscaling(min_capacity=2, max_capacity=3)` and `instance_count=2`" in printed
+    )
+    assert "or lower target_concurrency of Autoscaling so scale-out starts earlier" in printed
+    assert "`autoscaling=Autoscaling(min_capacity=2, max_capacity=3)`" in summary
     assert "autoscaling.max_capacity" not in printed + summary
     assert OPEN not in printed + summary and CLOSE not in printed + summary  # every setting spelled
 
@@ -199,54 +209,62 @@ def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_p
 @pytest.mark.parametrize(
     ("kind", "key", "value", "file", "props"),
     [
-        ("copies", "min_units", (1,), "autoscaling.min_capacity: 1", "Autoscaling(min_capacity=1)"),
+        ("copies", "min_units", (1,), "`autoscaling.min_capacity: 1`", "`Autoscaling(min_capacity=1)`"),
         (
             "copies",
             "idle_minutes",
             (40,),
-            "endpoint.inference_components.scale_to_zero_after_idle_minutes: 40",
-            "EndpointMode.inference_components(scale_to_zero_after=Duration.minutes(40))",
+            "`endpoint.inference_components.scale_to_zero_after_idle_minutes: 40`",
+            "`EndpointMode.inference_components(scale_to_zero_after=Duration.minutes(40))`",
         ),
         (
             "copies",
             "max_instances",
             (3,),
-            "endpoint.inference_components.max_instances: 3",
-            "EndpointMode.inference_components(max_instances=3)",
+            "`endpoint.inference_components.max_instances: 3`",
+            "`EndpointMode.inference_components(max_instances=3)`",
         ),
-        ("async", "min_units", (1,), "async_inference.min_instances: 1", "add_async_endpoint(min_instances=1)"),
+        (
+            "async",
+            "min_units",
+            (1,),
+            "`async_inference.min_instances: 1`",
+            "`min_instances=1` in the `add_async_endpoint` call (its other arguments kept)",
+        ),
         (
             "async",
             "target",
             (),
-            "async_inference.target_backlog_per_instance",
-            "add_async_endpoint(target_backlog_per_instance=...)",
+            "`async_inference.target_backlog_per_instance`",
+            "target_backlog_per_instance of add_async_endpoint",
         ),
         (
             "instances",
             "scale_in_cooldown",
             (),
-            "autoscaling.scale_in_cooldown_seconds",
-            "Autoscaling(scale_in_cooldown=...)",
+            "`autoscaling.scale_in_cooldown_seconds`",
+            "scale_in_cooldown of Autoscaling",
         ),
         (
             "async",
             "scale_in_cooldown",
             (),
-            "autoscaling.scale_in_cooldown_seconds",
-            "add_async_endpoint(scale_in_cooldown=...)",
+            "`autoscaling.scale_in_cooldown_seconds`",
+            "scale_in_cooldown of add_async_endpoint",
         ),
         (
             "async",
             "scale_in_cooldown",
             (300,),
-            "autoscaling.scale_in_cooldown_seconds: 300",
-            "add_async_endpoint(scale_in_cooldown=Duration.seconds(300))",
+            "`autoscaling.scale_in_cooldown_seconds: 300`",
+            "`scale_in_cooldown=Duration.seconds(300)` in the `add_async_endpoint` call (its other arguments kept)",
         ),
     ],
 )
 def test_the_advice_names_each_setting_as_the_door_that_made_the_endpoint_does(kind, key, value, file, props):
-    """The file's key, spelled for the props from the settings model's metadata (peagle/setting_refs.py)."""
+    """The file's key, spelled for the props from the settings model's metadata (peagle/setting_refs.py); a setting
+    named without a value is words, not code with a `...` to fill in. (With the app's recorded plan, a props value is
+    the whole prop: tests/simulate/test_printed_snippets_run.py.)"""
     keys = SETTING_KEYS[kind]
     assert keys.spell(key, Door.FILE, *value) == file
     assert keys.spell(key, Door.PROPS, *value) == props

@@ -136,7 +136,7 @@ def test_on_a_day_shaped_trace_a_schedule_is_proposed_for_less_than_the_all_day_
     scheduled = re.search(r"UTC every day \(a schedule\) with the maximum \d+: answered ([\d.]+)%, \$([\d,.]+)", change)
     assert floor_all_day and scheduled, change
     assert float(scheduled.group(2).replace(",", "")) < float(floor_all_day.group(2).replace(",", ""))
-    assert "in the props `Autoscaling(" in change and "ScheduledCapacity(name='RaiseFloor" in change
+    assert "in the props `autoscaling=Autoscaling(" in change and "ScheduledCapacity(name='RaiseFloor" in change
     assert (
         re.search(r"the maximum \d+ alone: answered", change)
         and "more headroom, `autoscaling.target_concurrency:" in change
