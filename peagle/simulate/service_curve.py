@@ -1,7 +1,7 @@
 """What one serving unit does at each load, as measured: a service curve.
 
-A vLLM unit does not hold a request for a fixed time: every request in its batch slows the others (vLLM's own
-`vllm bench serve` on the local partial pair at K=4: TPOT 14 ms at one request in flight, 85 ms at 1 request/s).
+A vLLM unit does not hold a request for a fixed time: every request in its batch slows the others (the local
+partial pair at K=4: mean TPOT 29 ms at 0.2 request/s, 127 ms at 1.4; docs/baselines/simulator-replay/K4/).
 `peagle capacity` measures a unit at several request rates (open loop, Poisson arrivals) and writes what each
 level did to ``service-curve.json``: the rate the unit completed, the requests in flight, and the TTFT and TPOT
 each request had (mean, p50, p90), with the share meeting the SLO it was judged against. The simulator reads it
