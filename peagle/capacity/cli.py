@@ -274,6 +274,7 @@ def _capacity(args: argparse.Namespace) -> int:
         _sweep_rates(args)
     except BadArguments as error:
         problems.append(str(error))
+    problems += _replay_problems(args)
     if problems:
         raise BadArguments("; ".join(problems))
     price, price_source = instance_price(args)  # ValueError: exit 2
@@ -602,8 +603,6 @@ def _replay_only(client, metrics_url, prompts, template, slo, args: argparse.Nam
     """--service-curve: replay the traces against the target and that curve, without a search."""
     from peagle.simulate.service_curve import ServiceCurveError, load_curve
 
-    if not args.replay:
-        raise BadArguments("--service-curve goes with --replay CSV: the traces to replay against that curve")
     try:
         curve = load_curve(args.service_curve)
     except ServiceCurveError as error:
@@ -662,3 +661,24 @@ def _replay_all(client, metrics_url, prompts, template, slo, curve, args: argpar
         comparisons.append(replace(comparison, host=host))
         print(f"capacity: {path}: {comparisons[-1].summary()}", file=sys.stderr, flush=True)
     return write_replay(comparisons, curve, slo, args.out)
+
+
+def _replay_problems(args: argparse.Namespace) -> list[str]:
+    """--replay traces and --service-curve read before a server starts: what is wrong with them."""
+    from peagle.simulate.service_curve import ServiceCurveError, load_curve
+    from peagle.simulate.traffic import TrafficError, from_csv
+
+    problems = []
+    if args.service_curve is not None and not args.replay:
+        problems.append("--service-curve goes with --replay CSV: the traces to replay against that curve")
+    if args.service_curve is not None:
+        try:
+            load_curve(args.service_curve)
+        except ServiceCurveError as error:
+            problems.append(str(error))
+    for path in args.replay or []:
+        try:
+            from_csv(path)
+        except TrafficError as error:
+            problems.append(f"--replay {path}: {error}")
+    return problems

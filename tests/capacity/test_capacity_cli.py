@@ -81,3 +81,35 @@ def test_no_rate_meeting_the_slo_exits_1_with_the_report(stand_in, monkeypatch, 
     assert "no measured rate met the SLO" in capsys.readouterr().err
     assert not (tmp_path / "capacity-snippet.yaml").exists()
     assert "No measured rate met the SLO" in (tmp_path / "capacity.md").read_text()
+
+
+def test_a_sweep_writes_the_service_curve_of_its_levels(stand_in, tmp_path):
+    """--sweep measures the rates given, once each, and the curve holds each level's figures per unit."""
+    from peagle.simulate.service_curve import load_curve
+
+    argv = ["capacity", "--url", "http://stand-in", "--sweep", "1,2,4", "--out", str(tmp_path)]
+    assert main([*argv, "--time-budget", "1e6"]) == 0
+    curve = load_curve(tmp_path / "service-curve.json")
+    assert [point.rate for point in curve.points] == [1.0, 2.0, 4.0]
+    assert [point.ttft_p90 for point in curve.points] == [0.4, 0.4, 3.0]  # the stand-in's knee is 2.5 req/s
+    assert "K=" in curve.source and curve.ttft_seconds is not None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--service-curve", "{tmp}/curve.json"], "--service-curve goes with --replay CSV"),
+        (["--replay", "{tmp}/bad.csv"], "bad.csv:2: 'x' is not a number of requests"),
+        (["--replay", "{tmp}/ok.csv", "--service-curve", "{tmp}/bad.csv"], "not a service curve"),
+        (["--sweep", "0.5,x"], "--sweep 0.5,x: request rates separated by commas"),
+    ],
+    ids=["curve without a trace", "bad trace", "not a curve", "bad sweep"],
+)
+def test_bad_replay_and_sweep_arguments_exit_2_before_any_server_starts(stand_in, tmp_path, capsys, arguments, message):
+    (tmp_path / "bad.csv").write_text("minute,requests\n0,x\n")
+    (tmp_path / "ok.csv").write_text("minute,requests\n0,3\n")
+    (tmp_path / "curve.json").write_text("{}")
+    arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    assert main(["capacity", "--url", "http://stand-in", "--out", str(tmp_path / "out"), *arguments]) == 2
+    assert message in capsys.readouterr().err
+    assert stand_in["calls"] == 0
