@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?P<key>.*))?$")
 
@@ -69,7 +69,7 @@ class S3Location:
 def aws_session(region: str | None = None) -> Any:
     import boto3
 
-    return boto3.session.Session(region_name=region)
+    return boto3.Session(region_name=region)
 
 
 def aws_client(session: Any, service: str, **config: Any) -> Any:

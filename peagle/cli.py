@@ -1,8 +1,11 @@
 """The `peagle` command line.
 
 Each subcommand lives in the module that owns its logic and exposes
-``register(subparsers)``, which adds its parser and sets ``handler`` to a function
-``(argparse.Namespace) -> int`` (the exit code). Heavy imports (torch, vllm, boto3)
+``register(subparsers)``, which adds its parser from a table of options
+(peagle/cli_options.py, ``add_command``) and sets ``handler`` to a function
+``(argparse.Namespace) -> int`` returning an exit code of peagle/cli_errors.py's
+``ExitCode``, the one table every command shares; expected errors end as
+``error: <message>`` through ``run_reporting_errors``. Heavy imports (torch, vllm, boto3)
 stay inside handlers so `peagle plan` is instant.
 """
 
@@ -13,9 +16,9 @@ import importlib
 import os
 import sys
 
+from peagle.cli_errors import ExitCode, report_error
+
 DISTRIBUTION = "peagle-sagemaker"  # pyproject.toml [project] name
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
-EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
 
 # module path -> the subcommands it registers; importing is cheap by contract.
 _COMMAND_MODULES = (
@@ -85,12 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         # "Python flushes standard streams on exit; redirect remaining output to devnull to avoid another
         # BrokenPipeError at shutdown" (same note).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OUTPUT_CLOSED
+        return ExitCode.OUTPUT_CLOSED
     except KeyboardInterrupt:
         # Commands with something to add catch it themselves (batch: the job keeps running;
         # smoke: nothing was changed); everything else ends here, without a traceback.
         print(f"interrupted: peagle {args.command} stopped (Ctrl-C)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except ModuleNotFoundError as error:
         package = (error.name or "").split(".")[0]
         if package not in _INSTALLED_BY:
@@ -100,12 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             where = 'pip install "<the peagle_sagemaker wheel>[cli]"` (its cli extra), or `make client-deps` from the repository root'
         else:
             where += "` from the repository root"
-        print(
-            f"error: `peagle {args.command}` needs the Python package {package!r}, which is not installed in "
+        return report_error(
+            f"`peagle {args.command}` needs the Python package {package!r}, which is not installed in "
             f"this environment; install it with `{where}",
-            file=sys.stderr,
+            ExitCode.BAD_INPUT,
         )
-        return 2
 
 
 def _stdout_closed() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from peagle.config import DEFAULT_DEPLOYMENT_FILE, DeploymentConfig, config_from_overrides, load_deployment_config
+from peagle.settings import DEFAULT_DEPLOYMENT_FILE, DeploymentConfig, config_from_overrides, load_deployment_config
 
 
 def load_cli_config(deployment: str | None, overrides: dict[str, Any]) -> DeploymentConfig:

@@ -3,84 +3,68 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import sys
+from typing import TYPE_CHECKING, Any
 
 from peagle.catalog import ProfileName, load_catalog
-from peagle.config import CONTEXT_OVERRIDES, config_from_overrides, load_deployment_config
-from peagle.container_env import container_environment
-from peagle.deployment_rules import plan_checked_deployment
-from peagle.errors import PeagleError
-from peagle.planner import describe_slo
-from peagle.setting_refs import Door
+from peagle.cli_errors import ExitCode, run_reporting_errors
+from peagle.cli_options import add_command, option
+from peagle.cli_table import table_lines
+from peagle.planning.container_env import container_environment
+from peagle.planning.deployment_rules import plan_checked_deployment
+from peagle.planning.planner import describe_slo
+from peagle.settings import CONTEXT_OVERRIDES, DeploymentConfig, config_from_overrides, load_deployment_config
+from peagle.settings.errors import PeagleError
+from peagle.settings.refs import Door
+
+if TYPE_CHECKING:
+    from peagle.catalog import Catalog
+    from peagle.planning.planner import Plan
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    catalog = subparsers.add_parser("catalog", help="list model pairs, instance types and profiles")
-    catalog.add_argument("--json", action="store_true", help="machine-readable output")
-    catalog.set_defaults(handler=run_catalog)
+_CATALOG_OPTIONS = (option("--json", action="store_true", help="machine-readable output"),)
 
-    plan = subparsers.add_parser(
-        "plan",
-        help="resolve model pair x instance x profile into vLLM settings (exit 2 if it does not fit)",
-        description="Plan a deployment. Without --deployment, --model and --instance are required.",
-    )
-    plan.add_argument("--deployment", help="a deployment YAML file (the CDK app's -c deployment=...)")
-    plan.add_argument("--model", help="model pair id (see `peagle catalog`)")
-    plan.add_argument("--instance", help="SageMaker instance type, e.g. ml.g6e.xlarge")
-    plan.add_argument("--instance-count", type=int)
-    plan.add_argument("--profile", choices=[profile.value for profile in ProfileName], help="workload profile")
-    plan.add_argument("--speculative-tokens", type=int, metavar="K", help="draft tokens per step; 0 = off")
-    plan.add_argument(
+_PLAN_OPTIONS = (
+    option("--deployment", help="a deployment YAML file (the CDK app's -c deployment=...)"),
+    option("--model", help="model pair id (see `peagle catalog`)"),
+    option("--instance", help="SageMaker instance type, e.g. ml.g6e.xlarge"),
+    option("--instance-count", type=int),
+    option("--profile", choices=[profile.value for profile in ProfileName], help="workload profile"),
+    option("--speculative-tokens", type=int, metavar="K", help="draft tokens per step; 0 = off"),
+    option(
         "--peak-rps",
         type=float,
         metavar="R",
         help="also print the fleet that carries R requests/s at peak, from autoscaling.measured_capacity",
+    ),
+    option("--env", action="store_true", help="also print the container environment"),
+    option("--json", action="store_true", help="machine-readable output"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    add_command(
+        subparsers, "catalog", run_catalog, _CATALOG_OPTIONS, help="list model pairs, instance types and profiles"
     )
-    plan.add_argument("--env", action="store_true", help="also print the container environment")
-    plan.add_argument("--json", action="store_true", help="machine-readable output")
-    plan.set_defaults(handler=run_plan)
-
-
-def _fail(error: Exception) -> int:
-    """The error in this command's words: a setting it has a flag for is named by the flag (--instance), any
-    other by its key in the deployment file (peagle/setting_refs.py)."""
-    message = error.in_words(Door.CLI) if isinstance(error, PeagleError) else str(error)
-    print(f"error: {message}", file=sys.stderr)
-    return 2
+    add_command(
+        subparsers,
+        "plan",
+        run_plan,
+        _PLAN_OPTIONS,
+        help="resolve model pair x instance x profile into vLLM settings (exit 2 if it does not fit)",
+        description="Plan a deployment. Without --deployment, --model and --instance are required.",
+    )
 
 
 def run_catalog(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     if args.json:
         print(json.dumps(catalog.model_dump(mode="json"), indent=2))
-        return 0
+        return ExitCode.OK
     print("Model pairs (target + P-EAGLE drafter):")
-    pairs = catalog.pairs.items()
-    # columns as wide as their longest entry: ids and Hugging Face names vary a lot in length
-    w_id, w_target, w_drafter = (
-        max(len(header), *(len(value(pair_id, pair)) for pair_id, pair in pairs))
-        for header, value in (
-            ("id", lambda pair_id, _: pair_id),
-            ("target", lambda _, pair: pair.target.hf_id),
-            ("drafter", lambda _, pair: pair.drafter.hf_id),
-        )
-    )
-    print(f"  {'id':{w_id}} {'target':{w_target}} {'drafter':{w_drafter}} {'trained K':>9}  recommended K")
-    for pair_id, pair in pairs:
-        recommended = ", ".join(f"{name.value} {k}" for name, k in pair.recommended_k.items())
-        print(
-            f"  {pair_id:{w_id}} {pair.target.hf_id:{w_target}} {pair.drafter.hf_id:{w_drafter}} "
-            f"{pair.drafter.trained_k:>9}  {recommended}"
-        )
+    print("\n".join(_pair_lines(catalog)))
     print(f"\nInstance types (on-demand, {catalog.price_region}, prices of {catalog.price_date}):")
-    print(f"  {'type':18} {'GPUs':>4} {'GPU':5} {'GiB/GPU':>7} {'CC':>4} {'vCPUs':>5} {'host GiB':>8} {'$/hour':>9}")
-    for name, inst in sorted(catalog.instances.items(), key=lambda item: item[1].price_per_hour_usd):
-        print(
-            f"  {name:18} {inst.gpu_count:>4} {inst.gpu:5} {inst.gpu_memory_gib:>7g} {inst.cc:>4} {inst.vcpus:>5} "
-            f"{inst.memory_gib:>8g} {inst.price_per_hour_usd:>9.3f}"
-        )
+    print("\n".join(_instance_lines(catalog)))
     print("\nProfiles:")
     for name, profile in catalog.profiles.items():
         print(f"  {name.value:8} {profile.description}")
@@ -90,10 +74,76 @@ def run_catalog(args: argparse.Namespace) -> int:
             f"p90 latency SLA {profile.latency_sla_p90_seconds:g} s"
         )
         print(f"  {'':8} SLO {describe_slo(profile.slo)}")
-    return 0
+    return ExitCode.OK
+
+
+def _pair_lines(catalog: Catalog) -> list[str]:
+    """Columns as wide as their longest entry: ids and Hugging Face names vary a lot in length."""
+    rows = [
+        (
+            pair_id,
+            pair.target.hf_id,
+            pair.drafter.hf_id,
+            pair.drafter.trained_k,
+            ", ".join(f"{name.value} {k}" for name, k in pair.recommended_k.items()),
+        )
+        for pair_id, pair in catalog.pairs.items()
+    ]
+    return table_lines(("id", "target", "drafter", "trained K", "recommended K"), rows, right={3}, indent="  ", gap=" ")
+
+
+def _instance_lines(catalog: Catalog) -> list[str]:
+    """Cheapest first; columns as wide as their widest cell (the Blackwell GPU names are long)."""
+    rows = [
+        (
+            name,
+            inst.gpu_count,
+            inst.gpu,
+            f"{inst.gpu_memory_gib:g}",
+            inst.cc,
+            inst.vcpus,
+            f"{inst.memory_gib:g}",
+            f"{inst.price_per_hour_usd:.3f}",
+        )
+        for name, inst in sorted(catalog.instances.items(), key=lambda item: item[1].price_per_hour_usd)
+    ]
+    header = ("type", "GPUs", "GPU", "GiB/GPU", "CC", "vCPUs", "host GiB", "$/hour")
+    return table_lines(header, rows, right={1, 3, 4, 5, 6, 7}, indent="  ", gap=" ")
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    # A setting this command has a flag for is named by the flag (--instance), any other by its key in the
+    # deployment file (peagle/settings/words.py).
+    return run_reporting_errors(_plan, args, [(PeagleError, ExitCode.BAD_INPUT)], describe=_in_cli_words)
+
+
+def _in_cli_words(error: Exception) -> str:
+    return error.in_words(Door.CLI) if isinstance(error, PeagleError) else str(error)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    config = _config(args)
+    plans = plan_checked_deployment(config)
+    plan = plans.plan
+    fleet = _peak_fleet(plan, args.peak_rps)
+    endpoint_name, unit, _ = plans.variant_plans()[0]  # the primary variant, or component
+    environment = container_environment(plan, variant_name=unit, endpoint_name=endpoint_name)
+    if args.json:
+        print(json.dumps(_plan_document(plan, config, args.peak_rps, fleet, environment), indent=2))
+        return ExitCode.OK
+    print("\n".join(plan.summary_lines()))
+    print(f"serving image   {image_path(config.image)}")
+    if fleet is not None:
+        print(_peak_fleet_line(plan, args.peak_rps, fleet))
+    if args.env:
+        print("\ncontainer environment:")
+        for key, value in environment.items():
+            print(f"  {key}={value}")
+    return ExitCode.OK
+
+
+def _config(args: argparse.Namespace) -> DeploymentConfig:
+    """--deployment with the flags over it, else the flags alone (--model and --instance at least)."""
     overrides = {
         "model": args.model,
         "instanceType": args.instance,
@@ -102,98 +152,84 @@ def run_plan(args: argparse.Namespace) -> int:
         "speculativeTokens": args.speculative_tokens,
     }
     assert set(overrides) == set(CONTEXT_OVERRIDES)
-    try:
-        if args.deployment:
-            config = load_deployment_config(args.deployment, overrides, passed_as="--deployment", door=Door.CLI)
-        else:
-            if not args.model or not args.instance:
-                return _fail(ValueError("give --model and --instance, or --deployment FILE"))
-            config = config_from_overrides(overrides, door=Door.CLI)
-        plans = plan_checked_deployment(config)
-    except PeagleError as error:
-        return _fail(error)
-    plan = plans.plan
-    fleet = None
-    if args.peak_rps is not None:
-        if not args.peak_rps > 0:
-            return _fail(ValueError(f"--peak-rps must be above 0 requests/s, not {args.peak_rps:g}"))
-        fleet = plan.scaling.fleet_for(args.peak_rps) if plan.scaling else None
-        if fleet is None:
-            return _fail(
-                ValueError(
-                    "--peak-rps needs a measured capacity: run `peagle capacity` against this pair and instance "
-                    "type and add its capacity-snippet.yaml (autoscaling.measured_capacity) to the deployment file"
-                )
-            )
-    endpoint_name, unit, _ = plans.variant_plans()[0]  # the primary variant, or component
-    environment = container_environment(plan, variant_name=unit, endpoint_name=endpoint_name)
-    if args.json:
-        document = {
-            "pair": plan.pair_id,
-            "instance_type": plan.instance_type,
-            "instance_count": plan.instance_count,
-            "profile": plan.profile_name.value,
-            "speculative_tokens": plan.speculative_tokens,
-            "speculative_schedule": [list(band) for band in plan.speculative_schedule] or None,
-            "tensor_parallel_size": plan.tensor_parallel_size,
-            "max_model_len": plan.max_model_len,
-            "max_num_seqs": plan.max_num_seqs,
-            "gpu_memory_utilization": plan.gpu_memory_utilization,
-            "kv_cache_dtype": plan.kv_cache_dtype,
-            "inference_ami_version": plan.inference_ami_version,
-            "cost_per_hour_usd": plan.cost_per_hour_usd,
-            "price_per_hour_usd": plan.price_per_hour_usd,
-            "price_source": plan.price_source,
-            "memory_per_gpu_gib": {
-                "target": plan.memory.target_weights_gib,
-                "drafter": plan.memory.drafter_weights_gib,
-                "runtime": plan.memory.runtime_reserve_gib,
-                "kv_cache": plan.memory.kv_cache_gib,
-            },
-            "kv_cache_tokens": plan.memory.kv_cache_tokens,
-            "prefix_caching": {"enabled": plan.prefix_caching, "why": plan.prefix_caching_why},
-            "routing": plan.routing.model_dump(mode="json"),
-            "notes": list(plan.notes),
-            # The component settings are a pydantic model, which asdict leaves as it is: dumped as JSON here.
-            "inference_components": (
-                dataclasses.asdict(plan.components) | {"settings": plan.components.settings.model_dump(mode="json")}
-                if plan.components
-                else None
-            ),
-            "scaling_target": (
-                {"concurrency": plan.scaling.concurrency, "per": plan.scaling.unit, "source": plan.scaling.source}
-                if plan.scaling and plan.scales_on_concurrency
-                else None
-            ),
-            "peak": {"requests_per_second": args.peak_rps, plan.scaling.unit + "s": fleet} if fleet else None,
-            "environment": environment,
-            "serving_image": {"build": config.image.build, "path": image_path(config.image)},
-        }
-        print(json.dumps(document, indent=2))
-        return 0
-    print("\n".join(plan.summary_lines()))
-    print(f"serving image   {image_path(config.image)}")
-    if fleet is not None:
-        measured = plan.scaling.measured
-        per_unit = measured.requests_per_second * measured.headroom
-        units = f"{plan.scaling.unit}{'' if fleet == 1 else 's'}"
-        cost = (
-            f", ${fleet * plan.price_per_hour_usd:,.2f}/hour at peak (on demand)"
-            if plan.scaling.unit == "instance"
-            else ""
+    if args.deployment:
+        return load_deployment_config(args.deployment, overrides, passed_as="--deployment", door=Door.CLI)
+    if not args.model or not args.instance:
+        raise PeagleError("give --model and --instance, or --deployment FILE")
+    return config_from_overrides(overrides, door=Door.CLI)
+
+
+def _peak_fleet(plan: Plan, peak_rps: float | None) -> int | None:
+    """The units that carry --peak-rps, from the measured capacity; None without --peak-rps."""
+    if peak_rps is None:
+        return None
+    if not peak_rps > 0:
+        raise PeagleError(f"--peak-rps must be above 0 requests/s, not {peak_rps:g}")
+    fleet = plan.scaling.fleet_for(peak_rps) if plan.scaling else None
+    if fleet is None:
+        raise PeagleError(
+            "--peak-rps needs a measured capacity: run `peagle capacity` against this pair and instance "
+            "type and add its capacity-snippet.yaml (autoscaling.measured_capacity) to the deployment file"
         )
-        print(
-            f"peak fleet      {args.peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each: "
-            f"{measured.requests_per_second:g} measured x headroom {measured.headroom:g}){cost}; "
-            f"set autoscaling.max_capacity to at least {fleet}"
-            if plan.scaling.unit == "instance"
-            else f"peak fleet      {args.peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each)"
-        )
-    if args.env:
-        print("\ncontainer environment:")
-        for key, value in environment.items():
-            print(f"  {key}={value}")
-    return 0
+    return fleet
+
+
+def _peak_fleet_line(plan: Plan, peak_rps: float, fleet: int) -> str:
+    scaling = plan.scaling
+    assert scaling is not None and scaling.measured is not None  # _peak_fleet found a fleet from them
+    measured = scaling.measured
+    per_unit = measured.requests_per_second * measured.headroom
+    units = f"{scaling.unit}{'' if fleet == 1 else 's'}"
+    if scaling.unit != "instance":
+        return f"peak fleet      {peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each)"
+    cost = f", ${fleet * plan.price_per_hour_usd:,.2f}/hour at peak (on demand)"
+    return (
+        f"peak fleet      {peak_rps:g} req/s at peak: {fleet} {units} ({per_unit:g} req/s each: "
+        f"{measured.requests_per_second:g} measured x headroom {measured.headroom:g}){cost}; "
+        f"set autoscaling.max_capacity to at least {fleet}"
+    )
+
+
+def _plan_document(
+    plan: Plan, config: DeploymentConfig, peak_rps: float | None, fleet: int | None, environment: dict[str, str]
+) -> dict[str, Any]:
+    """`peagle plan --json`."""
+    return {
+        "pair": plan.pair_id,
+        "instance_type": plan.instance_type,
+        "instance_count": plan.instance_count,
+        "profile": plan.profile_name.value,
+        "speculative_tokens": plan.speculative_tokens,
+        "speculative_schedule": [list(band) for band in plan.speculative_schedule] or None,
+        "tensor_parallel_size": plan.tensor_parallel_size,
+        "max_model_len": plan.max_model_len,
+        "max_num_seqs": plan.max_num_seqs,
+        "gpu_memory_utilization": plan.gpu_memory_utilization,
+        "kv_cache_dtype": plan.kv_cache_dtype,
+        "inference_ami_version": plan.inference_ami_version,
+        "cost_per_hour_usd": plan.cost_per_hour_usd,
+        "price_per_hour_usd": plan.price_per_hour_usd,
+        "price_source": plan.price_source,
+        "memory_per_gpu_gib": {
+            "target": plan.memory.target_weights_gib,
+            "drafter": plan.memory.drafter_weights_gib,
+            "runtime": plan.memory.runtime_reserve_gib,
+            "kv_cache": plan.memory.kv_cache_gib,
+        },
+        "kv_cache_tokens": plan.memory.kv_cache_tokens,
+        "prefix_caching": {"enabled": plan.prefix_caching, "why": plan.prefix_caching_why},
+        "routing": plan.routing.model_dump(mode="json"),
+        "notes": list(plan.notes),
+        "inference_components": plan.units.as_json(),  # the pool's fields, or None for production variants
+        "scaling_target": (
+            {"concurrency": plan.scaling.concurrency, "per": plan.scaling.unit, "source": plan.scaling.source}
+            if plan.scaling and plan.scales_on_concurrency
+            else None
+        ),
+        "peak": {"requests_per_second": peak_rps, plan.scaling.unit + "s": fleet} if fleet and plan.scaling else None,
+        "environment": environment,
+        "serving_image": {"build": config.image.build, "path": image_path(config.image)},
+    }
 
 
 def image_path(image) -> str:

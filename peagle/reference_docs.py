@@ -1,6 +1,6 @@
 """Reference pages generated from the code and data they describe, so they cannot drift from it.
 
-- docs/deployment-file.md: every field of ``DeploymentConfig`` (peagle/config.py), nested models
+- docs/deployment-file.md: every field of ``DeploymentConfig`` (peagle/settings/), nested models
   walked, with its type, default, allowed values or bounds and its ``Field(description=...)``.
 - docs/catalog.md: the model pairs, instance types and profiles of peagle/catalog/*.yaml.
 - peagle_cdk/catalog_ids.py (a whole file): the same ids as constants for construct users' IDEs.
@@ -33,10 +33,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from peagle import config as config_module
+from peagle import settings as config_module
 from peagle.catalog import ProfileName, load_catalog
-from peagle.config import DeploymentConfig
-from peagle.planner import MIN_COMPUTE_CAPABILITY, describe_slo
+from peagle.planning.planner import MIN_COMPUTE_CAPABILITY, describe_slo
+from peagle.settings import DeploymentConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -77,8 +77,9 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [_row(header), "|" + "---|" * len(header), *(_row(row) for row in rows)]
 
 
-def _number(value: float) -> str:
-    return f"{value:g}"
+def _number(value: object) -> str:
+    """A bound as the docs print it: a number by ``g`` (annotated_types types bounds only as comparable)."""
+    return format(value, "g")
 
 
 def _value(value: Any) -> str:
@@ -239,7 +240,7 @@ def deployment_file_reference() -> str:
     walk = _Walk()
     walk.section("", DeploymentConfig)
     lines = [
-        f"Generated from the pydantic models in `peagle/config.py` (and `peagle/catalog/schema.py` for "
+        f"Generated from the pydantic models in `peagle/settings/` (and `peagle/catalog/schema.py` for "
         f"`custom_pairs` and `custom_instances`) by `{COMMAND}`: change a field's `Field(description=...)` "
         "there and regenerate, never this block. Unknown keys are errors; `null` (or leaving a key out) "
         "takes the default.",
@@ -424,9 +425,25 @@ def catalog_profiles() -> str:
 
 # --- the pages --------------------------------------------------------------------------------
 
+
+def library_props() -> str:
+    """docs/library.md: PeagleEndpoint's props, from their one declaration (peagle_cdk/peagle_endpoint_props.py)."""
+    from peagle_cdk.library_reference import props_rows  # the construct library, read only for its pages
+
+    return "\n".join(_table(["prop", "type", "default", "what it is", "deployment file"], props_rows()))
+
+
+def library_value_types() -> str:
+    """docs/library.md: the value types' factories, from their signatures (peagle_cdk/library_reference.py)."""
+    from peagle_cdk.library_reference import value_type_rows
+
+    return "\n".join(_table(["type", "factories", "what it chooses"], value_type_rows()))
+
+
 BLOCKS: dict[Path, dict[str, Callable[[], str]]] = {
     DOCS / "deployment-file.md": {"deployment-file": deployment_file_reference},
     DOCS / "catalog.md": {"pairs": catalog_pairs, "instances": catalog_instances, "profiles": catalog_profiles},
+    DOCS / "library.md": {"peagle-endpoint-props": library_props, "value-types": library_value_types},
 }
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from peagle.catalog import Slo
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 _KEYS = {"ttft": "ttft_seconds", "tpot": "tpot_seconds", "e2el": "e2e_seconds"}
 

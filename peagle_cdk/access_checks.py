@@ -29,8 +29,8 @@ from aws_cdk import (
     PolicyViolationBeta1,
 )
 
-from peagle.access.assembly import Assembly
 from peagle.access.check import Outcome, check_runtime_access, fix_for
+from peagle.cloud_assembly import Assembly
 
 RULE = "peagle-runtime-access"
 

@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from peagle.access.requirements import ASYNC_INPUT_METADATA_KEY
+from peagle.planning.plan_record import ASYNC_INPUT_METADATA_KEY
 from peagle_cdk.endpoint_alarms import EncryptedTopic
 from peagle_cdk.endpoint_logs import endpoint_log_group_name
 from peagle_cdk.execution_role import SageMakerExecutionRole

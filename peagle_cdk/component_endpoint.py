@@ -20,7 +20,7 @@ shipped with cfn-lint 1.58.0, unless a URL is given):
   instances for better resilience. BINPACK Packs copies onto fewer instances to optimize resource
   utilization"; the config "determines how inference component copies are placed across available
   instances when copies are added or removed". botocore states no default; the placement and the
-  scale-in policy are therefore both stated, chosen together (SCALE_IN_STRATEGY, placement_config).
+  scale-in policy are therefore both stated, chosen together (the pool's settings: placement and scale_in_policy).
 - ExecutionRoleArn on the endpoint config: AWS's own example passes it with inference
   components (the launch post of scale to zero) and a config without it is refused in practice;
   the API reference does not say so. We always set it.
@@ -60,6 +60,7 @@ shipped with cfn-lint 1.58.0, unless a URL is given):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -68,24 +69,24 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
+from peagle_cdk.costed_unit import CostedUnit
 from peagle_cdk.endpoint_logs import EndpointLogGroup, component_log_group_name
 from peagle_cdk.endpoint_metrics_config import metrics_config
 from peagle_cdk.endpoint_routing import routing_config
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
+from peagle_cdk.planned_scaling import scale_copies
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import ServingMetrics
 from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
-from peagle_cdk.settings_model import InferenceComponentSettings, RoutingSettings
+
+if TYPE_CHECKING:
+    from peagle.planning.planner import Plan
+    from peagle.planning.unit_plan import ComponentPool
 
 COMPONENT_INSTANCE_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 # The one production variant: the pool of instances the components are placed on.
 POOL_VARIANT_NAME = "AllTraffic"
-# Managed instance scaling's scale-in: release the instances that host no copy. Moving live copies between
-# instances (CONSOLIDATION) would cost a GPU model load each time; what it saves, BINPACK placement saves as copies
-# come and go (peagle/config.py InferenceComponentSettings.placement). The cost figures read it with the placement
-# (peagle_cdk/fleet_metrics.py), as `peagle simulate` reads both from the template.
-SCALE_IN_STRATEGY = "IDLE_RELEASE"
 # SchedulingConfig.AvailabilityZoneBalance: CloudFormation requires it beside PlacementStrategy ("required":
 # ["PlacementStrategy", "AvailabilityZoneBalance"] in the resource schema of AWS::SageMaker::InferenceComponent,
 # cfn-lint 1.58.0's eddb9f584c0b6de8.json; aws-cdk-lib 2.275's InferenceComponentSchedulingConfigProperty takes both
@@ -120,18 +121,14 @@ def id_suffix(name: str) -> str:
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """One inference component. Keep ``name`` stable: scaling, alarms and clients key on it."""
+    """One inference component: its model, its plan and the plan's pool (the copy's compute, its copies and the
+    component's settings as given: what acts only here is read from them). Keep ``name`` stable: scaling, alarms
+    and clients key on it."""
 
     name: str
     model: PeagleModel
-    accelerators: int
-    cpu_cores: int
-    memory_mb: int
-    initial_copies: int
-    container_startup_timeout_seconds: int
-    model_download_timeout_seconds: int
-    # The component's settings as given (the plan's ComponentPlan.settings): what acts only here is read from them.
-    settings: InferenceComponentSettings
+    plan: Plan
+    pool: ComponentPool
 
 
 class ComponentEndpoint(Construct, ServingMetrics):
@@ -153,55 +150,39 @@ class ComponentEndpoint(Construct, ServingMetrics):
         id: str,
         *,
         endpoint_name: str,
-        instance_type: str,
-        initial_instance_count: int,
-        min_instances: int,
-        max_instances: int,
-        inference_ami_version: str | None,
-        routing: RoutingSettings,
         execution_role: iam.IRole,
         components: list[ComponentSpec],
         execution_role_policy: IDependable | None = None,
-        network_isolation: bool,
         subnet_ids: list[str] | None = None,
         security_group_ids: list[str] | None = None,
         volume_key: kms.IKey | None = None,
-        log_retention_days: int,
-        detailed_observability: bool,
-        metric_publish_frequency_seconds: int,
     ) -> None:
-        """
+        """The instance pool (type, count, AMI, managed instance scaling, routing, network isolation,
+        observability) is the primary component's plan's: the components share it.
+
         :param execution_role_policy: the policy that grants ``execution_role`` its permissions when it
             is not part of the role construct (a customer-managed policy); the endpoint waits for it.
             Default: the role alone, whose default (inline) policy it already covers.
-        :param network_isolation: no network or AWS credentials in the containers. Give
-            the components' Models the same value.
         :param subnet_ids: private subnets the instances run in, with ``security_group_ids``
             (default: SageMaker's managed network). Give the components' Models the same placement.
         """
         super().__init__(scope, id)
         if not components:
             raise ValueError("ComponentEndpoint needs at least one component")
-        self.components = components
         self.units = [spec.name for spec in components]
         self.primary_unit = self.units[0]
         self.managed_units = self.managed_of(self.units)
         self._endpoint_name = endpoint_name
-        self.log_groups = {spec.name: self._log_group(spec, log_retention_days) for spec in components}
+        self.specs = {spec.name: spec for spec in components}
+        primary = components[0]
+        retention = primary.plan.observability.log_retention_days
+        self.log_groups = {spec.name: self._log_group(spec, retention) for spec in components}
         self.endpoint_config = self._endpoint_config(
-            instance_type=instance_type,
-            initial_instance_count=initial_instance_count,
-            min_instances=min_instances,
-            max_instances=max_instances,
-            inference_ami_version=inference_ami_version,
-            routing=routing,
+            primary,
             execution_role=execution_role,
-            network_isolation=network_isolation,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
             volume_key=volume_key,
-            detailed_observability=detailed_observability,
-            metric_publish_frequency_seconds=metric_publish_frequency_seconds,
         )
         self.endpoint = sagemaker.CfnEndpoint(
             self,
@@ -233,26 +214,19 @@ class ComponentEndpoint(Construct, ServingMetrics):
 
     def _endpoint_config(
         self,
+        primary: ComponentSpec,
         *,
-        instance_type: str,
-        initial_instance_count: int,
-        min_instances: int,
-        max_instances: int,
-        inference_ami_version: str | None,
-        routing: RoutingSettings,
         execution_role: iam.IRole,
-        network_isolation: bool,
         subnet_ids: list[str] | None,
         security_group_ids: list[str] | None,
         volume_key: kms.IKey | None,
-        detailed_observability: bool,
-        metric_publish_frequency_seconds: int,
     ) -> sagemaker.CfnEndpointConfig:
+        plan, pool = primary.plan, primary.pool
         return sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
             execution_role_arn=execution_role.role_arn,
-            enable_network_isolation=network_isolation,
+            enable_network_isolation=plan.network_isolation,
             vpc_config=(
                 sagemaker.CfnEndpointConfig.VpcConfigProperty(
                     subnets=subnet_ids, security_group_ids=security_group_ids or []
@@ -262,22 +236,24 @@ class ComponentEndpoint(Construct, ServingMetrics):
             ),
             kms_key_id=volume_key.key_arn if volume_key else None,
             metrics_config=metrics_config(
-                detailed_observability=detailed_observability,
-                metric_publish_frequency_seconds=metric_publish_frequency_seconds,
+                detailed_observability=plan.observability.detailed_observability,
+                metric_publish_frequency_seconds=plan.observability.metric_publish_frequency_seconds,
             ),
             production_variants=[
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name=POOL_VARIANT_NAME,
-                    instance_type=instance_type,
-                    initial_instance_count=initial_instance_count,
-                    inference_ami_version=inference_ami_version,
+                    instance_type=plan.instance_type,
+                    initial_instance_count=plan.instance_count,
+                    inference_ami_version=plan.inference_ami_version,
                     managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                         status="ENABLED",
-                        min_instance_count=min_instances,
-                        max_instance_count=max_instances,
-                        scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(strategy=SCALE_IN_STRATEGY),
+                        min_instance_count=pool.min_instances,
+                        max_instance_count=pool.max_instances,
+                        scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(
+                            strategy=pool.settings.scale_in_policy
+                        ),
                     ),
-                    routing_config=routing_config(routing),
+                    routing_config=routing_config(plan.routing),
                 )
             ],
         )
@@ -292,24 +268,24 @@ class ComponentEndpoint(Construct, ServingMetrics):
             specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
                 model_name=spec.model.model_name,
                 compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-                    number_of_accelerator_devices_required=spec.accelerators,
-                    number_of_cpu_cores_required=spec.cpu_cores,
-                    min_memory_required_in_mb=spec.memory_mb,
+                    number_of_accelerator_devices_required=spec.pool.accelerators_per_copy,
+                    number_of_cpu_cores_required=spec.pool.cpu_cores_per_copy,
+                    min_memory_required_in_mb=spec.pool.memory_mb_per_copy,
                 ),
                 startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                    container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
-                    model_data_download_timeout_in_seconds=spec.model_download_timeout_seconds,
+                    container_startup_health_check_timeout_in_seconds=spec.plan.container_startup_timeout_seconds,
+                    model_data_download_timeout_in_seconds=spec.plan.model_download_timeout_seconds,
                 ),
-                # Always stated (on by default, peagle/config.py InferenceComponentSettings.data_cache): turning it
+                # Always stated (on by default, peagle/settings/inference_components.py InferenceComponentSettings.data_cache): turning it
                 # off must say EnableCaching false, not leave the property out of the update. "Update requires: No
                 # interruption" (CloudFormation Template Reference, InferenceComponentDataCacheConfig).
                 data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
-                    enable_caching=spec.settings.data_cache
+                    enable_caching=spec.pool.settings.data_cache
                 ),
-                scheduling_config=placement_config(spec.settings.placement),
+                scheduling_config=placement_config(spec.pool.placement),
             ),
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-                copy_count=spec.initial_copies
+                copy_count=spec.pool.initial_copies
             ),
         )
         component.node.add_dependency(self.endpoint)
@@ -354,7 +330,7 @@ class ComponentEndpoint(Construct, ServingMetrics):
         return iam.Grant.add_to_principal(
             grantee=grantee,
             actions=list(INVOKE_ACTIONS[:2]),
-            resource_arns=[self.endpoint_arn, *(self.component_arn(spec.name) for spec in self.components)],
+            resource_arns=[self.endpoint_arn, *(self.component_arn(name) for name in self.units)],
         )
 
     def auto_scale(self, unit_name: str | None = None, *, min_capacity: int, max_capacity: int) -> ScalableCopyCount:
@@ -371,6 +347,23 @@ class ComponentEndpoint(Construct, ServingMetrics):
         )
         scaling.node.add_dependency(self.inference_components[name])
         return scaling
+
+    def scale_as_planned(self, unit_name: str, plan: Plan) -> ScalableCopyCount:
+        """Component ``unit_name``'s copies as its pool plans them (peagle_cdk/planned_scaling.py)."""
+        return scale_copies(self, unit_name, plan, self.specs[unit_name].pool)
+
+    def costed_unit(self, unit_name: str, price_per_instance_hour_usd: float) -> CostedUnit:
+        """Component ``unit_name``'s copies, priced as the instances its pool's placement and scale-in hold."""
+        pool = self.specs[unit_name].pool
+        return CostedUnit(
+            unit_name,
+            price_per_instance_hour_usd,
+            pool.copies_per_instance,
+            copies=True,
+            placement=pool.placement,
+            scale_in=pool.settings.scale_in_policy,
+            max_instances=pool.max_instances,
+        )
 
     # --- metrics, by component ------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""PeagleEndpoint's props as the one settings model, peagle.config.DeploymentConfig, built from the sections
+"""PeagleEndpoint's props as the one settings model, peagle.settings.DeploymentConfig, built from the sections
 the value types build themselves (no file-shaped dict, no re-parse): the construct and a deployment file
-share every rule, and a rule's message names the prop that sets what it is about (peagle/setting_refs.py).
+share every rule, and a rule's message names the prop that sets what it is about (peagle/settings/words.py).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def endpoint_settings(
         sections["ab_test"] = props["ab_baseline"].settings()
     if props["capture"] is not None:
         sections["capture"] = props["capture"].settings()
-    return build(DeploymentConfig, owner=owner, **sections)
+    # Lax only here: every section above was built strictly; ``profile`` is an enum given as its value.
+    return build(DeploymentConfig, owner=owner, strict=False, **sections)
 
 
 def _seconds_float(duration: Duration | None) -> float | None:

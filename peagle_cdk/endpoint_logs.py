@@ -59,7 +59,7 @@ class EndpointLogGroup(Construct):
                 },
             )
         )
-        # L1: retention is given in days (validated against CloudWatch's list in peagle.config).
+        # L1: retention is given in days (validated against CloudWatch's list in peagle.settings).
         self.resource = logs.CfnLogGroup(
             self,
             "LogGroup",

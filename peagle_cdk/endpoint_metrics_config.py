@@ -14,7 +14,7 @@ https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_MetricsConfig.html
 - EnableEnhancedMetrics: "utilization and invocation data at instance and container granularity ... The default is
   False".
 - MetricPublishFrequencyInSeconds: "Defaults to 60. Valid values: 10, 30, 60, 120, 180, 240, 300"
-  (peagle/config.py ObservabilitySettings refuses the ones above 60).
+  (peagle/settings/observability.py ObservabilitySettings refuses the ones above 60).
 
 Asynchronous endpoint configs: neither botocore's CreateEndpointConfig nor CloudFormation's resource schema of
 AWS::SageMaker::EndpointConfig (cfn-lint 1.58.0, 3529e18613d41f86.json) restricts MetricsConfig beside

@@ -25,7 +25,7 @@ from peagle_cdk.prop_types import check_duration
 from peagle_cdk.settings_model import DEFAULTS, AlarmSettings, DeploymentConfig, build
 
 if TYPE_CHECKING:
-    from peagle.planner import Plan
+    from peagle.planning.planner import Plan
     from peagle_cdk.peagle_endpoint import PeagleEndpoint
 
 # The deployment file's defaults (its alarms section) are the construct's: one set of numbers.
@@ -46,7 +46,7 @@ COST_WIDGET_PERIOD = Duration.minutes(15)
 class AlarmThresholds:
     """``latency_sla`` (the p90 ModelLatency the latency alarm fires over) None: the endpoint plan's latency SLA
     (its profile's, or PeagleEndpoint's ``latency_sla``). ``max_cost_per_million_output_tokens_usd`` None: no
-    cost alarm. Bounds and messages are the deployment file's alarms section's (peagle.config.AlarmSettings)."""
+    cost alarm. Bounds and messages are the deployment file's alarms section's (peagle.settings.AlarmSettings)."""
 
     latency_sla: Duration | None = None
     error_5xx_rate_percent: float = field(default=_DEFAULTS.error_5xx_rate_percent)
@@ -62,6 +62,7 @@ class AlarmThresholds:
     def __post_init__(self) -> None:
         check_duration("AlarmThresholds", "latency_sla", self.latency_sla, "Duration.seconds(10)")
         if self.latency_p90_seconds is None:
+            self.settings()  # validated when made, as every value type (peagle_cdk/endpoint_props.py)
             return
         if self.latency_sla is not None:
             raise ValueError(
@@ -75,6 +76,7 @@ class AlarmThresholds:
         )
         object.__setattr__(self, "latency_sla", Duration.millis(round(self.latency_p90_seconds * 1000)))
         object.__setattr__(self, "latency_p90_seconds", None)
+        self.settings()
 
     @property
     def latency_sla_seconds(self) -> float | None:
@@ -324,17 +326,8 @@ class EndpointMonitoring(Construct):
         """Cost per hour and per 1M output tokens of the fleet (with an A/B baseline: of both units, and of
         each), from the units' KPI lines and the plan's on-demand price (peagle_cdk/fleet_metrics.py)."""
         fleet = self._fleet
-        share = ""
-        if plan.components is not None:
-            # The placement the template states decides how many instances the copies hold (fleet_metrics.py).
-            share = (
-                f"; copies are priced as the whole instances they need ({plan.components.copies_per_instance} to an "
-                "instance, rounded up: BINPACK placement), each component on instances of its own"
-                if fleet.units[0].packed
-                else f"; copies are priced at up to one instance each (at most {plan.components.max_instances}): "
-                f"{plan.components.settings.placement} placement keeps every instance that still holds a copy after a "
-                "scale-in, so the figure is the most it can bill, each component on instances of its own"
-            )
+        # The placement and scale-in the template states decide how many instances copies hold (fleet_metrics.py).
+        share = fleet.units[0].pricing_note()
         dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown=f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, "

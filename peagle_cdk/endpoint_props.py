@@ -3,16 +3,16 @@
 (``s3.IBucket``, ``ecr.IRepository``, ``Duration``) and a ``bind()`` that grants what it needs, as
 @aws-cdk/aws-sagemaker-alpha's ``ModelData.fromBucket`` and ``ContainerImage.fromAsset`` do.
 
-Each type builds its section of the one settings model (``settings()``: peagle.config's
+Each type builds its section of the one settings model (``settings()``: peagle.settings'
 SpeculationSettings, RolloutSettings, AutoscalingSettings, ...) itself, with no file-shaped dict in
 between: PeagleEndpoint plans those sections through the same rules as `cdk synth` of the YAML app, and
-a rule's message names the prop (peagle/setting_refs.py).
+a rule's message names the prop (peagle/settings/words.py).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +24,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from peagle.errors import ConfigError
+from peagle.settings.errors import ConfigError
 from peagle_cdk import prop_types
 from peagle_cdk.model_artifacts import ModelArtifactsLocation
 from peagle_cdk.serving_image_build import BaseImage, build_in_account
@@ -38,6 +38,7 @@ from peagle_cdk.settings_model import (
     EndpointSettings,
     InferenceComponentSettings,
     MeasuredCapacity,
+    MeasuredCapacitySection,
     RollingSettings,
     RolloutSettings,
     RoutingSettings,
@@ -73,6 +74,9 @@ class ModelWeights:
 
     location: ModelArtifactsLocation | None
     hub_token_secret_arn: str | None = None
+
+    def __post_init__(self) -> None:
+        self.settings()  # validated when made, as every value type (the module's docstring)
 
     @staticmethod
     def from_bucket(bucket: s3.IBucket, prefix: str, *, key: kms.IKey | None = None) -> ModelWeights:
@@ -173,7 +177,7 @@ class ServingImage:
 
     @staticmethod
     def from_settings(settings) -> ServingImage:
-        """The deployment file's image section (peagle.config.ImageSettings)."""
+        """The deployment file's image section (peagle.settings.ImageSettings)."""
         if settings.build == "local_docker":
             return ServingImage.from_asset()
         return ServingImage.build_in_account(base=BaseImage.from_settings(settings))
@@ -210,6 +214,9 @@ class Speculation:
 
     speculative_tokens: int | None = None
     schedule: tuple[tuple[int, int, int], ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.settings()
 
     @staticmethod
     def recommended() -> Speculation:
@@ -302,7 +309,16 @@ class Rollout:
             termination_wait_seconds=whole(owner, "termination_wait", termination_wait, "seconds"),
             max_execution_seconds=whole(owner, "max_execution", max_execution, "seconds"),
         )
-        return Rollout(RolloutSettings(strategy="blue_green", blue_green=steps, auto_rollback=auto_rollback))
+        return Rollout(
+            build(
+                RolloutSettings,
+                owner=owner,
+                path="rollout",
+                strategy="blue_green",
+                blue_green=steps,
+                auto_rollback=auto_rollback,
+            )
+        )
 
     @staticmethod
     def rolling(
@@ -325,7 +341,16 @@ class Rollout:
             rollback_batch_percent=rollback_batch_percent,
             max_execution_seconds=whole(owner, "max_execution", max_execution, "seconds"),
         )
-        return Rollout(RolloutSettings(strategy="rolling", rolling=steps, auto_rollback=auto_rollback))
+        return Rollout(
+            build(
+                RolloutSettings,
+                owner=owner,
+                path="rollout",
+                strategy="rolling",
+                rolling=steps,
+                auto_rollback=auto_rollback,
+            )
+        )
 
     @staticmethod
     def none() -> Rollout:
@@ -403,7 +428,7 @@ class ScheduledCapacity:
     ``appscaling.Schedule`` (``Schedule.cron(...)``, ``Schedule.expression(...)``) or the expression itself as a
     string, ``'cron(0 20 * * ? *)'``, ``'rate(1 day)'`` or ``'at(2027-01-01T08:00:00)'``, which becomes
     ``appscaling.Schedule.expression(...)``; either is checked here against the syntax Application Auto Scaling
-    accepts (peagle.config.ScheduledScaling), so a wrong one fails on this line with the prop named."""
+    accepts (peagle.settings.ScheduledScaling), so a wrong one fails on this line with the prop named."""
 
     name: str  # PascalCase construct id, stable across deploys
     schedule: appscaling.Schedule | str
@@ -422,8 +447,6 @@ class ScheduledCapacity:
             "an appscaling.Schedule or its expression as a string, e.g. 'cron(0 20 * * ? *)' or "
             "appscaling.Schedule.cron(hour='20', minute='0')",
         )
-        for name in ("min_capacity", "max_capacity"):
-            prop_types.check_number(owner, name, getattr(self, name), whole=True)
         prop_types.check_instance(
             owner, "time_zone", self.time_zone, TimeZone, "a TimeZone, e.g. TimeZone.EUROPE_BERLIN"
         )
@@ -448,6 +471,18 @@ class ScheduledCapacity:
         )
 
 
+# Autoscaling's keywords are AutoscalingSettings' fields (the deployment file's autoscaling section) by the same
+# name, but these: a Duration for a field in seconds, and the GPU target's shorter name. ``enabled`` is the prop's
+# presence (None: fixed capacity) and ``target`` follows from max_requests_per_second, so neither is a keyword.
+# tests/constructs/test_props_declared_once.py checks the keywords and their defaults against the section's fields.
+AUTOSCALING_RENAMED = {
+    "gpu_utilization_percent": "gpu_utilization_target_percent",
+    "scale_in_cooldown": "scale_in_cooldown_seconds",
+    "scale_out_cooldown": "scale_out_cooldown_seconds",
+}
+AUTOSCALING_IMPLIED = ("enabled", "target")
+
+
 @dataclass(frozen=True)
 class Autoscaling:
     """Scaling of the serving units, in the same words for both modes: instances of the variant, or copies
@@ -456,14 +491,17 @@ class Autoscaling:
     The target: ``target_concurrency`` requests in flight per unit if given, else ``measured_capacity``'s
     (what `peagle capacity` measured at the SLO, times its headroom), else the planner's stated guess
     (`peagle plan` prints which). ``max_requests_per_second`` instead tracks invocations per instance
-    (variants only).
+    (variants only). Each keyword is the autoscaling section's field of the same name (docs/deployment-file.md),
+    validated by it when the Autoscaling is made.
     """
 
-    min_capacity: int | None = None  # default: 1 instance, or 0 copies
-    max_capacity: int | None = None  # default: 2 instances, or as many copies as max_instances hold
-    target_concurrency: float | None = None
-    measured_capacity: MeasuredCapacity | None = None
-    max_requests_per_second: float | None = None
+    min_capacity: int | None = _AUTOSCALING.min_capacity  # default: 1 instance, or 0 copies
+    max_capacity: int | None = (
+        _AUTOSCALING.max_capacity
+    )  # default: 2 instances, or as many copies as max_instances hold
+    target_concurrency: float | None = _AUTOSCALING.target_concurrency
+    measured_capacity: MeasuredCapacity | None = None  # the section's default too (a test checks it)
+    max_requests_per_second: float | None = _AUTOSCALING.max_requests_per_second
     headroom: float = _AUTOSCALING.headroom  # share of max_requests_per_second the invocations target aims at
     gpu_utilization_percent: float | None = _AUTOSCALING.gpu_utilization_target_percent
     latency_step_scaling: bool = _AUTOSCALING.latency_step_scaling
@@ -483,39 +521,33 @@ class Autoscaling:
                 stacklevel=3,
             )
             object.__setattr__(self, "headroom", self.safety_factor)
-        for name in ("min_capacity", "max_capacity"):
-            prop_types.check_number(owner, name, getattr(self, name), whole=True)
-        for name in ("target_concurrency", "max_requests_per_second", "headroom", "gpu_utilization_percent"):
-            prop_types.check_number(owner, name, getattr(self, name))
         prop_types.check_instance(
-            owner, "measured_capacity", self.measured_capacity, MeasuredCapacity, "a peagle_cdk.MeasuredCapacity"
+            owner,
+            "measured_capacity",
+            self.measured_capacity,
+            MeasuredCapacitySection,  # made by a construct user, or read from a file
+            "a peagle_cdk.MeasuredCapacity",
         )
         _check_durations(owner, scale_in_cooldown=self.scale_in_cooldown, scale_out_cooldown=self.scale_out_cooldown)
+        if isinstance(self.schedules, (str, bytes)) or not isinstance(self.schedules, (tuple, list)):
+            raise TypeError(prop_types.refused(owner, "schedules", self.schedules, "a tuple of ScheduledCapacity"))
         for index, schedule in enumerate(self.schedules):
             prop_types.check_instance(owner, f"schedules[{index}]", schedule, ScheduledCapacity, "a ScheduledCapacity")
+        self.settings()  # every other keyword, by its field's type and bounds
 
     def settings(self) -> AutoscalingSettings:
-        """The autoscaling section, the same in both modes (instances or copies)."""
+        """The autoscaling section, the same in both modes (instances or copies): each keyword as its field."""
         owner = "Autoscaling"
-        schedules = [schedule.settings() for schedule in self.schedules]
-        return build(
-            AutoscalingSettings,
-            owner=owner,
-            path="autoscaling",
-            enabled=True,
-            min_capacity=self.min_capacity,
-            max_capacity=self.max_capacity,
-            target="invocations" if self.max_requests_per_second is not None else "concurrency",
-            target_concurrency=self.target_concurrency,
-            max_requests_per_second=self.max_requests_per_second,
-            headroom=self.headroom,
-            measured_capacity=self.measured_capacity,
-            gpu_utilization_target_percent=self.gpu_utilization_percent,
-            latency_step_scaling=self.latency_step_scaling,
-            scale_in_cooldown_seconds=whole(owner, "scale_in_cooldown", self.scale_in_cooldown, "seconds"),
-            scale_out_cooldown_seconds=whole(owner, "scale_out_cooldown", self.scale_out_cooldown, "seconds"),
-            **({"schedules": schedules} if schedules else {}),
-        )
+        values: dict[str, Any] = {}
+        for keyword in (field.name for field in fields(self) if field.name != "safety_factor"):
+            value = getattr(self, keyword)
+            if keyword in ("scale_in_cooldown", "scale_out_cooldown"):
+                value = whole(owner, keyword, value, "seconds")
+            elif keyword == "schedules":
+                value = [schedule.settings() for schedule in value]
+            values[AUTOSCALING_RENAMED.get(keyword, keyword)] = value
+        target = "invocations" if self.max_requests_per_second is not None else "concurrency"
+        return build(AutoscalingSettings, owner=owner, path="autoscaling", enabled=True, target=target, **values)
 
 
 # --- A/B baseline ------------------------------------------------------------------------------
@@ -532,7 +564,14 @@ class AbBaseline:
     traffic_percent: float | None = None
     instance_count: int = _AB_TEST.baseline_instance_count
 
+    def __post_init__(self) -> None:
+        self.settings()
+
     def settings(self) -> AbTestSettings:
+        # Set only when given: a rule tells a share given from the default one (deployment_rules.py, model_fields_set).
+        share: dict[str, Any] = (
+            {} if self.traffic_percent is None else {"baseline_traffic_percent": self.traffic_percent}
+        )
         return build(
             AbTestSettings,
             owner="AbBaseline",
@@ -540,7 +579,7 @@ class AbBaseline:
             enabled=True,
             baseline_speculative_tokens=self.speculative_tokens,
             baseline_instance_count=self.instance_count,
-            **({"baseline_traffic_percent": self.traffic_percent} if self.traffic_percent is not None else {}),
+            **share,
         )
 
 
@@ -578,9 +617,6 @@ class Routing:
         prompt and some of what differs); ``concurrency_threshold``: requests in flight on that instance before
         the next goes elsewhere, 1-1024 (None: what one instance's engines run at once, from the plan)."""
         owner = "Routing.prefix_aware"
-        prop_types.check_number(owner, "prefix_length", prefix_length, whole=True)
-        if concurrency_threshold is not None:
-            prop_types.check_number(owner, "concurrency_threshold", concurrency_threshold, whole=True)
         return Routing(
             build(
                 RoutingSettings,
@@ -626,17 +662,17 @@ class DataCapture:
 
     def __post_init__(self) -> None:
         owner = "DataCapture"
-        prop_types.check_number(owner, "sampling_percentage", self.sampling_percentage, whole=True)
         prop_types.check_instance(owner, "mode", self.mode, str, '"request" or "request_and_response"')
         prop_types.check_duration(owner, "expire_after", self.expire_after, "Duration.days(30)")
         prop_types.check_interface(owner, "key", self.key, "IKey")
         prop_types.check_instance(owner, "method", self.method, str, '"data_capture" or "request_log"')
+        self.settings()
 
     def settings(self) -> CaptureSettings:
         """The capture section; the key, a CDK object, stays with the prop (PeagleEndpoint uses it)."""
         owner = "DataCapture"
         if self.method == "request_log" and self.key is not None:
-            # The settings model refuses the file's kms_key_arn for the same reason (peagle/config.py, CaptureSettings).
+            # The settings model refuses the file's kms_key_arn for the same reason (peagle/settings/capture.py, CaptureSettings).
             raise ConfigError(
                 f'{owner}: key is the Data Capture bucket\'s key; with method="request_log" the requests are in the '
                 "endpoint's CloudWatch Logs group, encrypted with that group's own key (created by the construct, "

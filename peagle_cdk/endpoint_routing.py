@@ -5,7 +5,7 @@ TemplateReference/aws-properties-sagemaker-endpointconfig-routingconfig.html): R
 PrefixAwareRoutingConfig both "Update requires: Replacement" (of the endpoint config; the endpoint then updates onto
 the new one: `peagle preflight`, rule routing). SageMaker takes PrefixAwareRoutingConfig "only when you set
 RoutingStrategy to PREFIX_AWARE" (API Reference, ProductionVariantRoutingConfig); the settings model holds the rest
-of SageMaker's rules (peagle/config.py, RoutingSettings).
+of SageMaker's rules (peagle/settings/routing.py, RoutingSettings).
 """
 
 from __future__ import annotations

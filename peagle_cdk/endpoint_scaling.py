@@ -260,7 +260,7 @@ class ScalableCopyCount(_SageMakerCapacity):
       load no longer needs, in one step, while at least two copies serve, keeping the rest under 90 % of
       the target (target tracking's own scale-in share);
     - in to zero: after ``idle_minutes`` without a single request, served or refused, a step policy sets
-      the count to zero; the window outlasts a copy's start (peagle/deployment_rules.py).
+      the count to zero; the window outlasts a copy's start (peagle/planning/deployment_rules.py).
 
     Step policies that add capacity wait for it before they add more: their cooldown is the unit's
     whole start budget (``Plan.unit_start_budget_seconds``), or they add a copy every cooldown while the
@@ -332,7 +332,7 @@ class ScalableCopyCount(_SageMakerCapacity):
         - ``cooldown`` must cover the copy's whole start: the alarm stays in ALARM while requests keep
           being refused, and acts every minute (scale_in_when_idle quotes the rule); with the guide's 60 s
           every minute of a cold start adds a copy (16 copies for one user's request). The idle window is
-          longer than that start (peagle/deployment_rules.py, scale-to-zero-idle-window), so this cooldown
+          longer than that start (peagle/planning/deployment_rules.py, scale-to-zero-idle-window), so this cooldown
           has always ended before the count can be back at zero: a later wake-up is never held by it.
         """
         steps = []

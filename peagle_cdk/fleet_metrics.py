@@ -35,9 +35,9 @@ peagle/catalog/instances.yaml). So
 a period (a copy whose lines drift logs 61 in one hour) from adding a whole instance: 4.02 copies are the one
 instance that holds 4.
 
-How many instances hold the copies is the component's placement strategy's doing, read from the same settings the
-template states (InferenceComponentSettings.placement, peagle_cdk/component_endpoint.py placement_config and
-SCALE_IN_STRATEGY), never assumed apart from them:
+How many instances hold the copies is the component's placement strategy's and its pool's scale-in policy's doing,
+read from the same settings the template states (InferenceComponentSettings.placement and scale_in_policy, carried
+whole by the plan's pool and written by peagle_cdk/component_endpoint.py), never assumed apart from them:
 
 - BINPACK ("Packs copies onto fewer instances to optimize resource utilization", applied "when copies are added or
   removed", SageMaker API Reference, InferenceComponentSchedulingConfig,
@@ -48,6 +48,12 @@ SCALE_IN_STRATEGY), never assumed apart from them:
   max_instances: instances = IF(copies > M, M, copies) (IF: "IF(condition, trueValue, falseValue)", same page as
   below). Which of those instances are still held depends on the scaling history, which metric math cannot see: the
   figure is the most SPREAD can keep, so the cost alarm does not under-count it.
+- CONSOLIDATION, whatever the placement ("CONSOLIDATION Consolidates inference component copies onto fewer instances
+  to release more instances. Consolidation honors the scheduling configuration of each inference component", SageMaker
+  API Reference, ProductionVariantManagedInstanceScalingScaleInPolicy, link above; botocore 1.44.5's SageMaker model,
+  ManagedInstanceScalingScaleInStrategy, the same words): CEIL(copies / N), the instances the copies need once
+  consolidated. Between a scale-in and the consolidation (CooldownInMinutes, "Default value: 20", same page) an
+  instance may hold fewer copies than it could: the figure is then below the bill for up to that long.
 
 Assumed, and not verified on AWS: each component (the primary and an A/B baseline) on instances of its own, which
 prices two components sharing an instance as two (conservative). Over a period in which the copy count changes the
@@ -77,81 +83,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from peagle_cdk.component_endpoint import SCALE_IN_STRATEGY
+from peagle_cdk.costed_unit import CostedUnit
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 
 if TYPE_CHECKING:
-    from peagle.planner import Plan
     from peagle_cdk.peagle_endpoint import PeagleEndpoint
 
 GENERATION_TOKENS_METRIC = "GenerationTokensPerSecond"
 SECONDS_PER_HOUR = 3600
 TOKENS_PER_COST_FIGURE = 1_000_000
-
-
-@dataclass(frozen=True)
-class CostedUnit:
-    """A serving unit's KPI dimension (the variant or component name) and what its units cost: instances of a
-    variant, each at the instance price; or copies of a component, priced as the whole instances they need
-    (copies / copies per instance, rounded up; the module docstring says why and what it assumes)."""
-
-    name: str
-    price_per_instance_hour_usd: float
-    units_per_instance: int = 1  # copies per instance in inference-component mode
-    copies: bool = False  # inference-component mode: the units are copies, billed as whole instances
-    placement: str = "BINPACK"  # the component's SchedulingConfig.PlacementStrategy, as its template states it
-    max_instances: int = 1  # managed instance scaling's MaxInstanceCount
-
-    @staticmethod
-    def of(name: str, plan: Plan) -> CostedUnit:
-        if plan.components is None:
-            return CostedUnit(name, plan.price_per_hour_usd)
-        components = plan.components
-        return CostedUnit(
-            name,
-            plan.price_per_hour_usd,
-            components.copies_per_instance,
-            copies=True,
-            placement=components.settings.placement,
-            max_instances=components.max_instances,
-        )
-
-    @property
-    def packed(self) -> bool:
-        """Copies hold the fewest instances: BINPACK placement with IDLE_RELEASE (the module docstring)."""
-        return SCALE_IN_STRATEGY == "IDLE_RELEASE" and self.placement == "BINPACK"
-
-    @property
-    def price(self) -> str:
-        """The price per instance-hour as metric math: ``2.336``."""
-        return f"{self.price_per_instance_hour_usd:g}"
-
-    def instances_expression(self, reports_id: str, interval_seconds: int) -> str:
-        """The instances a component's copies need, as metric math: the copies reporting (SampleCount x I / P) to
-        the nearest whole copy, over the copies an instance holds, rounded up."""
-        copies = f"FLOOR({reports_id} * {interval_seconds} / PERIOD({reports_id}) + 0.5)"
-        if self.packed:
-            return f"CEIL({copies} / {self.units_per_instance})"
-        return f"IF({copies} > {self.max_instances}, {self.max_instances}, {copies})"
-
-    def describe(self) -> str:
-        if not self.copies:
-            return f"instances x ${self.price_per_instance_hour_usd:,g}/hour"
-        if self.packed:
-            return (
-                f"instances (copies / {self.units_per_instance}, rounded up) x "
-                f"${self.price_per_instance_hour_usd:,g}/hour"
-            )
-        return (
-            f"instances (one per copy, at most {self.max_instances}: {self.placement} placement keeps an instance per "
-            f"copy after a scale-in) x ${self.price_per_instance_hour_usd:,g}/hour"
-        )
 
 
 class FleetMetrics:
@@ -163,7 +108,12 @@ class FleetMetrics:
         self._endpoint = endpoint
         self.interval_seconds = endpoint.kpi_interval_seconds
         plans = [endpoint.plan, endpoint.baseline_plan]
-        self.units = [CostedUnit.of(name, plans[index]) for index, name in enumerate(endpoint.unit_names)]
+        # Each serving unit prices itself (its strategy knows what one unit holds: peagle_cdk/unit_strategy.py).
+        self.units = [
+            endpoint.endpoint.costed_unit(name, plan.price_per_hour_usd)
+            for name, plan in zip(endpoint.unit_names, plans, strict=False)
+            if plan is not None
+        ]
 
     def period(self, at_least: Duration) -> Duration:
         """``at_least``, or the whole minutes that hold one KPI interval if that is longer (KPI metrics come

@@ -2,8 +2,8 @@
 for its GPUs. One construct for both endpoint modes (production variants, inference components).
 
 It plans itself: its props become the project's one validated deployment model
-(peagle.config.DeploymentConfig) and go through the same planner (peagle.planner) and SageMaker rules
-(peagle.deployment_rules) as a deployment file, so what fails `cdk synth` of the YAML app fails a
+(peagle.settings.DeploymentConfig) and go through the same planner (peagle.planning.planner) and SageMaker rules
+(peagle.planning.deployment_rules) as a deployment file, so what fails `cdk synth` of the YAML app fails a
 construct with the same message. Config and planning errors raise while the construct is built; the
 SageMaker rules run as the construct's validation (``node.add_validation``), when the app synthesizes.
 """
@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 import jsii
-from aws_cdk import Annotations, Duration, Names, Stack, Token
+from aws_cdk import Annotations, Duration, Names, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -25,14 +25,14 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
 from peagle.catalog import InstanceType, ModelPair
-from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
-from peagle.deployment_rules import DeploymentPlans, DeploymentRuleError, check_deployment, volume_key_allowed
-from peagle.errors import PeagleError
-from peagle.forced_data_cache import data_cache_warning
-from peagle.plan_record import METADATA_KEY as PLAN_METADATA_KEY
-from peagle.plan_record import plan_metadata
-from peagle.planner import Plan, plan_ab_baseline, plan_deployment
-from peagle.setting_refs import Door, in_words
+from peagle.planning.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
+from peagle.planning.deployment_rules import DeploymentPlans, DeploymentRuleError, check_deployment, volume_key_allowed
+from peagle.planning.plan_record import METADATA_KEY as PLAN_METADATA_KEY
+from peagle.planning.plan_record import plan_metadata
+from peagle.planning.planner import Plan, plan_ab_baseline, plan_deployment
+from peagle.settings.errors import PeagleError
+from peagle.settings.refs import Door
+from peagle.settings.words import in_words
 from peagle_cdk import prop_types
 from peagle_cdk.async_endpoint import AsyncInferenceEndpoint
 from peagle_cdk.component_endpoint import ComponentEndpoint, ComponentSpec, id_suffix
@@ -51,7 +51,9 @@ from peagle_cdk.endpoint_props import (
 )
 from peagle_cdk.execution_role import SageMakerExecutionRole
 from peagle_cdk.kpi_metrics import KpiMetrics
+from peagle_cdk.model_placement import place_model
 from peagle_cdk.nag import acknowledge
+from peagle_cdk.peagle_endpoint_props import check_prop_types, settings_props
 from peagle_cdk.peagle_model import PeagleModel
 from peagle_cdk.planned_scaling import scale_unit
 from peagle_cdk.rollout import RolloutPolicy
@@ -62,48 +64,19 @@ from peagle_cdk.settings_model import (
     ProfileOverrides,
     SloSettings,
 )
+from peagle_cdk.unit_strategy import strategy_for
 from peagle_cdk.variant_endpoint import VariantEndpoint, VariantSpec
 
 # The deployment file's defaults are the props' (one set of numbers, peagle_cdk/settings_model.py).
 _FILE = DEFAULTS
 
-# The props that become the settings model (peagle_cdk/endpoint_config.py), besides mode, name and speculation,
-# whose defaults are objects made per endpoint.
-SETTINGS_PROPS = (
-    "autoscaling",
-    "model",
-    "custom_pair",
-    "instance_type",
-    "instance_facts",
-    "instance_count",
-    "price_per_hour_usd",
-    "inference_ami_version",
-    "profile",
-    "profile_overrides",
-    "slo",
-    "rollout",
-    "ab_baseline",
-    "capture",
-    "routing",
-    "weights",
-    "network_isolation",
-    "container_startup_timeout",
-    "model_download_timeout",
-    "latency_sla",
-    "log_retention_days",
-    "kpi_interval",
-    "metric_publish_frequency",
-    "detailed_observability",
-    "vllm_args",
-)
-
-# CloudFormation VpcConfig (see PeagleEndpoint._placement): SecurityGroupIds "Maximum: 5", Subnets "Maximum: 16".
-MAX_VPC_SECURITY_GROUPS, MAX_VPC_SUBNETS = 5, 16
+# The props that become the settings model (peagle_cdk/endpoint_config.py): those a settings field spells.
+SETTINGS_PROPS = settings_props()
 
 
 @jsii.implements(IValidation)
 class _SageMakerRules:
-    """peagle.deployment_rules on this construct's inputs, with the messages a deployment file gets."""
+    """peagle.planning.deployment_rules on this construct's inputs, with the messages a deployment file gets."""
 
     def __init__(self, endpoint: PeagleEndpoint) -> None:
         self._endpoint = endpoint
@@ -128,51 +101,62 @@ class PeagleEndpoint(Construct):
     out of logical ids ("Resources with this ID are complete hidden from the
     logical ID calculation", aws/aws-cdk packages/aws-cdk-lib/core/lib/private/uniqueid.ts).
 
-    Props (``_config`` is internal: use ``PeagleEndpoint.from_config``):
+    Props (``_config`` is internal: use ``PeagleEndpoint.from_config``), one ``:param`` each, in the signature's
+    order (peagle_cdk/peagle_endpoint_props.py declares them; docs/library.md's table is generated from it):
 
     :param weights: where target/ and drafter/ come from (``ModelWeights.from_bucket(bucket, prefix)``,
         or ``from_hub()``); the role may read that prefix only.
     :param model: a catalog pair id (`peagle catalog`), or the id of ``custom_pair``.
     :param custom_pair: a pair the catalog lacks (peagle.catalog.ModelPair: target, drafter, facts).
     :param instance_type: a SageMaker instance type; the catalog gives its GPU facts, or ``instance_facts``.
+    :param instance_facts: the GPU and host facts of a type the catalog lacks.
+    :param instance_count: initial instances.
     :param price_per_hour_usd: on-demand USD per instance-hour (a savings plan, another region) for the
         plan's cost and EndpointMonitoring's cost widgets and alarm; default: the catalog's price (or
         ``instance_facts``').
-    :param profile: chatbot | codegen | batch (sampling, lengths, SLO); ``profile_overrides`` and ``slo``
-        change single fields.
+    :param inference_ami_version: the GPU host (NVIDIA driver); default: the one the image needs.
+    :param profile: chatbot | codegen | batch (sampling, lengths, SLO).
+    :param profile_overrides: single fields of the profile changed.
+    :param slo: single fields of the profile's SLO changed.
     :param speculation: K (default ``Speculation.recommended()``: the pair's K for the profile).
     :param mode: ``EndpointMode.variants()`` (default) or ``EndpointMode.inference_components(...)``.
     :param autoscaling: the units' scaling, the same words in both modes; None: fixed capacity.
     :param rollout: how updates roll out; default blue/green for variants, rolling for components.
     :param ab_baseline: a second variant (or component) of the same target with another K, for A/B.
-    :param capture: SageMaker Data Capture of the endpoint's requests (``DataCapture(...)``; variants mode only): a
-        sample of them, into a bucket this construct creates, expired after ``DataCapture.expire_after``. Default
-        None: nothing is captured.
+    :param capture: a sample of the endpoint's requests (``DataCapture(...)``): SageMaker Data Capture into a bucket
+        this construct creates (variants mode only), or the container's request log; expired after
+        ``DataCapture.expire_after``. Default None: nothing is captured.
     :param routing: how SageMaker spreads requests over the instances: ``Routing.least_outstanding_requests()``
         (the default), ``Routing.random()`` or ``Routing.prefix_aware(prefix_length=...)`` (needs prefix caching
         on, for a pair that allows it: docs/routing.md).
-    :param image: the serving image; default: the deployment file's default (``image.build: in_account``), i.e.
-        ``ServingImage.build_in_account()``, built in CodeBuild during `cdk deploy` with no Docker on your machine.
-        ``ServingImage.from_asset()`` builds it with your Docker instead (the earlier default).
+    :param image: the serving image; default ``ServingImage.build_in_account()`` (the deployment file's default),
+        built in CodeBuild during `cdk deploy` with no Docker on your machine; ``ServingImage.from_asset()`` builds
+        it with your Docker instead.
     :param name: lower-case prefix of the physical names (<name>-endpoint, <name>-primary); default: the
         stack's and this construct's ids with a hash of its path ("chatservice-coder-3f2a91bc"). Pass it
         to pin the names: changing it replaces the endpoint.
     :param endpoint_name: the endpoint's name (default <name>-endpoint). A physical name, so its log
         group and metric filters exist before it logs; changing it replaces the endpoint.
     :param role: your own execution role (trusting sagemaker.amazonaws.com); default: a new one.
-    :param vpc: run the model in your VPC (default: SageMaker's managed network); ``vpc_subnets`` default:
-        its private subnets with egress, else its isolated ones (an isolated model needs the VPC endpoints
-        in ``peagle_cdk.INTERFACE_ENDPOINTS`` and an S3 gateway endpoint; ``PrivateNetwork`` makes such a
-        VPC); ``security_groups`` default: a new one without ingress, HTTPS out only
-        (``security_group``).
+    :param vpc: run the model in your VPC (default: SageMaker's managed network). Isolated subnets need an S3
+        gateway endpoint (an error at synth without one) and the VPC endpoints in ``peagle_cdk.INTERFACE_ENDPOINTS``
+        (a warning); ``PrivateNetwork`` makes such a VPC.
+    :param vpc_subnets: default: ``vpc``'s private subnets with egress, else its isolated ones; never public ones.
+    :param security_groups: default: a new one without ingress, HTTPS out only (``security_group``).
     :param network_isolation: no network or AWS credentials in the container (default: on).
+    :param container_startup_timeout: the container's start-up budget; default: sized from the weights.
+    :param model_download_timeout: the weights' download budget; default: sized from the weights.
     :param latency_sla: the p90 ModelLatency the latency alarm and step scaling act on (default: the
         profile's SLA).
-    :param metric_publish_frequency: how often SageMaker publishes the endpoint's metrics: 10 s, 30 s or 1
-        minute (the default). The alarms and scaling policies read them in one-minute periods, so the longer
-        intervals SageMaker also takes (2-5 minutes) are refused (peagle.config.ObservabilitySettings).
     :param volume_key: KMS key for the ML storage volume; default: a new key, or none on instance types
         with local NVMe storage, where a key does not encrypt it.
+    :param log_retention_days: how long the endpoint's logs are kept.
+    :param kpi_interval: how often the launcher's KPIs are published.
+    :param metric_publish_frequency: how often SageMaker publishes the endpoint's metrics: 10 s, 30 s or 1
+        minute (the default). The alarms and scaling policies read them in one-minute periods, so the longer
+        intervals SageMaker also takes (2-5 minutes) are refused (peagle.settings.ObservabilitySettings).
+    :param detailed_observability: SageMaker's per-GPU, per-instance and container metrics (default: on).
+    :param vllm_args: extra vLLM flags, passed through.
     """
 
     def __init__(
@@ -220,7 +204,7 @@ class PeagleEndpoint(Construct):
         super().__init__(scope, id)
         owner = f"PeagleEndpoint {self.node.path}"
         props = dict(locals())
-        _check_prop_types(owner, props)
+        check_prop_types(owner, props)
         self._vpc_given = vpc is not None or vpc_subnets is not None
         self._volume_key_given = volume_key
         self._capture_key = capture.key if capture is not None else None
@@ -266,7 +250,7 @@ class PeagleEndpoint(Construct):
         as to the constructor; everything else is the config's. ``image`` None: the config's ``image`` section
         (by default built in the account during `cdk deploy`, the constructor's default too)."""
         prop_types.check_instance(
-            f"PeagleEndpoint.from_config {id}", "config", config, DeploymentConfig, "a peagle.config.DeploymentConfig"
+            f"PeagleEndpoint.from_config {id}", "config", config, DeploymentConfig, "a peagle.settings.DeploymentConfig"
         )
         return cls(
             scope,
@@ -301,16 +285,14 @@ class PeagleEndpoint(Construct):
         self.endpoint_name = endpoint_name or config.endpoint_name
         # The endpoint mode, decided here once, from the plan: which kind of serving unit (peagle_cdk/serving_unit.py)
         # serves the models; everything after goes through the ServingUnits protocol.
-        components = self.plan.components is not None
-        self._units_class: type[ComponentEndpoint] | type[VariantEndpoint] = (
-            ComponentEndpoint if components else VariantEndpoint
-        )
+        self._strategy = strategy_for([p for p in (self.plans.plan, self.plans.baseline_plan) if p is not None])
         variants = [DEFAULT_VARIANT_NAME] + ([BASELINE_VARIANT_NAME] if self.plans.baseline_plan else [])
         # The serving units' names: production variants, or inference components (<name>-primary).
-        self.unit_names = [config.inference_component_name(v) if components else v for v in variants]
+        self.unit_names = [self._strategy.unit_name(config, v) for v in variants]
 
-        self.security_group: ec2.SecurityGroup | None = None  # the one made when vpc came without security_groups
-        self._subnet_ids, self._security_group_ids = self._placement(vpc, vpc_subnets, security_groups)
+        placement = place_model(self, vpc, vpc_subnets, security_groups, weights_in_s3=weights.location is not None)
+        self._subnet_ids, self._security_group_ids = placement.subnet_ids, placement.security_group_ids
+        self.security_group = placement.security_group  # the one made when vpc came without security_groups
         # One default for both doors, by construction: the settings model's (ImageSettings, docs/library.md says why).
         self._image = (image or ServingImage.from_settings(DEFAULTS.image)).bind(self)
         self.execution_role = self._execution_role(weights, role, variants)
@@ -327,9 +309,9 @@ class PeagleEndpoint(Construct):
                 self, "VolumeKey", enable_key_rotation=True, description="P-EAGLE endpoint ML storage volume"
             )
         self.data_capture = self._data_capture(config)
-        self.endpoint: ServingUnits = self._component_endpoint() if components else self._variant_endpoint()
+        self.endpoint: ServingUnits = self._strategy.build(self)
         self._acknowledge_nvme(self.endpoint.endpoint_config)
-        # The plan travels with the template (peagle/plan_record.py): the tools read it, not a deployment file.
+        # The plan travels with the template (peagle/planning/plan_record.py): the tools read it, not a deployment file.
         self._door: Literal["file", "props"] = "props" if in_props_words else "file"
         unit_plans = {name: unit for name, unit in zip(self.unit_names, [plan, baseline_plan], strict=False) if unit}
         self.endpoint.endpoint.add_metadata(
@@ -383,7 +365,7 @@ class PeagleEndpoint(Construct):
             role=role,
         )
         # The endpoint mode: which kind of serving unit (peagle_cdk/serving_unit.py) serves the models.
-        units_class = self._units_class
+        units_class = self._strategy.endpoint_class
         for index, unit in enumerate(units_class.managed_of(self.unit_names)):
             execution_role.grant_write_logs(
                 units_class.log_group_name(self.endpoint_name, unit),
@@ -421,7 +403,7 @@ class PeagleEndpoint(Construct):
     @property
     def inference_component_names(self) -> list[str]:
         """The inference components' names (empty in variants mode)."""
-        return list(self.unit_names) if self._units_class is ComponentEndpoint else []
+        return self._strategy.component_names(self.unit_names)
 
     @property
     def rollout_strategy(self) -> str:
@@ -612,67 +594,6 @@ class PeagleEndpoint(Construct):
 
     # --- pieces ---------------------------------------------------------------------------------
 
-    def _placement(
-        self,
-        vpc: ec2.IVpc | None,
-        vpc_subnets: ec2.SubnetSelection | None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None,
-    ) -> tuple[list[str] | None, list[str] | None]:
-        """The model's subnets and security groups (None, None: SageMaker's managed network).
-
-        CloudFormation's VpcConfig (AWS::SageMaker::Model and ::EndpointConfig, "VpcConfig",
-        https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-sagemaker-model-vpcconfig.html)
-        requires both lists: SecurityGroupIds "Required: Yes ... Minimum: 1 Maximum: 5", Subnets "Required: Yes
-        ... Minimum: 1 Maximum: 16". Subnets default as CDK's own ``select_subnets()`` picks them (private with
-        egress, else isolated; aws-cdk-lib aws-ec2 vpc.ts, ``reifySelectionDefaults``), and are never public
-        ones, by default or chosen (_refuse_public_subnets says why). Without ``security_groups`` one is created,
-        as @aws-cdk/aws-sagemaker-alpha's ``Model`` does (lib/model.ts, ``configureNetworking``: "new
-        ec2.SecurityGroup(this, 'SecurityGroup', ...)"), here least-privilege: no ingress, HTTPS out only (to
-        the VPC endpoints or a NAT: S3, ECR, CloudWatch, the Hub); groups given are refused when they are known
-        to be of another VPC (_refuse_groups_of_other_vpcs)."""
-        path = self.node.path
-        if vpc is None and vpc_subnets is None:
-            if security_groups:
-                raise ValueError(f"PeagleEndpoint {path}: security_groups needs vpc=... (or vpc_subnets=...)")
-            return None, None
-        if vpc is not None:
-            selection = vpc_subnets or _default_subnets(vpc, path)
-            selected = vpc.select_subnets(**_selection_kwargs(selection))
-            _refuse_public_subnets(vpc, selected.subnets, path)
-            subnet_ids = list(selected.subnet_ids)
-            _refuse_groups_of_other_vpcs(self, vpc, security_groups or [], path)
-        elif vpc_subnets is not None and vpc_subnets.subnets:
-            subnet_ids = [subnet.subnet_id for subnet in vpc_subnets.subnets]
-        else:
-            raise ValueError(
-                f"PeagleEndpoint {path}: vpc_subnets without a vpc must list its subnets "
-                "(ec2.SubnetSelection(subnets=[...])), or pass vpc=... with it"
-            )
-        if not security_groups:
-            if vpc is None:
-                raise ValueError(
-                    f"PeagleEndpoint {path}: vpc_subnets without vpc needs security_groups=[...] (a VPC config "
-                    "needs at least one); or pass vpc=... and a security group without ingress is created"
-                )
-            self.security_group = ec2.SecurityGroup(
-                self,
-                "SecurityGroup",
-                vpc=vpc,
-                description="P-EAGLE model instances: no ingress; HTTPS out (VPC endpoints or NAT)",
-                allow_all_outbound=False,
-            )
-            self.security_group.add_egress_rule(
-                ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3, ECR, CloudWatch and STS"
-            )
-            security_groups = [self.security_group]
-        if len(security_groups) > MAX_VPC_SECURITY_GROUPS or len(subnet_ids) > MAX_VPC_SUBNETS:
-            raise ValueError(
-                f"PeagleEndpoint {path}: {len(security_groups)} security group(s) and {len(subnet_ids)} subnet(s); "
-                f"a SageMaker VPC config takes at most {MAX_VPC_SECURITY_GROUPS} and {MAX_VPC_SUBNETS} (narrow "
-                "vpc_subnets, e.g. one_per_az=True)"
-            )
-        return subnet_ids, [group.security_group_id for group in security_groups]
-
     def _unit_variant(self, unit: str) -> str:
         return dict(zip(self.unit_names, [DEFAULT_VARIANT_NAME, BASELINE_VARIANT_NAME], strict=False))[unit]
 
@@ -754,65 +675,32 @@ class PeagleEndpoint(Construct):
         destination.grant_write(self.execution_role)
         return destination
 
-    def _component_endpoint(self) -> ComponentEndpoint:
-        """Inference components: copies packed per instance, copies and instances scaled to zero. The endpoint
-        config carries the Models' network isolation and VPC placement (ComponentEndpoint says why)."""
-        plan = self.plan
-        if plan.components is None:  # the planner plans components for this mode (peagle/planner.py)
-            raise ValueError("an inference-components endpoint needs a plan with components")
-        models = [self.model, self.baseline_model]
-        plans = [plan, self.baseline_plan]
-        specs = [
-            ComponentSpec(
-                name=unit,
-                model=models[index],
-                accelerators=plans[index].components.accelerators_per_copy,
-                cpu_cores=plans[index].components.cpu_cores_per_copy,
-                memory_mb=plans[index].components.memory_mb_per_copy,
-                initial_copies=plans[index].components.initial_copies,
-                container_startup_timeout_seconds=plans[index].container_startup_timeout_seconds,
-                model_download_timeout_seconds=plans[index].model_download_timeout_seconds,
-                settings=plans[index].components.settings,
-            )
-            for index, unit in enumerate(self.unit_names)
-        ]
-        observability = plan.observability
-        self._warn_of_forced_data_cache([unit_plan for unit_plan in plans if unit_plan is not None])
+    def _unit_models_and_plans(self) -> tuple[list[PeagleModel], list[Plan]]:
+        """The units' models and plans, the primary first (what the strategy builds each unit from)."""
+        models = [model for model in (self.model, self.baseline_model) if model is not None]
+        return models, [plan for plan in (self.plan, self.baseline_plan) if plan is not None]
+
+    def _component_endpoint(self, specs: list[ComponentSpec]) -> ComponentEndpoint:
+        """Inference components, each whole (its model, plan and pool: peagle_cdk/unit_strategy.py): copies packed
+        per instance, copies and instances scaled to zero. The endpoint config carries the Models' network isolation
+        and VPC placement (ComponentEndpoint says why)."""
+        self._warn_of_forced_data_cache([spec.plan for spec in specs])
         return ComponentEndpoint(
             self,
             "PeagleEndpoint",
             endpoint_name=self.endpoint_name,
-            instance_type=plan.instance_type,
-            initial_instance_count=plan.instance_count,
-            min_instances=plan.components.min_instances,
-            max_instances=plan.components.max_instances,
-            inference_ami_version=plan.inference_ami_version,
-            routing=plan.routing,
             execution_role=self.execution_role.role,  # pyright: ignore[reportArgumentType]
             execution_role_policy=self.execution_role.policy,
             components=specs,
-            network_isolation=plan.network_isolation,
             subnet_ids=self._subnet_ids,
             security_group_ids=self._security_group_ids,
             volume_key=self.volume_key,
-            log_retention_days=observability.log_retention_days,
-            detailed_observability=observability.detailed_observability,
-            metric_publish_frequency_seconds=observability.metric_publish_frequency_seconds,
         )
 
     def _warn_of_forced_data_cache(self, plans: list[Plan]) -> None:
-        """`cdk synth` says, as `peagle plan` does, where data_cache false is not honoured (peagle/forced_data_cache.py):
+        """`cdk synth` says, as `peagle plan` does, where data_cache false is not honoured (peagle/planning/forced_data_cache.py):
         a warning, not a refusal, since the template is deployable and only the cache differs from what it says."""
-        warnings = {
-            warning
-            for plan in plans
-            if plan.components is not None
-            and (
-                warning := data_cache_warning(
-                    plan.instance_type, plan.instance, data_cache=plan.components.settings.data_cache
-                )
-            )
-        }
+        warnings = {warning for plan in plans for warning in plan.units.notes(plan.instance_type, plan.instance)}
         for warning in sorted(warnings):
             Annotations.of(self).add_warning_v2("peagle:data-cache-not-honoured", warning)
 
@@ -865,7 +753,7 @@ class PeagleEndpoint(Construct):
         return self._config
 
 
-# The deployment file's name pattern (peagle.config: ^[a-z][a-z0-9-]{0,23}$), which the physical names extend
+# The deployment file's name pattern (peagle.settings: ^[a-z][a-z0-9-]{0,23}$), which the physical names extend
 # (<name>-endpoint, <name>-primary, <name>-async, all within SageMaker's 63 characters).
 NAME_LENGTH = 24
 
@@ -882,142 +770,3 @@ def _generated_name(construct: Construct) -> str:
     if not head[0].isalpha():
         head = "p" + head[: NAME_LENGTH - len(path_hash) - 2]
     return f"{head}-{path_hash}"
-
-
-def _check_prop_types(owner: str, props: dict[str, Any]) -> None:
-    """Each prop's type, named in the TypeError (peagle_cdk/prop_types.py)."""
-    if not isinstance(props["weights"], ModelWeights):
-        raise TypeError(
-            f"{owner}: weights must be ModelWeights.from_bucket(bucket, prefix) or ModelWeights.from_hub(), "
-            f"not {type(props['weights']).__name__}"
-        )
-    for name in ("model", "instance_type", "profile", "inference_ami_version", "name", "endpoint_name"):
-        prop_types.check_instance(owner, name, props[name], str, "a string")
-    for name in ("network_isolation", "detailed_observability"):
-        prop_types.check_instance(owner, name, props[name], bool, "True or False")
-    for name in ("instance_count", "log_retention_days"):
-        prop_types.check_number(owner, name, props[name], whole=True)
-    prop_types.check_number(owner, "price_per_hour_usd", props["price_per_hour_usd"])
-    typed = {
-        "custom_pair": (ModelPair, "a peagle_cdk.ModelPair"),
-        "instance_facts": (InstanceType, "a peagle_cdk.InstanceType"),
-        "profile_overrides": (ProfileOverrides, "a peagle_cdk.ProfileOverrides"),
-        "slo": (SloSettings, "a peagle_cdk.SloSettings"),
-        "speculation": (Speculation, "Speculation.fixed(k), Speculation.off() or Speculation.recommended()"),
-        "mode": (EndpointMode, "EndpointMode.variants() or EndpointMode.inference_components(...)"),
-        "autoscaling": (Autoscaling, "Autoscaling(...) or None (fixed capacity)"),
-        "rollout": (Rollout, "Rollout.blue_green(...), Rollout.rolling(...) or Rollout.none()"),
-        "ab_baseline": (AbBaseline, "AbBaseline(...)"),
-        "capture": (DataCapture, "DataCapture(...) or None (no capture)"),
-        "routing": (
-            Routing,
-            "Routing.least_outstanding_requests(), Routing.random(), Routing.prefix_aware(...) or None",
-        ),
-        "image": (
-            ServingImage,
-            "ServingImage.build_in_account(...), ServingImage.from_asset() or "
-            "ServingImage.from_ecr_repository(repository, tag)",
-        ),
-        "vpc_subnets": (ec2.SubnetSelection, "an ec2.SubnetSelection"),
-        "vllm_args": (Mapping, "a mapping of vLLM option names to values"),
-    }
-    for name, (expected, described) in typed.items():
-        prop_types.check_instance(owner, name, props[name], expected, described)
-    for name, example in (
-        ("container_startup_timeout", "Duration.minutes(20)"),
-        ("model_download_timeout", "Duration.minutes(20)"),
-        ("latency_sla", "Duration.seconds(10)"),
-        ("kpi_interval", "Duration.minutes(1)"),
-        ("metric_publish_frequency", "Duration.minutes(1)"),
-    ):
-        prop_types.check_duration(owner, name, props[name], example)
-    prop_types.check_interface(owner, "role", props["role"], "IRole")
-    prop_types.check_interface(owner, "vpc", props["vpc"], "IVpc")
-    prop_types.check_interface(owner, "volume_key", props["volume_key"], "IKey")
-    prop_types.check_interfaces(owner, "security_groups", props["security_groups"], "ISecurityGroup")
-
-
-# Why a model never runs in public subnets. SageMaker: "The ENIs provide your model containers with a network
-# connection within your VPC that is not connected to the internet" (SageMaker Developer Guide, "Give SageMaker
-# Hosted Endpoints Access to Resources in Your Amazon VPC", https://docs.aws.amazon.com/sagemaker/latest/dg/host-vpc.html),
-# and "If your model needs access to ... a resource outside of AWS, create a NAT gateway" (same page). A public
-# subnet's internet gateway does not help them: it "enables resources in your public subnets (such as EC2 instances)
-# to connect to the internet if the resource has a public IPv4 address or an IPv6 address" (Amazon VPC User Guide,
-# "Connect to the internet using an internet gateway", https://docs.aws.amazon.com/vpc/latest/userguide/VPC_Internet_Gateway.html).
-_PUBLIC_SUBNETS_REACH_NOTHING = "where the model's instances get no public address to reach anything"
-
-
-def _default_subnets(vpc: ec2.IVpc, path: str) -> ec2.SubnetSelection:
-    """Private subnets with egress, else isolated ones (CDK's default order, public ones left out)."""
-    if vpc.private_subnets:
-        return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-    if vpc.isolated_subnets:
-        return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
-    raise ValueError(
-        f"PeagleEndpoint {path}: the VPC has no private subnets (with egress or isolated), only public ones, "
-        f"{_PUBLIC_SUBNETS_REACH_NOTHING}; add private subnets, or pass a vpc that has them (PrivateNetwork(scope, "
-        "id) makes one); vpc_subnets=... cannot choose its public ones either"
-    )
-
-
-def _refuse_public_subnets(vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet], path: str) -> None:
-    """``vpc_subnets`` may not choose what the default never does: the VPC's public subnets (by type, group name
-    or as subnet objects), for the reason above."""
-    public_ids = {subnet.subnet_id for subnet in vpc.public_subnets}
-    public = [s for s in subnets if s.subnet_id in public_ids or isinstance(s, ec2.PublicSubnet)]
-    if public:
-        raise ValueError(
-            f"PeagleEndpoint {path}: vpc_subnets selects public subnets of vpc ({len(public)} of the "
-            f"{len(subnets)} selected), {_PUBLIC_SUBNETS_REACH_NOTHING}; choose private ones, e.g. "
-            "vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS) (or PRIVATE_ISOLATED "
-            "with the VPC endpoints in peagle_cdk.INTERFACE_ENDPOINTS), or leave vpc_subnets out (vpc's private "
-            "subnets are chosen)"
-        )
-
-
-def _refuse_groups_of_other_vpcs(
-    scope: Construct, vpc: ec2.IVpc, security_groups: Sequence[ec2.ISecurityGroup], path: str
-) -> None:
-    """A security group known at synth to be of another VPC than ``vpc``. SageMaker's VpcConfig: SecurityGroupIds
-    "Specify the security groups for the VPC that is specified in the Subnets field" (SageMaker API Reference,
-    VpcConfig, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_VpcConfig.html; botocore 1.44.5). EC2
-    lets a group serve another VPC only once associated with it: AssociateSecurityGroupVpc "Associates a security
-    group with another VPC in the same Region. This enables you to use the same security group with network
-    interfaces and instances in the specified VPC" (Amazon EC2 API Reference,
-    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AssociateSecurityGroupVpc.html), so a group this app
-    associates with ``vpc`` (ec2.CfnSecurityGroupVpcAssociation) is taken (whether SageMaker accepts such a group
-    is not verified). Known means: both VPC ids are given as text (vpc-...), or both are VPCs (ec2.Vpc) of this app;
-    a group imported by id, or a VPC of unknown id, is not checked."""
-    constructs = scope.node.root.node.find_all()
-    app_vpcs = {found.vpc_id: found.node.path for found in constructs if isinstance(found, ec2.Vpc)}
-    associated = {
-        (found.group_id, found.vpc_id) for found in constructs if isinstance(found, ec2.CfnSecurityGroupVpcAssociation)
-    }
-
-    def known(vpc_id: str) -> tuple[str, str] | None:
-        if not Token.is_unresolved(vpc_id):
-            return "id", vpc_id
-        return ("app", app_vpcs[vpc_id]) if vpc_id in app_vpcs else None
-
-    ours = known(vpc.vpc_id)
-    for index, group in enumerate(security_groups):
-        resource = group.node.default_child if isinstance(group, ec2.SecurityGroup) else None
-        group_vpc_id = getattr(resource, "vpc_id", None)
-        if ours is None or group_vpc_id is None or group_vpc_id == vpc.vpc_id:
-            continue
-        theirs = known(group_vpc_id)
-        if theirs is None or theirs[0] != ours[0] or (group.security_group_id, vpc.vpc_id) in associated:
-            continue
-        raise ValueError(
-            f"PeagleEndpoint {path}: security_groups[{index}] ({group.node.path}) is in another VPC ({theirs[1]}) "
-            f"than vpc ({ours[1]}), and a SageMaker VPC config takes security groups of its subnets' VPC; pass "
-            "security groups of vpc, or leave security_groups out and one without ingress is made in vpc (a group "
-            "you associated with vpc through AssociateSecurityGroupVpc: declare its ec2.CfnSecurityGroupVpcAssociation "
-            "in this app, or pass the group by id, ec2.SecurityGroup.from_security_group_id)"
-        )
-
-
-def _selection_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:
-    """A SubnetSelection as select_subnets' keywords (jsii's Python binding takes them flattened)."""
-    fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
-    return {name: getattr(selection, name) for name in fields if getattr(selection, name) is not None}

@@ -28,7 +28,7 @@ class PeagleModel(Construct):
         security_group_ids: list[str] | None = None,
     ) -> None:
         """
-        :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.container_env.
+        :param environment: container env (SM_VLLM_* and PEAGLE_*), from peagle.planning.container_env.
         :param artifacts: S3 prefix with target/ and drafter/ (CompressionType None, S3Prefix);
             None when the container downloads the weights from the hub itself.
         :param image: the serving image (ServingImage.bind); several models (A/B variants) share one.

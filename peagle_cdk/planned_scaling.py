@@ -6,30 +6,52 @@ budgets the step cooldowns wait) come from the planner.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from aws_cdk import Duration, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from peagle.planner import ComponentPlan, Plan, ScalingTarget
-from peagle_cdk.component_endpoint import ComponentEndpoint
+from peagle.planning.planner import Plan, ScalingTarget
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
-from peagle_cdk.variant_endpoint import VariantEndpoint
+
+if TYPE_CHECKING:
+    from peagle.planning.unit_plan import ComponentPool
+
+
+class InstanceUnits(ServingUnits, Protocol):
+    """What instance scaling needs of a variants' endpoint (VariantEndpoint)."""
+
+    def auto_scale(
+        self, unit_name: str | None = None, *, min_capacity: int, max_capacity: int
+    ) -> ScalableInstanceCount: ...
+
+
+class CopyUnits(ServingUnits, Protocol):
+    """What copy scaling needs of a components' endpoint (ComponentEndpoint): its per-copy metrics too."""
+
+    def auto_scale(
+        self, unit_name: str | None = None, *, min_capacity: int, max_capacity: int
+    ) -> ScalableCopyCount: ...
+
+    def metric_invocations_per_copy(self, **kwargs) -> cloudwatch.Metric: ...
+
+    def metric_concurrent_requests_per_copy(self, **kwargs) -> cloudwatch.Metric: ...
+
+    def metric_no_capacity_invocation_failures(self, **kwargs) -> cloudwatch.Metric: ...
 
 
 def scale_unit(units: ServingUnits, unit_name: str, plan: Plan) -> ScalableUnitCapacity:
-    """The scaling ``plan`` calls for on one managed unit (``plan.autoscaling`` set): a component's copies
-    (``plan.components``), or the primary variant's instances."""
+    """The scaling ``plan`` calls for on one managed unit (``plan.autoscaling`` set): each kind of unit scales its
+    own (ServingUnits.scale_as_planned: a component's copies, or the primary variant's instances)."""
+    return units.scale_as_planned(unit_name, plan)
+
+
+def _target(name: str, plan: Plan) -> ScalingTarget:
     if plan.scaling is None:
-        raise ValueError(f"unit {unit_name!r}: its plan has no scaling target")
-    if plan.components is not None and isinstance(units, ComponentEndpoint):
-        return _scale_copies(units, unit_name, plan, plan.scaling, plan.components)
-    if plan.components is None and isinstance(units, VariantEndpoint):
-        return _scale_instances(units, unit_name, plan, plan.scaling)
-    mode = "inference components" if plan.components is not None else "production variants"
-    raise TypeError(f"unit {unit_name!r}: a plan for {mode} cannot scale a {type(units).__name__}")
+        raise ValueError(f"unit {name!r}: its plan has no scaling target")
+    return plan.scaling
 
 
 class _Cooldowns(TypedDict):
@@ -37,7 +59,7 @@ class _Cooldowns(TypedDict):
     scale_out_cooldown: Duration
 
 
-def _autoscaling(plan: Plan):  # -> the plan's AutoscalingSettings (peagle.config: only the seam names its types)
+def _autoscaling(plan: Plan):  # -> the plan's AutoscalingSettings (peagle.settings: only the seam names its types)
     if plan.autoscaling is None:
         raise ValueError("the plan calls for no autoscaling")
     return plan.autoscaling
@@ -67,12 +89,15 @@ def _scale_on_latency(
         )
 
 
-def _scale_instances(endpoint: VariantEndpoint, name: str, plan: Plan, target: ScalingTarget) -> ScalableInstanceCount:
+def scale_instances(endpoint: InstanceUnits, name: str, plan: Plan) -> ScalableInstanceCount:
     """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
     the SLA and schedules."""
+    target = _target(name, plan)
     autoscaling = _autoscaling(plan)
     low, high = autoscaling.min_capacity, autoscaling.max_capacity
-    if low is None or high is None:  # the planner resolves both for the mode (peagle/planner.py _resolved_scaling)
+    if (
+        low is None or high is None
+    ):  # the planner resolves both for the mode (peagle/planning/planner.py _resolved_scaling)
         raise ValueError("the plan's autoscaling bounds are unresolved")
     scaling = endpoint.auto_scale(name, min_capacity=low, max_capacity=high)
     cooldowns = _cooldowns(plan)
@@ -108,15 +133,10 @@ def _scale_instances(endpoint: VariantEndpoint, name: str, plan: Plan, target: S
     return scaling
 
 
-def _scale_copies(
-    endpoint: ComponentEndpoint,
-    name: str,
-    plan: Plan,
-    target: ScalingTarget,
-    components: ComponentPlan,
-) -> ScalableCopyCount:
+def scale_copies(endpoint: CopyUnits, name: str, plan: Plan, components: ComponentPool) -> ScalableCopyCount:
     """Copy count with load, to zero after the idle time and back on the first refused request
-    (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why)."""
+    (peagle_cdk/endpoint_scaling.py, ScalableCopyCount, says how and why); ``components``: the unit's pool."""
+    target = _target(name, plan)
     autoscaling = _autoscaling(plan)
     scaling = endpoint.auto_scale(name, min_capacity=components.min_copies, max_capacity=components.max_copies)
     unit = {"unit_name": name}

@@ -1,6 +1,7 @@
 """A private network for the model: isolated subnets (no NAT, no internet route), a
-security group without ingress, and the VPC endpoints SageMaker uses from inside the
-VPC to pull the image (ECR + S3 layers), read weights (S3), and write logs and metrics."""
+security group without ingress, and the VPC endpoints of what the model reaches from inside
+the VPC: S3 for the weights, ECR, CloudWatch Logs and metrics, STS. PeagleEndpoint checks a VPC
+of your own for them at synth (peagle_cdk/model_placement.py says which are needed, how surely)."""
 
 from __future__ import annotations
 

@@ -294,7 +294,7 @@ class BaseImage:
 
     @staticmethod
     def from_settings(settings) -> BaseImage:
-        """The deployment file's image section (peagle.config.ImageSettings): its base source."""
+        """The deployment file's image section (peagle.settings.ImageSettings): its base source."""
         if settings.pull_through_cache_secret_arn:
             return BaseImage.pull_through_cache(
                 settings.pull_through_cache_secret_arn, repository_prefix=settings.pull_through_cache_prefix

@@ -13,7 +13,7 @@ variant endpoint manages its primary unit only: ``managed_units``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -23,6 +23,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 from peagle_cdk.endpoint_logs import EndpointLogGroup
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.rollout import RolloutPolicy
+
+if TYPE_CHECKING:
+    from peagle.planning.planner import Plan
+    from peagle_cdk.costed_unit import CostedUnit
 
 # The actions that invoke an endpoint (IAM service authorization reference for SageMaker; the async one
 # applies to variant endpoints only).
@@ -66,6 +70,15 @@ class ServingUnits(Protocol):
 
     def auto_scale(self, unit_name: str | None = None, *, min_capacity: int, max_capacity: int) -> ScalableUnitCapacity:
         """Register a managed unit's capacity (instances or copies) with Application Auto Scaling."""
+        ...
+
+    def scale_as_planned(self, unit_name: str, plan: Plan) -> ScalableUnitCapacity:
+        """A managed unit's capacity with the policies ``plan`` calls for (``plan.autoscaling`` set): each kind
+        scales its own units (peagle_cdk/planned_scaling.py holds both)."""
+        ...
+
+    def costed_unit(self, unit_name: str, price_per_instance_hour_usd: float) -> CostedUnit:
+        """What one of the unit's units costs, as the fleet's cost figures count it (peagle_cdk/fleet_metrics.py)."""
         ...
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant: ...

@@ -6,6 +6,7 @@ ServingUnits (peagle_cdk/serving_unit.py): each variant is a unit."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -14,15 +15,20 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from peagle_cdk.costed_unit import CostedUnit
 from peagle_cdk.endpoint_logs import EndpointLogGroup, endpoint_log_group_name
 from peagle_cdk.endpoint_metrics_config import metrics_config
 from peagle_cdk.endpoint_routing import routing_config
 from peagle_cdk.endpoint_scaling import ScalableInstanceCount, autoscaling_service_role
 from peagle_cdk.peagle_model import PeagleModel
+from peagle_cdk.planned_scaling import scale_instances
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import SAGEMAKER_NAMESPACE, ServingMetrics
 from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
 from peagle_cdk.settings_model import RoutingSettings
+
+if TYPE_CHECKING:
+    from peagle.planning.planner import Plan
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class VariantSpec:
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
     # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it,
-    # which is too old for a CUDA 13 serving image; peagle/deployment_rules.py picks and checks it.
+    # which is too old for a CUDA 13 serving image; peagle/planning/deployment_rules.py picks and checks it.
     inference_ami_version: str | None = None
     # How SageMaker routes requests over the instances (real-time endpoints; the async endpoint's queue hands out work).
     routing: RoutingSettings = field(default_factory=RoutingSettings)
@@ -74,7 +80,7 @@ class VariantEndpoint(Construct, ServingMetrics):
             can exist before the endpoint starts logging. Changing it replaces the endpoint.
         :param volume_key: KMS key for the ML storage volume (default: none; on instance types with
             local NVMe storage a key does not encrypt that storage, and older API texts say the call
-            fails: peagle.deployment_rules.volume_key_allowed).
+            fails: peagle.planning.deployment_rules.volume_key_allowed).
         :param log_retention_days: retention of the endpoint's log group.
         :param detailed_observability: SageMaker scrapes the container's Prometheus /metrics and publishes per-GPU
             and per-instance host metrics; stated in the endpoint config's MetricsConfig with
@@ -192,6 +198,14 @@ class VariantEndpoint(Construct, ServingMetrics):
         )
         scaling.node.add_dependency(self.endpoint)
         return scaling
+
+    def scale_as_planned(self, unit_name: str, plan: Plan) -> ScalableInstanceCount:
+        """The primary variant's instances as ``plan`` scales them (peagle_cdk/planned_scaling.py)."""
+        return scale_instances(self, unit_name, plan)
+
+    def costed_unit(self, unit_name: str, price_per_instance_hour_usd: float) -> CostedUnit:
+        """A variant's units are its instances, each billed at the instance price."""
+        return CostedUnit(unit_name, price_per_instance_hour_usd)
 
     def _dimensions(self, unit_name: str | None) -> dict[str, str]:
         return {"EndpointName": self.endpoint_name, "VariantName": unit_name or self.primary_unit}

@@ -1,7 +1,7 @@
 """The YAML app's endpoint stack: the validated deployment file handed to the construct library
 (PeagleEndpoint.from_config: planned once, from the config itself), plus what only this app has: the
 project's artifacts bucket by name, a new private VPC on request, batch-transform access, the alarm
-thresholds and the outputs the CLI reads. Planning happens in the construct (peagle.planner); nothing
+thresholds and the outputs the CLI reads. Planning happens in the construct (peagle.planning.planner); nothing
 here decides a number."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from peagle.config import DeploymentConfig
+from peagle.settings import DeploymentConfig
 from peagle_cdk import (
     EndpointMonitoring,
     ModelArtifactsLocation,
@@ -154,6 +154,8 @@ class EndpointStack(Stack):
             description="Prefix the endpoint mounts at /opt/ml/model; stage target/ and drafter/ here before deploying",
         )
         if self.monitoring is not None:
+            # _monitoring gives no alarm_action, so EndpointMonitoring made its own topic.
+            assert self.monitoring.topic is not None, "EndpointMonitoring without alarm_action makes a topic"
             CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic.topic_arn)
             CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
         if config.batch.enabled:

@@ -2,12 +2,13 @@
 container (environment, model mount) and read back out of it (the KPI line, vLLM's
 counters), and what the launcher reads.
 
-The CDK side (``peagle.container_env``, ``peagle_cdk``), the CLI (``peagle``) and
+The CDK side (``peagle.planning.container_env``, ``peagle_cdk``), the CLI (``peagle``) and
 the launcher (this package) all import these names instead of spelling them, the way
 vLLM keeps every ``VLLM_*`` variable in ``vllm/envs.py``. Standard library only: the
 image copies just ``peagle_serve/``, and the CLI imports this without vLLM or
 aws-cdk-lib. What each ``PEAGLE_*`` setting means, its type and default live in the
-launcher's registry (``settings.py``); only the names are here.
+launcher's registry (``settings.py``); only the names are here, and the parts of the
+start-up budget the planner sizes the container's start-up timeout with.
 """
 
 from __future__ import annotations
@@ -55,6 +56,22 @@ TARGET_SUBDIR = "target"
 DRAFTER_SUBDIR = "drafter"
 TARGET_DIR = f"{MODEL_MOUNT}/{TARGET_SUBDIR}"
 DRAFTER_DIR = f"{MODEL_MOUNT}/{DRAFTER_SUBDIR}"
+
+# --- Start-up budget ----------------------------------------------------------------
+# The start-up budget (PEAGLE_STARTUP_TIMEOUT_SECONDS) is SageMaker's, not ours:
+# ProductionVariant.ContainerStartupHealthCheckTimeoutInSeconds, "The timeout value, in
+# seconds, for your inference container to pass health check by SageMaker Hosting", 60-3600
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html;
+# botocore data/sagemaker/2017-07-24/service-2.json, shape
+# ProductionVariantContainerStartupHealthCheckTimeoutInSeconds: "min": 60, "max": 3600).
+# /ping answers 200 only after the self-check, so engine start-up AND self-check must
+# both fit in it; when they don't, SageMaker kills the container with a generic error.
+# The launcher therefore ends the start-up this long before the budget runs out, so its
+# own exit-3/exit-4 message is in the log first (it also absorbs the seconds between
+# the container's start and the launcher's).
+STARTUP_MARGIN_SECONDS = 30.0
+# The self-check's default time (PEAGLE_SELF_CHECK_TIMEOUT_SECONDS), reserved out of the budget when it runs.
+SELF_CHECK_TIMEOUT_SECONDS = 300.0
 
 # --- Shutdown -----------------------------------------------------------------------
 # On scale-in (UpdateEndpointWeightsAndCapacities) and on endpoint updates SageMaker stops

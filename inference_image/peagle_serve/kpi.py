@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import overload
 
 from .contract import VllmMetric, kpi_line
 from .metrics import MetricsSnapshot, fetch_metrics
@@ -41,6 +42,10 @@ def _gauge(current: MetricsSnapshot, name: str) -> float | None:
     return current.total(name) if current.has(name) else None
 
 
+@overload
+def _round(value: float, digits: int = 6) -> float: ...
+@overload
+def _round(value: float | None, digits: int = 6) -> float | None: ...
 def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
 

@@ -77,7 +77,6 @@ class LaunchPlan:
 
 
 def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], passthrough: list[str]) -> LaunchPlan:
-    problems: list[str] = []
     passthrough = list(passthrough)
     # `serve <model> ...` like `vllm serve`: a leading positional is the model.
     positional_model = None
@@ -85,18 +84,7 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
         positional_model = passthrough.pop(0)
 
     args = decode_vllm_env(environ) + passthrough
-    for option, setting in _LAUNCHER_OWNED.items():
-        if vllm_args.has_option(args, option):
-            problems.append(
-                f"{option} is set by the launcher: use {setting} instead "
-                f"({sm_vllm_name(option)} / a pass-through {option} is not allowed)"
-            )
-    for option in _BLINDING:
-        if vllm_args.has_option(args, option):
-            problems.append(
-                f"{option} switches off the metrics the KPI line and the "
-                f"speculation self-check read: remove {sm_vllm_name(option)}"
-            )
+    problems = _refused_options(args)
 
     models, args = vllm_args.pop_option(args, "--model")
     model_value = positional_model or (models[-1] if models else None)
@@ -128,7 +116,39 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
         warning = drafter_context_warning(speculation, _served_max_model_len(model, max_model_len))
         if warning:
             log.warning("%s", warning)
+    return LaunchPlan(
+        argv=_vllm_serve_argv(model, args, speculation, settings),
+        model=model,
+        served_model_name=served_model_name,
+        model_pair=settings.model_pair or served_model_name,
+        speculation=speculation,
+        host=settings.host,
+        port=settings.port,
+    )
 
+
+def _refused_options(args: list[str]) -> list[str]:
+    """A problem for each vLLM option the launcher sets itself or that blinds its checks."""
+    problems = []
+    for option, setting in _LAUNCHER_OWNED.items():
+        if vllm_args.has_option(args, option):
+            problems.append(
+                f"{option} is set by the launcher: use {setting} instead "
+                f"({sm_vllm_name(option)} / a pass-through {option} is not allowed)"
+            )
+    for option in _BLINDING:
+        if vllm_args.has_option(args, option):
+            problems.append(
+                f"{option} switches off the metrics the KPI line and the "
+                f"speculation self-check read: remove {sm_vllm_name(option)}"
+            )
+    return problems
+
+
+def _vllm_serve_argv(
+    model: str, args: list[str], speculation: Speculation | None, settings: LauncherSettings
+) -> list[str]:
+    """The `vllm serve` command: the model, the operator's options, then the launcher's own."""
     # The model goes first, positionally: vLLM 0.32 moves a `--model` there itself and warns
     # "With `vllm serve`, you should provide the model as a positional argument or in a
     # config file instead of via the `--model` option. The `--model` option will be removed
@@ -155,15 +175,7 @@ def build_launch_plan(settings: LauncherSettings, environ: Mapping[str, str], pa
     ]
     if settings.request_log_sampling_percent > 0:
         argv += ["--middleware", REQUEST_LOG_MIDDLEWARE]
-    return LaunchPlan(
-        argv=argv,
-        model=model,
-        served_model_name=served_model_name,
-        model_pair=settings.model_pair or served_model_name,
-        speculation=speculation,
-        host=settings.host,
-        port=settings.port,
-    )
+    return argv
 
 
 def _served_max_model_len(model: str, max_model_len: str | None) -> int | None:

@@ -94,7 +94,7 @@ class _Supervisor:
         self.plan = plan
         self.environ = environ  # vLLM's environment (may hold HF_TOKEN: never log it)
         self.deadlines = deadlines
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None  # set by _start; the signal handler reads it
         self.shutdown_requested = False
         self._interrupts = 0
 
@@ -105,8 +105,8 @@ class _Supervisor:
         previous_handlers = self._install_signal_handlers()
         reporter = None
         try:
-            self._start(ready_file)
-            status = self._wait_until_healthy()
+            engine = self._start(ready_file)
+            status = self._wait_until_healthy(engine)
             if status is not None:
                 return status
             if self.settings.speculation_self_check:
@@ -120,7 +120,7 @@ class _Supervisor:
                     )
                 except (SelfCheckError, OSError, http.client.HTTPException, ValueError) as error:
                     if self.shutdown_requested:
-                        return self._finish_shutdown()
+                        return self._finish_shutdown(engine)
                     log.error("PEAGLE SELF-CHECK FAILED, stopping: %s", error)
                     self._stop_engine()
                     return EXIT_SELF_CHECK_FAILED
@@ -141,11 +141,11 @@ class _Supervisor:
                     variant_name=self.settings.variant_name,
                 )
                 reporter.start()
-            returncode = self.process.wait()
+            returncode = engine.wait()
             if reporter:
                 reporter.stop()
             if self.shutdown_requested:
-                return self._finish_shutdown()
+                return self._finish_shutdown(engine)
             return self._engine_died(returncode)
         finally:
             if reporter:
@@ -154,7 +154,7 @@ class _Supervisor:
             self._restore_signal_handlers(previous_handlers)
             shutil.rmtree(state_dir, ignore_errors=True)
 
-    def _start(self, ready_file: Path) -> None:
+    def _start(self, ready_file: Path) -> subprocess.Popen[bytes]:
         env = dict(self.environ)
         env[readiness.READY_FILE_ENV] = str(ready_file)
         # vLLM imports the /ping gate by module path; make sure it can find us.
@@ -184,19 +184,20 @@ class _Supervisor:
             # SIGTERM came before there was an engine to forward it to: forward it now, or the
             # engine would serve on until SageMaker's SIGKILL.
             self.process.send_signal(signal.SIGTERM)
+        return self.process
 
-    def _wait_until_healthy(self) -> int | None:
+    def _wait_until_healthy(self, engine: subprocess.Popen[bytes]) -> int | None:
         """None once /health is 200; otherwise the exit code to return."""
         deadline = self.deadlines.engine_healthy_by
         while True:
-            returncode = self.process.poll()
+            returncode = engine.poll()
             if returncode is not None:
                 if self.shutdown_requested:
-                    return self._finish_shutdown()
+                    return self._finish_shutdown(engine)
                 log.error("vLLM exited during start-up with status %s; its log above says why", returncode)
                 return _nonzero(returncode)
             if self.shutdown_requested:
-                return self._finish_shutdown()
+                return self._finish_shutdown(engine)
             try:
                 status, _ = get_text(self.plan.local_url + "/health", timeout=2.0)
                 if status == 200:
@@ -218,8 +219,8 @@ class _Supervisor:
                 return EXIT_STARTUP_TIMEOUT
             time.sleep(_HEALTH_POLL_SECONDS)
 
-    def _finish_shutdown(self) -> int:
-        returncode = self.process.wait()
+    def _finish_shutdown(self, engine: subprocess.Popen[bytes]) -> int:
+        returncode = engine.wait()
         log.info("vLLM stopped (status %s) after shutdown request", returncode)
         return 0 if returncode in (0, -signal.SIGTERM, -signal.SIGINT) else _nonzero(returncode)
 

@@ -162,6 +162,7 @@ def parse_speculative_config(raw: str, settings: LauncherSettings, *, max_num_se
         )
     if problems:
         raise ConfigError(problems)
+    assert isinstance(k, int), "a num_speculative_tokens that is not an integer >= 1 is among the problems raised above"
     return Speculation(config=config, num_speculative_tokens=k, parallel_drafting=parallel, schedule=schedule)
 
 

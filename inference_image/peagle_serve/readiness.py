@@ -37,7 +37,7 @@ class ContainerContractMiddleware:
         self._ready = not self._ready_file
 
     def _is_ready(self) -> bool:
-        if not self._ready:
+        if not self._ready and self._ready_file:  # not ready implies a ready file was named
             self._ready = os.path.exists(self._ready_file)
         return self._ready
 

@@ -14,23 +14,18 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from . import contract
-from .contract import MODEL_MOUNT, SAGEMAKER_SIGKILL_AFTER_SECONDS, SHUTDOWN_DRAIN_SECONDS
+from .contract import (
+    MODEL_MOUNT,
+    SAGEMAKER_SIGKILL_AFTER_SECONDS,
+    SELF_CHECK_TIMEOUT_SECONDS,
+    SHUTDOWN_DRAIN_SECONDS,
+    STARTUP_MARGIN_SECONDS,
+)
 from .errors import ConfigError
 
-# The start-up budget (PEAGLE_STARTUP_TIMEOUT_SECONDS) is SageMaker's, not ours:
-# ProductionVariant.ContainerStartupHealthCheckTimeoutInSeconds, "The timeout value, in
-# seconds, for your inference container to pass health check by SageMaker Hosting", 60-3600
-# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html;
-# botocore data/sagemaker/2017-07-24/service-2.json, shape
-# ProductionVariantContainerStartupHealthCheckTimeoutInSeconds: "min": 60, "max": 3600).
-# /ping answers 200 only after the self-check, so engine start-up AND self-check must
-# both fit in it; when they don't, SageMaker kills the container with a generic error.
-# The launcher therefore ends the start-up this long before the budget runs out, so its
-# own exit-3/exit-4 message is in the log first (it also absorbs the seconds between
-# the container's start and the launcher's).
-STARTUP_MARGIN_SECONDS = 30.0
 # Less than this for loading and starting the engine is a budget mistake, not a plan.
 MIN_ENGINE_START_SECONDS = 60.0
 
@@ -64,16 +59,19 @@ def _parse_optional_int(raw: str) -> int | None:
     return None if raw.strip() == "" else int(raw.strip())
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Setting:
-    """One ``PEAGLE_*`` variable: how to read it, its default, what it does."""
+class Setting(Generic[T]):
+    """One ``PEAGLE_*`` variable: how to read it (a ``T``), its default, what it does."""
 
     env: str
     field: str
-    parse: Callable[[str], object]
-    default: object
+    parse: Callable[[str], T]
+    default: T
     doc: str
-    check: Callable[[object], str | None] = lambda value: None  # -> problem or None
+    check: Callable[[T], str | None] = lambda value: None  # -> problem or None
 
     @property
     def type_name(self) -> str:
@@ -87,15 +85,15 @@ class Setting:
         }[self.parse]
 
 
-def _at_least(minimum: float) -> Callable[[object], str | None]:
+def _at_least(minimum: float) -> Callable[[float], str | None]:
     return lambda value: None if value >= minimum else f"must be >= {minimum}"
 
 
-def _port(value: object) -> str | None:
+def _port(value: int) -> str | None:
     return None if 1 <= value <= 65535 else "must be a TCP port (1-65535)"
 
 
-def _drain(value: object) -> str | None:
+def _drain(value: int) -> str | None:
     if not 0 <= value < SAGEMAKER_SIGKILL_AFTER_SECONDS:
         return (
             f"must be 0-{SAGEMAKER_SIGKILL_AFTER_SECONDS - 1}: SageMaker kills the "
@@ -105,22 +103,22 @@ def _drain(value: object) -> str | None:
     return None
 
 
-def _share(value: object) -> str | None:
+def _share(value: float) -> str | None:
     return None if 0 <= value <= 1 else "must be between 0 and 1"
 
 
-def _one_of(*allowed: str) -> Callable[[object], str | None]:
+def _one_of(*allowed: str) -> Callable[[str], str | None]:
     return lambda value: None if value in allowed else f"must be one of {', '.join(allowed)}"
 
 
 SAMPLED_COLLAPSE_ACTIONS = ("warn", "fail")
 
 
-def _trained_k(value: object) -> str | None:
+def _trained_k(value: int | None) -> str | None:
     return None if value is None or value >= 1 else "must be >= 1 (or unset)"
 
 
-def _between(low: int, high: int) -> Callable[[object], str | None]:
+def _between(low: int, high: int) -> Callable[[int], str | None]:
     return lambda value: None if low <= value <= high else f"must be {low}-{high}"
 
 
@@ -131,7 +129,8 @@ def _between(low: int, high: int) -> Callable[[object], str | None]:
 REQUEST_LOG_MAX_BODY_BYTES_RANGE = (1024, 1024 * 1024)
 
 
-SETTINGS: tuple[Setting, ...] = (
+# Each setting reads its own type, so the registry holds them as Setting[Any]; LauncherSettings is what types them.
+SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         contract.ENV_MODEL_PAIR,
         "model_pair",
@@ -248,7 +247,7 @@ SETTINGS: tuple[Setting, ...] = (
         contract.ENV_SELF_CHECK_TIMEOUT_SECONDS,
         "self_check_timeout_seconds",
         _parse_float,
-        300.0,
+        SELF_CHECK_TIMEOUT_SECONDS,
         "How long the warm-up request and speculation check may take in all (the first "
         "request can be slow); reserved out of `PEAGLE_STARTUP_TIMEOUT_SECONDS` when the "
         "self-check is on.",
@@ -358,12 +357,12 @@ class LauncherSettings:
 
 
 assert {s.field for s in SETTINGS} == {f.name for f in fields(LauncherSettings)}
-SETTINGS_BY_ENV: dict[str, Setting] = {setting.env: setting for setting in SETTINGS}
+SETTINGS_BY_ENV: dict[str, Setting[Any]] = {setting.env: setting for setting in SETTINGS}
 
 
 def load_settings(environ: Mapping[str, str]) -> LauncherSettings:
     """Read and validate every ``PEAGLE_*`` setting; raise one ConfigError listing all problems."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # field -> a value of that field's type: each Setting parsed and checked it
     problems: list[str] = []
     known = {setting.env for setting in SETTINGS}
     for name in sorted(environ):

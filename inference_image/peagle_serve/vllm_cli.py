@@ -19,6 +19,10 @@ same version, through importlib.metadata's documented extension point (a
 unchanged. In the image (`vllm/vllm-openai`, distribution ``vllm``) it changes nothing.
 """
 
+# pyright: reportMissingImports=false
+# vLLM is the serving stack's (requirements-serving.txt): the fast lane type-checks this module without it, the
+# serving lane with it, so its import is unresolved in one and a per-line ignore "unnecessary" in the other.
+
 from __future__ import annotations
 
 import sys

@@ -27,6 +27,11 @@ distribution, so vLLM never finds the entry point there: on the GPU it is a no-o
 Runs in vLLM's processes: stdlib at import time; torch and vLLM only inside the functions.
 """
 
+# pyright: reportMissingImports=false
+# torch and vLLM are the serving stack's (requirements-serving.txt) and imported only inside vLLM's processes: the
+# fast lane type-checks this module without them, the serving lane with them, so their imports are unresolved in
+# one and a per-line ignore "unnecessary" in the other.
+
 from __future__ import annotations
 
 import logging
@@ -232,7 +237,9 @@ def _apply_top_k_empty() -> bool:
             return logits
         return original(logits, k)
 
-    apply_top_k_only.peagle_correction = TOP_K_EMPTY.name
+    # A function attribute (PEP 232) marks the replacement so a second register() in this process leaves it be;
+    # typeshed's FunctionType declares no such attribute, hence the ignore.
+    apply_top_k_only.peagle_correction = TOP_K_EMPTY.name  # pyright: ignore[reportFunctionMemberAccess]
     # apply_top_k_top_p_pytorch looks the function up in its module at every call.
     topk_topp_sampler.apply_top_k_only = apply_top_k_only
     return True

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from peagle.access.assembly import Assembly, AssemblyStack
-from peagle.access.requirements import ECR_IMAGE, ECR_PULL, ECR_PUSH, HTTPS, S3_URI, Need, _in_stack
+from peagle.access.need import ECR_IMAGE, ECR_PULL, ECR_PUSH, HTTPS, S3_URI, Need, in_stack
+from peagle.cloud_assembly import Assembly, AssemblyStack
 
 
 def build_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need]:
@@ -37,7 +37,7 @@ def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, buil
     project_props = project[0].template["Resources"][project[1]]["Properties"]
     builder = project_props["ServiceRole"]
     repository_name = assembly.resolve(stack, properties.get("RepositoryName"))
-    repository_arn = _in_stack(stack, f"arn:aws:ecr:${{AWS::Region}}:${{AWS::AccountId}}:repository/{repository_name}")
+    repository_arn = in_stack(stack, f"arn:aws:ecr:${{AWS::Region}}:${{AWS::AccountId}}:repository/{repository_name}")
     repository = assembly.find_resource(stack, properties.get("RepositoryName"))
     why = f"the image build {logical_id}"
     needs = [Need(stack, builder, "ecr:GetAuthorizationToken", "*", f"{why} logs in to ECR", "build")]
@@ -56,7 +56,7 @@ def _build_needs(assembly: Assembly, stack: AssemblyStack, logical_id: str, buil
         stack, ((project_props.get("LogsConfig") or {}).get("CloudWatchLogs") or {}).get("GroupName")
     )
     if group:
-        stream = _in_stack(
+        stream = in_stack(
             stack, f"arn:aws:logs:${{AWS::Region}}:${{AWS::AccountId}}:log-group:{group}:log-stream:build"
         )
         needs += [

@@ -16,10 +16,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from peagle.access.assembly import Assembly, AssemblyStack
 from peagle.access.policy_eval import Decision, NotDecidable, Policy, Request, evaluate
 from peagle.access.requirements import FIXES, Need, runtime_needs
 from peagle.access.unchecked import Holder, deployer_verdict, outside_verdict, policy_holder
+from peagle.cloud_assembly import Assembly, AssemblyStack
 
 # AWS managed policies the app's roles attach, as the AWS Managed Policy Reference Guide gives them
 # (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSLambdaBasicExecutionRole.html: "logs:

@@ -13,14 +13,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from peagle.cli_errors import run_reporting_errors
+from peagle.cli_errors import ExitCode, run_reporting_errors
+from peagle.cli_options import add_command, option
 
-EXIT_OK, EXIT_MISSING, EXIT_BAD_INPUT = 0, 1, 2
+_OPTIONS = (
+    option("--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"),
+    option("--verbose", action="store_true", help="also list every granted request and what allowed it"),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "access",
+        run_access,
+        _OPTIONS,
         help="check that every role of a synthesized app may do what AWS will ask of it at runtime",
         description="From a cloud assembly (cdk.out), list what each principal must be able to do at runtime (the "
         "SageMaker execution role: pull its image, list and read its weights and decrypt them, create and write its "
@@ -33,22 +40,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "templates is printed as not checked, with what was found and what to verify by hand. Exit 0 nothing "
         "missing, 1 a grant certainly missing, 2 bad input.",
     )
-    parser.add_argument(
-        "--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"
-    )
-    parser.add_argument("--verbose", action="store_true", help="also list every granted request and what allowed it")
-    parser.set_defaults(handler=run_access)
 
 
 def run_access(args: argparse.Namespace) -> int:
-    from peagle.access.assembly import AssemblyError
+    from peagle.cloud_assembly import AssemblyError
 
-    return run_reporting_errors(_access, args, [(AssemblyError, EXIT_BAD_INPUT)])
+    return run_reporting_errors(_access, args, [(AssemblyError, ExitCode.BAD_INPUT)])
 
 
 def _access(args: argparse.Namespace) -> int:
-    from peagle.access.assembly import Assembly
     from peagle.access.check import check_runtime_access, report_lines
+    from peagle.cloud_assembly import Assembly
 
     outcomes = check_runtime_access(Assembly.from_cdk_out(args.cdk_out))
     if args.verbose:
@@ -57,4 +59,4 @@ def _access(args: argparse.Namespace) -> int:
                 print(f"granted  {outcome.principal} {outcome.need.action} on {outcome.need.resource}")
     for line in report_lines(outcomes):
         print(line)
-    return EXIT_MISSING if any(outcome.missing for outcome in outcomes) else EXIT_OK
+    return ExitCode.FAILED if any(outcome.missing for outcome in outcomes) else ExitCode.OK

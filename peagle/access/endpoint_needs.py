@@ -23,15 +23,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from peagle.access.assembly import Assembly, AssemblyStack
-from peagle.access.requirements import (
-    ASYNC_INPUT_METADATA_KEY,
+from peagle.access.need import (
     HTTPS,
     S3_URI,
     Need,
-    _bucket_key,
-    _in_stack,
+    bucket_key,
+    in_stack,
 )
+from peagle.cloud_assembly import Assembly, AssemblyStack
+from peagle.planning.plan_record import ASYNC_INPUT_METADATA_KEY
 
 # Where S3 calls KMS from on the caller's behalf (the kms:ViaService value S3 sets, as the capture and weights needs
 # have it since peagle.access was written; AWS KMS Developer Guide, "kms:ViaService").
@@ -86,7 +86,7 @@ def _rollback_alarm_needs(assembly: Assembly, stack: AssemblyStack) -> list[Need
         for role in roles:
             for alarm in alarms:
                 name = assembly.resolve(stack, alarm.get("AlarmName"))
-                arn = _in_stack(stack, f"arn:aws:cloudwatch:${{AWS::Region}}:${{AWS::AccountId}}:alarm:{name}")
+                arn = in_stack(stack, f"arn:aws:cloudwatch:${{AWS::Region}}:${{AWS::AccountId}}:alarm:{name}")
                 why = f"SageMaker reads auto-rollback alarm {name} during an endpoint update"
                 needs.append(Need(stack, role, "cloudwatch:DescribeAlarms", arn, why, "rollback-alarms"))
     return needs
@@ -112,7 +112,7 @@ def _async_needs(assembly: Assembly, stack: AssemblyStack, config_id: str, confi
         needs += [Need(stack, role, "s3:PutObject", arn, why, "async", dict(HTTPS), bucket) for role in roles]
         # OutputConfig.KmsKeyId: "The ... KMS key that SageMaker uses to encrypt the asynchronous inference output in
         # Amazon S3" (botocore 1.44.5 sagemaker, AsyncInferenceOutputConfig); without it the bucket's default key.
-        key = (stack, output["KmsKeyId"]) if output.get("KmsKeyId") else _bucket_key(assembly, bucket)
+        key = (stack, output["KmsKeyId"]) if output.get("KmsKeyId") else bucket_key(assembly, bucket)
         needs += _s3_key_needs(assembly, stack, roles, key, "kms:GenerateDataKey", f"{why}, encrypted with a KMS key")
     needs += _topic_needs(assembly, stack, config_id, output.get("NotificationConfig") or {}, roles)
     return needs
@@ -132,7 +132,7 @@ def _async_input_needs(
     why = f"SageMaker reads {config_id}'s asynchronous request payloads from {recorded} (InvokeEndpointAsync)"
     needs = [Need(stack, role, "s3:GetObject", arn, why, "async-input", dict(HTTPS), bucket) for role in roles]
     return needs + _s3_key_needs(
-        assembly, stack, roles, _bucket_key(assembly, bucket), "kms:Decrypt", f"{why}, encrypted with a KMS key"
+        assembly, stack, roles, bucket_key(assembly, bucket), "kms:Decrypt", f"{why}, encrypted with a KMS key"
     )
 
 
@@ -150,7 +150,7 @@ def _s3_key_needs(
     key_stack, key_value = key
     arn = assembly.resolve(key_stack, key_value) or "${?unresolved}"
     where = assembly.find_resource(key_stack, key_value)
-    context = {"kms:ViaService": _in_stack(stack, S3_VIA)}
+    context = {"kms:ViaService": in_stack(stack, S3_VIA)}
     return [Need(stack, role, action, arn, why, "async-key", context, where, key_policy=True) for role in roles]
 
 
@@ -210,7 +210,7 @@ def _capture_needs(assembly: Assembly, stack: AssemblyStack, config_id: str, con
     if key_value is None:
         return needs
     key_arn = assembly.resolve(stack, key_value) or "${?unresolved}"
-    context = {"kms:ViaService": _in_stack(stack, S3_VIA)}
+    context = {"kms:ViaService": in_stack(stack, S3_VIA)}
     where = assembly.find_resource(stack, key_value)
     return needs + [
         Need(

@@ -35,24 +35,18 @@ over HTTPS), which is what a bucket's enforce-SSL deny tests.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from peagle.access.assembly import Assembly, AssemblyStack
+from peagle.access.build_needs import build_needs
+from peagle.access.endpoint_needs import endpoint_needs
+from peagle.access.need import ECR_IMAGE, ECR_PULL, HTTPS, S3_URI, Need, bucket_key, in_stack
+from peagle.cloud_assembly import Assembly, AssemblyStack
 
 # What `peagle stage` writes under a weights prefix (peagle/stage), and what the launcher reads first.
 STAGED_OBJECTS = ("target/config.json", "drafter/config.json")
 # The container's Hugging Face token secret (inference_image/peagle_serve/contract.py ENV_HF_TOKEN_SECRET_ARN).
 HF_TOKEN_VARIABLE = "PEAGLE_HF_TOKEN_SECRET_ARN"
-# <account>.dkr.ecr.<region>.<suffix>/<repository>[:tag|@digest]; any part may hold placeholders ("${AWS::Region}").
-_PART = r"(?:\$\{[^}]*\}|[^.$])+"
-ECR_IMAGE = re.compile(
-    rf"^(?P<account>{_PART})\.dkr\.ecr\.(?P<region>{_PART})\.[^/]+/(?P<repository>(?:\$\{{[^}}]*\}}|[^:@$])+)"
-)
-# s3://<bucket>/<key>, where the bucket may be a placeholder with a '/' of its own ("${Stack/LogicalId}").
-S3_URI = re.compile(r"^s3://(?P<bucket>(?:\$\{[^}]*\}|[^/$])+)/?(?P<key>.*)$")
 # The needs are written here from their sources, not imported from the constructs that grant them
 # (peagle_cdk/execution_role.py has the same lists): a need shared with its grant could never find the grant wrong.
 EC2_NETWORK_ACTIONS = (
@@ -66,22 +60,6 @@ EC2_NETWORK_ACTIONS = (
     "ec2:DescribeSubnets",
     "ec2:DescribeSecurityGroups",
 )
-ECR_PULL = ("ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage")
-ECR_PUSH = (
-    "ecr:CompleteLayerUpload",
-    "ecr:UploadLayerPart",
-    "ecr:InitiateLayerUpload",
-    "ecr:BatchCheckLayerAvailability",
-    "ecr:PutImage",
-    "ecr:BatchGetImage",
-)
-HTTPS = {"aws:SecureTransport": True}
-# The metadata key under which an asynchronous endpoint config records where its callers put InvokeEndpointAsync
-# inputs (peagle_cdk/async_endpoint.py writes it): the template's only statement of the input location, which
-# each request names ("InputLocation: The Amazon S3 URI where the inference request payload is stored", botocore
-# 1.44.5 sagemaker-runtime InvokeEndpointAsync).
-ASYNC_INPUT_METADATA_KEY = "peagle:AsyncInputS3Uri"
-
 # The prop or deployment-file key that grants each kind of need, in the caller's words.
 FIXES = {
     "image": "PeagleEndpoint grants its execution role pulls from the serving image's repository (ServingImage); "
@@ -113,26 +91,6 @@ FIXES = {
     "build": "peagle_cdk/serving_image_build.py grants it to the stack's image builder: a missing grant here is a "
     "fault of the library, please report it",
 }
-
-
-@dataclass(frozen=True)
-class Need:
-    """One request AWS will make at runtime, and what it is for."""
-
-    stack: AssemblyStack  # where the principal is named
-    principal: Any  # the template value naming the role (a Ref/GetAtt/ARN), or a service principal string
-    action: str
-    resource: str  # the symbolic ARN (peagle.access.assembly)
-    why: str
-    fix: str  # a FIXES key
-    context: dict[str, Any] = field(default_factory=dict)
-    # The resource whose policy also decides (a bucket, key, repository, secret, topic, function), if in the app.
-    resource_in: tuple[AssemblyStack, str] | None = None
-    key_policy: bool = False  # a KMS key: its policy must allow (directly or through the account)
-    service_principal: bool = False  # the caller is an AWS service principal, decided by resource policy alone
-    # The caller is whoever deploys the stack (CloudFormation's service role, or the deployer's own credentials): not
-    # in the templates, so only the resource's side can be read (peagle.access.check says what it decides).
-    deployer: bool = False
 
 
 def runtime_needs(assembly: Assembly) -> list[Need]:
@@ -229,7 +187,7 @@ def _weights_needs(assembly: Assembly, stack: AssemblyStack, role: Any, model_id
     needs = [Need(stack, role, "s3:ListBucket", bucket_arn, why, "weights", {**HTTPS, "s3:prefix": prefix}, bucket)] + [
         Need(stack, role, "s3:GetObject", f"{bucket_arn}/{key}", why, "weights", dict(HTTPS), bucket) for key in objects
     ]
-    key = _bucket_key(assembly, bucket)
+    key = bucket_key(assembly, bucket)
     if key is not None:
         key_stack, key_value = key
         key_arn = assembly.resolve(key_stack, key_value)
@@ -241,25 +199,12 @@ def _weights_needs(assembly: Assembly, stack: AssemblyStack, role: Any, model_id
                 key_arn or "${?unresolved}",
                 f"{uri} is in a bucket encrypted with a KMS key: reading it needs kms:Decrypt on that key",
                 "weights-key",
-                {"kms:ViaService": _in_stack(stack, "s3.${AWS::Region}.amazonaws.com")},
+                {"kms:ViaService": in_stack(stack, "s3.${AWS::Region}.amazonaws.com")},
                 assembly.find_resource(key_stack, key_value),
                 key_policy=True,
             )
         )
     return needs
-
-
-def _bucket_key(assembly: Assembly, bucket: tuple[AssemblyStack, str] | None) -> tuple[AssemblyStack, Any] | None:
-    """The KMS key a bucket of the app encrypts objects with by default (its template value), if any."""
-    if bucket is None:
-        return None
-    stack, logical_id = bucket
-    encryption = stack.template["Resources"][logical_id].get("Properties", {}).get("BucketEncryption") or {}
-    for rule in encryption.get("ServerSideEncryptionConfiguration", []):
-        default = rule.get("ServerSideEncryptionByDefault") or {}
-        if default.get("SSEAlgorithm") in ("aws:kms", "aws:kms:dsse") and default.get("KMSMasterKeyID"):
-            return stack, default["KMSMasterKeyID"]
-    return None
 
 
 def _log_groups_of(assembly: Assembly, stack: AssemblyStack, model_id: str) -> Iterator[str]:
@@ -271,13 +216,13 @@ def _log_groups_of(assembly: Assembly, stack: AssemblyStack, model_id: str) -> I
         variants = config.get("Properties", {}).get("ProductionVariants", [])
         if any(_points_at(assembly, stack, variant.get("ModelName"), model_id) for variant in variants):
             for name in _endpoints_of(assembly, stack, config_id):
-                yield _in_stack(stack, prefix) + f"/aws/sagemaker/Endpoints/{name}"
+                yield in_stack(stack, prefix) + f"/aws/sagemaker/Endpoints/{name}"
     for component in stack.resources("AWS::SageMaker::InferenceComponent").values():
         properties = component.get("Properties", {})
         if _points_at(assembly, stack, (properties.get("Specification") or {}).get("ModelName"), model_id):
             name = assembly.resolve(stack, properties.get("InferenceComponentName"))
             if name is not None:
-                yield _in_stack(stack, prefix) + f"/aws/sagemaker/InferenceComponents/{name}"
+                yield in_stack(stack, prefix) + f"/aws/sagemaker/InferenceComponents/{name}"
 
 
 def _endpoints_of(assembly: Assembly, stack: AssemblyStack, config_id: str) -> Iterator[str]:
@@ -292,15 +237,3 @@ def _endpoints_of(assembly: Assembly, stack: AssemblyStack, config_id: str) -> I
 def _points_at(assembly: Assembly, stack: AssemblyStack, value: Any, logical_id: str) -> bool:
     found = assembly.find_resource(stack, value) if value is not None else None
     return found is not None and found[0] is stack and found[1] == logical_id
-
-
-def _in_stack(stack: AssemblyStack, arn_prefix: str) -> str:
-    return arn_prefix.replace("${AWS::Region}", stack.region or "${AWS::Region}").replace(
-        "${AWS::AccountId}", stack.account or "${AWS::AccountId}"
-    )
-
-
-# The endpoints' and the image build's needs live in modules of their own (they change with their constructs);
-# imported last because those modules build on Need and the helpers above.
-from peagle.access.build_needs import build_needs  # noqa: E402
-from peagle.access.endpoint_needs import endpoint_needs  # noqa: E402

@@ -1,9 +1,10 @@
 """`peagle batch`: JSONL prompts through the endpoint's Model as a SageMaker Batch Transform
 job, or through a local server with the same record protocol (--url).
 
-Exit codes: 0 done; 1 the job failed or was stopped, a record failed (--url), or
-an AWS call failed; 2 bad arguments, records, deployment or plan (nothing was
-started); 130 interrupted while following (the job keeps running).
+Exit codes: 0 done; 1 the job failed or was stopped, or a record failed (--url); 2 bad
+arguments, records, deployment or plan (nothing was started); 3 an AWS call failed
+(credentials, permissions), as every command; 130 interrupted while following (the job
+keeps running).
 """
 
 from __future__ import annotations
@@ -18,20 +19,94 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCURRENCY_MB
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, exclusive, group, option
 from peagle_serve import contract
 
 if TYPE_CHECKING:
     from peagle.batch.job_request import EnvironmentChoice, TransformJobSpec
-    from peagle.config import DeploymentConfig
-    from peagle.planner import Plan
+    from peagle.planning.planner import Plan
+    from peagle.settings import DeploymentConfig
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_LOCAL_CONCURRENCY = 4
 
 
+_OPTIONS = (
+    option("--input", required=True, help="JSONL records: a local file, or s3://bucket/key (or a prefix) for a job"),
+    option("--output", required=True, help="s3://bucket/prefix/ for a job; a local .jsonl file with --url/--endpoint"),
+    exclusive(
+        option("--url", help="run the records against this server instead, e.g. http://127.0.0.1:8080"),
+        option(
+            "--endpoint",
+            help="run the records through this SageMaker real-time endpoint from here (InvokeEndpoint per record; "
+            "--input/--output are local files)",
+        ),
+    ),
+    group(
+        "which Model and plan",
+        option("--model-name", help="SageMaker Model to run (default: the ModelName output of --stack)"),
+        option("--stack", help="endpoint stack whose ModelName output names the Model (default <name>-endpoint)"),
+        option(
+            "--deployment",
+            help="deployment YAML the Model was deployed from (default deployments/default.yaml if present)",
+        ),
+        option("--model", help="model pair id to plan with (default: the deployment's)"),
+    ),
+    group(
+        "the transform job",
+        option("--instance-type", help="transform instance type (default: the deployment's instance.type)"),
+        option("--instance-count", type=int, default=1, help="instances; records are spread over them (default 1)"),
+        option(
+            "--max-concurrent-transforms",
+            type=int,
+            help=f"requests in flight per instance (default: min(plan max_num_seqs, {MAX_PAYLOAD_TIMES_CONCURRENCY_MB} / "
+            f"--max-payload-mb); with --url default {DEFAULT_LOCAL_CONCURRENCY})",
+        ),
+        option(
+            "--max-payload-mb",
+            type=int,
+            default=DEFAULT_MAX_PAYLOAD_MB,
+            help=f"largest record in MB (default {DEFAULT_MAX_PAYLOAD_MB}); x concurrency must be <= {MAX_PAYLOAD_TIMES_CONCURRENCY_MB}",
+        ),
+        option("--invocation-timeout-seconds", type=int, default=600, help="per record, 1-3600 (default 600)"),
+        option("--invocation-max-retries", type=int, default=1, help="SageMaker's retries per record, 0-3 (default 1)"),
+        option("--job-name", help="default <name>-<pair>-<UTC time>"),
+        option(
+            "--env",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="extra container variable (repeatable; 16 entries in all)",
+        ),
+        option("--upload-to", help="s3:// key or prefix/ to upload a local --input to first"),
+        option("--output-kms-key-id", help="KMS key for the job's output objects"),
+        option(
+            "--wait", action=argparse.BooleanOptionalAction, default=True, help="follow the job to the end (default)"
+        ),
+        option(
+            "--dry-run",
+            action="store_true",
+            help="check everything and print the CreateTransformJob request; call no AWS API",
+        ),
+        option("--region", help="AWS region (default: the AWS config's)"),
+    ),
+    option("--no-validate", dest="validate", action="store_false", help="send local records unchecked"),
+    option(
+        "--max-tokens",
+        type=int,
+        help="for local --input records without max_tokens (default: the batch profile's); records already "
+        "in S3 must carry their own",
+    ),
+    option("--max-attempts", type=int, default=5, help="--url: client attempts per record (default 5)"),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "batch",
+        run_batch,
+        _OPTIONS,
         help="run JSONL prompts through an endpoint (--endpoint), a local server (--url) or a Batch Transform job",
         description="Each line of --input is one JSON record ({'prompt': ...} or {'messages': [...]} plus sampling "
         "fields), POSTed as one /invocations request; each output line is its record plus 'SageMakerOutput' "
@@ -40,96 +115,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Without either: a Batch Transform job on the endpoint stack's Model with the batch profile's settings, "
         "refused (before anything is uploaded) while no transform host runs the serving image's CUDA "
         "(peagle/catalog/runtime.yaml says which do). "
-        "Exit 0 ok, 1 job/record/AWS failure, 2 bad input (nothing started).",
+        "Exit 0 ok, 1 job/record failure, 2 bad input (nothing started), 3 an AWS call failed.",
     )
-    parser.add_argument(
-        "--input", required=True, help="JSONL records: a local file, or s3://bucket/key (or a prefix) for a job"
-    )
-    parser.add_argument(
-        "--output", required=True, help="s3://bucket/prefix/ for a job; a local .jsonl file with --url/--endpoint"
-    )
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--url", help="run the records against this server instead, e.g. http://127.0.0.1:8080")
-    target.add_argument(
-        "--endpoint",
-        help="run the records through this SageMaker real-time endpoint from here (InvokeEndpoint per record; "
-        "--input/--output are local files)",
-    )
-    where = parser.add_argument_group("which Model and plan")
-    where.add_argument("--model-name", help="SageMaker Model to run (default: the ModelName output of --stack)")
-    where.add_argument(
-        "--stack", help="endpoint stack whose ModelName output names the Model (default <name>-endpoint)"
-    )
-    where.add_argument(
-        "--deployment", help="deployment YAML the Model was deployed from (default deployments/default.yaml if present)"
-    )
-    where.add_argument("--model", help="model pair id to plan with (default: the deployment's)")
-    job = parser.add_argument_group("the transform job")
-    job.add_argument("--instance-type", help="transform instance type (default: the deployment's instance.type)")
-    job.add_argument(
-        "--instance-count", type=int, default=1, help="instances; records are spread over them (default 1)"
-    )
-    job.add_argument(
-        "--max-concurrent-transforms",
-        type=int,
-        help=f"requests in flight per instance (default: min(plan max_num_seqs, {MAX_PAYLOAD_TIMES_CONCURRENCY_MB} / "
-        f"--max-payload-mb); with --url default {DEFAULT_LOCAL_CONCURRENCY})",
-    )
-    job.add_argument(
-        "--max-payload-mb",
-        type=int,
-        default=DEFAULT_MAX_PAYLOAD_MB,
-        help=f"largest record in MB (default {DEFAULT_MAX_PAYLOAD_MB}); x concurrency must be <= {MAX_PAYLOAD_TIMES_CONCURRENCY_MB}",
-    )
-    job.add_argument("--invocation-timeout-seconds", type=int, default=600, help="per record, 1-3600 (default 600)")
-    job.add_argument(
-        "--invocation-max-retries", type=int, default=1, help="SageMaker's retries per record, 0-3 (default 1)"
-    )
-    job.add_argument("--job-name", help="default <name>-<pair>-<UTC time>")
-    job.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra container variable (repeatable; 16 entries in all)",
-    )
-    job.add_argument("--upload-to", help="s3:// key or prefix/ to upload a local --input to first")
-    job.add_argument("--output-kms-key-id", help="KMS key for the job's output objects")
-    job.add_argument(
-        "--wait", action=argparse.BooleanOptionalAction, default=True, help="follow the job to the end (default)"
-    )
-    job.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check everything and print the CreateTransformJob request; call no AWS API",
-    )
-    job.add_argument("--region", help="AWS region (default: the AWS config's)")
-    parser.add_argument("--no-validate", dest="validate", action="store_false", help="send local records unchecked")
-    parser.add_argument(
-        "--max-tokens",
-        type=int,
-        help="for local --input records without max_tokens (default: the batch profile's); records already "
-        "in S3 must carry their own",
-    )
-    parser.add_argument("--max-attempts", type=int, default=5, help="--url: client attempts per record (default 5)")
-    parser.set_defaults(handler=run_batch)
 
 
 def run_batch(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     run = _run_local if (args.url or args.endpoint) else _run_job
-    return run_reporting_errors(run, args, [(AwsCallError, EXIT_FAILED), (PeagleError, EXIT_BAD_INPUT)])
+    from peagle.batch.local_run import ServerUnreachableError
+
+    return run_reporting_errors(
+        run,
+        args,
+        [(AwsCallError, ExitCode.AWS), (ServerUnreachableError, ExitCode.FAILED), (PeagleError, ExitCode.BAD_INPUT)],
+    )
 
 
 def _run_local(args: argparse.Namespace) -> int:
-    from peagle.batch.local_run import ServerUnreachableError, run_records
+    from peagle.batch.local_run import run_records
     from peagle.batch.records import read_records, with_default_max_tokens
     from peagle.client.retry import RetryPolicy
-    from peagle.errors import PeagleError
     from peagle.progress import progress_bar
+    from peagle.settings.errors import PeagleError
 
     if args.output.startswith("s3://") or args.input.startswith("s3://"):
         raise PeagleError("with --url or --endpoint, --input and --output are local files (S3 is for transform jobs)")
@@ -146,26 +156,22 @@ def _run_local(args: argparse.Namespace) -> int:
         transport = SageMakerTransport(args.endpoint, region=args.region)
     target = f"endpoint {args.endpoint}" if args.endpoint else f"{args.url}/invocations"
     print(f"{len(records)} records -> {target}, {concurrency} in flight")
-    try:
-        with progress_bar(total=len(records), unit="rec", desc="records") as bar:
-            summary = run_records(
-                records,
-                args.url,
-                Path(args.output),
-                concurrency=concurrency,
-                retry_policy=RetryPolicy(max_attempts=args.max_attempts),
-                on_outcome=_RecordProgress(bar),
-                transport=transport,
-            )
-    except ServerUnreachableError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_FAILED
+    with progress_bar(total=len(records), unit="rec", desc="records") as bar:
+        summary = run_records(
+            records,
+            args.url,
+            Path(args.output),
+            concurrency=concurrency,
+            retry_policy=RetryPolicy(max_attempts=args.max_attempts),
+            on_outcome=_RecordProgress(bar),
+            transport=transport,
+        )
     print(
         f"{summary.records} records: {summary.succeeded} ok, {summary.failed} failed, in {summary.seconds:.1f} s "
         f"({summary.prompt_tokens} prompt + {summary.completion_tokens} output tokens, "
         f"{summary.output_tokens_per_second:.1f} output tokens/s); output {args.output}"
     )
-    return EXIT_OK if summary.failed == 0 else EXIT_FAILED
+    return ExitCode.OK if summary.failed == 0 else ExitCode.FAILED
 
 
 class _RecordProgress:
@@ -194,7 +200,7 @@ class _RecordProgress:
 
 
 def _parse_env(pairs: list[str]) -> dict[str, str]:
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     environment = {}
     for pair in pairs:
@@ -220,7 +226,7 @@ def _run_job(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("dry run: CreateTransformJob request (nothing uploaded or started):")
         print(json.dumps(request, indent=2))
-        return EXIT_OK
+        return ExitCode.OK
     return _start_and_follow(args, session, sagemaker, job_input, request)
 
 
@@ -251,13 +257,13 @@ def _plan_job(args: argparse.Namespace) -> _JobPlan:
     """The deployment, the transform host check, and the batch profile's plan on the transform instance."""
     from peagle.batch.job_request import TransformJobError, default_job_name
     from peagle.cli_config import load_cli_config
-    from peagle.deployment_rules import transform_problems
-    from peagle.planner import plan_deployment
+    from peagle.planning.deployment_rules import transform_problems
+    from peagle.planning.planner import plan_deployment
 
     config = load_cli_config(args.deployment, {"model": args.model})
     instance_type = args.instance_type or config.instance.type
     # Before anything is uploaded or started: a job that cannot start on its GPU host costs an hour of
-    # provisioning to find out (peagle/deployment_rules.py says why, and what works instead).
+    # provisioning to find out (peagle/planning/deployment_rules.py says why, and what works instead).
     problems = transform_problems(instance_type)
     if problems:
         raise TransformJobError(problems)
@@ -277,7 +283,7 @@ def _resolve_input(args: argparse.Namespace, plan: _JobPlan) -> _JobInput:
     """Local records checked (and where they will be uploaded), or an S3 input taken as it is."""
     from peagle.aws import S3Location
     from peagle.batch.records import read_records, with_default_max_tokens
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     if args.input.startswith("s3://"):
         S3Location.parse(args.input, what="--input")
@@ -311,9 +317,9 @@ def _resolve_input(args: argparse.Namespace, plan: _JobPlan) -> _JobInput:
 def _resolve_model(args: argparse.Namespace, plan: _JobPlan, session, sagemaker) -> _ModelReference:
     """The Model the job runs, and the environment its Environment is compared with: the deployed
     Model's (DescribeModel), or without AWS (``--dry-run``) the Model as planned from the deployment."""
-    from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
-    from peagle.errors import PeagleError
-    from peagle.planner import plan_deployment
+    from peagle.planning.container_env import DEFAULT_VARIANT_NAME, container_environment
+    from peagle.planning.planner import plan_deployment
+    from peagle.settings.errors import PeagleError
 
     config = plan.config
     stack = args.stack or f"{config.name}-endpoint"
@@ -351,8 +357,8 @@ def _build_spec(
         transform_instance_types,
     )
     from peagle.catalog import load_catalog
-    from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
-    from peagle.deployment_rules import transform_ami_version
+    from peagle.planning.container_env import DEFAULT_VARIANT_NAME, container_environment
+    from peagle.planning.deployment_rules import transform_ami_version
 
     batch_environment = container_environment(
         plan.batch_plan, variant_name=DEFAULT_VARIANT_NAME, endpoint_name=plan.job_name
@@ -411,7 +417,7 @@ def _start_and_follow(args: argparse.Namespace, session, sagemaker, job_input: _
     print(f"started         {arn}")
     if not args.wait:
         print(f"not following; check with: aws sagemaker describe-transform-job --transform-job-name {job_name}")
-        return EXIT_OK
+        return ExitCode.OK
     try:
         outcome = follow_transform_job(sagemaker, job_name)
     except KeyboardInterrupt:
@@ -420,9 +426,9 @@ def _start_and_follow(args: argparse.Namespace, session, sagemaker, job_input: _
             f"--transform-job-name {job_name}",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     print(f"{job_name} {outcome.message}", file=sys.stdout if outcome.succeeded else sys.stderr)
-    return EXIT_OK if outcome.succeeded else EXIT_FAILED
+    return ExitCode.OK if outcome.succeeded else ExitCode.FAILED
 
 
 def _session(region: str | None):

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from peagle.aws import aws_call
-from peagle.errors import PeagleError
 from peagle.progress import progress_bar, write_line
+from peagle.settings.errors import PeagleError
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 FIRST_POLL_SECONDS = 5.0

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from peagle.batch.records import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_TIMES_CONCURRENCY_MB
-from peagle.deployment_rules import TRANSFORM_ENVIRONMENT
-from peagle.deployment_rules import environment_problems as _environment_problems
-from peagle.errors import PeagleError
+from peagle.planning.deployment_rules import TRANSFORM_ENVIRONMENT
+from peagle.planning.deployment_rules import environment_problems as _environment_problems
+from peagle.settings.errors import PeagleError
 from peagle_serve.contract import ENV_ENDPOINT_NAME, ENV_KPI_INTERVAL_SECONDS, sm_vllm_name
 
 TRANSFORM_ENVIRONMENT_LIMIT = TRANSFORM_ENVIRONMENT.max_entries
@@ -140,7 +140,7 @@ class TransformJobSpec:
     output_kms_key_id: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     # TransformResources.TransformAmiVersion: the GPU host whose driver runs the image
-    # (peagle.deployment_rules.transform_ami_version); None: the family's default host.
+    # (peagle.planning.deployment_rules.transform_ami_version); None: the family's default host.
     ami_version: str | None = None
 
     def problems(self, *, allowed_instance_types: Sequence[str]) -> list[str]:

@@ -122,6 +122,8 @@ def run_records(
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     policy = retry_policy or RetryPolicy()
     if transport is None:
+        if url is None:
+            raise ValueError("give the server's url or a transport to send the records through")
         transport = HttpTransport(url, max_connections=concurrency)
     summary = LocalRunSummary(len(records), 0, 0, 0.0, 0, 0)
     started = time.perf_counter()

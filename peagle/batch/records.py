@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 DEFAULT_MAX_PAYLOAD_MB = 6  # SageMaker's default, and its InvokeEndpoint body limit
 MAX_PAYLOAD_TIMES_CONCURRENCY_MB = 100  # MaxPayloadInMB x MaxConcurrentTransforms <= 100

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from peagle.bench.host_conditions import add_busy_limit_argument, busy_limit_from
 from peagle.bench.prompts import BUCKET_WORDS, DEFAULT_BUCKETS
+from peagle.cli_errors import ExitCode, report_error
+from peagle.cli_options import add_command, added_by, option
 from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
     add_cold_start_wait_argument,
@@ -29,14 +31,123 @@ from peagle.client.cli import (
 from peagle.client.cold_start import COLD_START_DEFAULT_HELP
 from peagle.slo import add_slo_arguments
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_REGRESSED = 0, 1, 2, 3
 DEFAULT_MAX_TOKENS = 128
 DEFAULT_CONCURRENCY = "1,4"
 
 
+_OPTIONS = (
+    option("--url", action="append", default=[], help="a server speaking the container contract (repeatable)"),
+    option("--endpoint", action="append", default=[], help="a SageMaker endpoint name (repeatable)"),
+    option("--region", help="AWS region of the endpoints"),
+    option(
+        "--label",
+        action="append",
+        default=[],
+        help="a name per target: the --url targets in order, then the --endpoint ones (default: the target)",
+    ),
+    added_by(
+        add_target_variant_argument,
+        repeatable=True,
+        help_text="production variant for the --endpoint targets (InvokeEndpoint TargetVariant): once for all of "
+        "them, or once per --endpoint in order, e.g. --endpoint E --endpoint E --target-variant Primary "
+        "--target-variant Baseline to measure each A/B variant on its own; not for --url targets",
+    ),
+    added_by(
+        add_inference_component_argument,
+        repeatable=True,
+        help_text="inference component for the --endpoint targets (InvokeEndpoint InferenceComponentName), for "
+        "endpoints in inference-component mode: once for all of them, or once per --endpoint in order; may be "
+        "combined with --target-variant; not for --url targets",
+    ),
+    added_by(
+        add_cold_start_wait_argument,
+        help_text="with --inference-component: when the component has no copy (scaled to zero), the warm-up waits "
+        "this long for SageMaker to start one, and measuring begins after it; measured requests never wait (one "
+        "that finds no copy counts as an error). Default: " + COLD_START_DEFAULT_HELP + "; 0: fail the warm-up at once",
+    ),
+    option(
+        "--from-results",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="add the runs of a stored results.json to the report (repeatable)",
+    ),
+    option("--out", type=Path, required=True, help="report folder (created)"),
+    option(
+        "--concurrency",
+        help=f"closed loop: comma-separated levels, each that many requests in flight (default {DEFAULT_CONCURRENCY} "
+        "unless --request-rate is given)",
+    ),
+    option(
+        "--request-rate",
+        metavar="RATES",
+        help="open loop, in place of --concurrency: comma-separated request rates (requests/s, 'inf' for all at "
+        "once); each level's requests are sent at their scheduled times whatever the server does, as vllm bench "
+        "serve --request-rate sends them",
+    ),
+    option(
+        "--burstiness",
+        type=float,
+        help="with --request-rate: gamma shape of the inter-arrival times (default 1, a Poisson process; above 1 "
+        "more even, below 1 burstier), vllm bench serve's --burstiness",
+    ),
+    option(
+        "--max-concurrency",
+        type=int,
+        help="with --request-rate: at most this many requests in flight; one due while all are busy waits for a "
+        "slot (recorded), as with vllm bench serve's --max-concurrency (default: no cap)",
+    ),
+    added_by(
+        add_slo_arguments,
+        default="the --profile's SLO",
+        what="; each level reports the share of requests meeting each bound and all, and goodput (requests/s "
+        "meeting all)",
+    ),
+    option("--requests", type=int, default=12, help="requests per level (default 12)"),
+    option("--warmup", type=int, default=1, help="unmeasured requests per target first (default 1)"),
+    option(
+        "--buckets",
+        default=",".join(DEFAULT_BUCKETS),
+        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)}, or 'none' (default {','.join(DEFAULT_BUCKETS)})",
+    ),
+    option(
+        "--prompts-file",
+        type=Path,
+        help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line; `peagle prompts` writes one "
+        "from the endpoint's Data Capture); results.json names it with a sha256 of its content",
+    ),
+    option("--seed", type=int, default=0, help="seed of the synthetic prompt set and of the --request-rate arrivals"),
+    added_by(
+        add_sampling_arguments,
+        default_profile=MEASURED_PROFILE_DEFAULT,
+        max_tokens_help=f"output tokens per request (default: the profile's max_tokens when --profile is given, "
+        f"else {DEFAULT_MAX_TOKENS}, so local runs stay short)",
+    ),
+    option(
+        "--no-ignore-eos",
+        dest="ignore_eos",
+        action="store_false",
+        help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)",
+    ),
+    added_by(add_price_arguments, costs="cost per 1M output tokens"),
+    added_by(add_busy_limit_argument),
+    option("--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions"),
+    option("--tolerance", type=float, default=0.10, help="relative change counted as a regression (default 0.10)"),
+    option(
+        "--max-error-rate", type=float, default=0.0, help="exit 1 when a level's error rate is above this (default 0)"
+    ),
+    option("--max-attempts", type=int, default=5, help="client attempts per request (default 5)"),
+    option("--server-note", help="free text recorded with the results, e.g. how the server was started"),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "bench",
+        run_bench,
+        _OPTIONS,
         help="load-test endpoints or local servers and write a report",
         description="Send the same prompts at each concurrency level to every target (--url / --endpoint, "
         "repeatable, in order, each with an optional --label), then write report.md, results.json and PNG "
@@ -44,118 +155,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "speculation on vs off); --compare-to checks against a stored baseline. "
         "Exit 0 ok, 1 failed requests or target, 2 bad arguments, 3 regression vs --compare-to.",
     )
-    parser.add_argument(
-        "--url", action="append", default=[], help="a server speaking the container contract (repeatable)"
-    )
-    parser.add_argument("--endpoint", action="append", default=[], help="a SageMaker endpoint name (repeatable)")
-    parser.add_argument("--region", help="AWS region of the endpoints")
-    parser.add_argument(
-        "--label",
-        action="append",
-        default=[],
-        help="a name per target: the --url targets in order, then the --endpoint ones (default: the target)",
-    )
-    add_target_variant_argument(
-        parser,
-        repeatable=True,
-        help_text="production variant for the --endpoint targets (InvokeEndpoint TargetVariant): once for all of "
-        "them, or once per --endpoint in order, e.g. --endpoint E --endpoint E --target-variant Primary "
-        "--target-variant Baseline to measure each A/B variant on its own; not for --url targets",
-    )
-    add_inference_component_argument(
-        parser,
-        repeatable=True,
-        help_text="inference component for the --endpoint targets (InvokeEndpoint InferenceComponentName), for "
-        "endpoints in inference-component mode: once for all of them, or once per --endpoint in order; may be "
-        "combined with --target-variant; not for --url targets",
-    )
-    add_cold_start_wait_argument(
-        parser,
-        help_text="with --inference-component: when the component has no copy (scaled to zero), the warm-up waits "
-        "this long for SageMaker to start one, and measuring begins after it; measured requests never wait (one "
-        "that finds no copy counts as an error). Default: " + COLD_START_DEFAULT_HELP + "; 0: fail the warm-up at once",
-    )
-    parser.add_argument(
-        "--from-results",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="RESULTS_JSON",
-        help="add the runs of a stored results.json to the report (repeatable)",
-    )
-    parser.add_argument("--out", type=Path, required=True, help="report folder (created)")
-    parser.add_argument(
-        "--concurrency",
-        help=f"closed loop: comma-separated levels, each that many requests in flight (default {DEFAULT_CONCURRENCY} "
-        "unless --request-rate is given)",
-    )
-    parser.add_argument(
-        "--request-rate",
-        metavar="RATES",
-        help="open loop, in place of --concurrency: comma-separated request rates (requests/s, 'inf' for all at "
-        "once); each level's requests are sent at their scheduled times whatever the server does, as vllm bench "
-        "serve --request-rate sends them",
-    )
-    parser.add_argument(
-        "--burstiness",
-        type=float,
-        help="with --request-rate: gamma shape of the inter-arrival times (default 1, a Poisson process; above 1 "
-        "more even, below 1 burstier), vllm bench serve's --burstiness",
-    )
-    parser.add_argument(
-        "--max-concurrency",
-        type=int,
-        help="with --request-rate: at most this many requests in flight; one due while all are busy waits for a "
-        "slot (recorded), as with vllm bench serve's --max-concurrency (default: no cap)",
-    )
-    add_slo_arguments(
-        parser,
-        default="the --profile's SLO",
-        what="; each level reports the share of requests meeting each bound and all, and goodput (requests/s "
-        "meeting all)",
-    )
-    parser.add_argument("--requests", type=int, default=12, help="requests per level (default 12)")
-    parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests per target first (default 1)")
-    parser.add_argument(
-        "--buckets",
-        default=",".join(DEFAULT_BUCKETS),
-        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)}, or 'none' (default {','.join(DEFAULT_BUCKETS)})",
-    )
-    parser.add_argument(
-        "--prompts-file",
-        type=Path,
-        help="JSONL of extra prompts ({'prompt': ...} or {'messages': [...]} per line; `peagle prompts` writes one "
-        "from the endpoint's Data Capture); results.json names it with a sha256 of its content",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the synthetic prompt set and of the --request-rate arrivals"
-    )
-    add_sampling_arguments(
-        parser,
-        default_profile=MEASURED_PROFILE_DEFAULT,
-        max_tokens_help=f"output tokens per request (default: the profile's max_tokens when --profile is given, "
-        f"else {DEFAULT_MAX_TOKENS}, so local runs stay short)",
-    )
-    parser.add_argument(
-        "--no-ignore-eos",
-        dest="ignore_eos",
-        action="store_false",
-        help="let generations stop at EOS (default: run to max_tokens so runs compare like for like)",
-    )
-    add_price_arguments(parser, costs="cost per 1M output tokens")
-    add_busy_limit_argument(parser)
-    parser.add_argument(
-        "--compare-to", type=Path, metavar="BASELINE_JSON", help="a stored results.json to check for regressions"
-    )
-    parser.add_argument(
-        "--tolerance", type=float, default=0.10, help="relative change counted as a regression (default 0.10)"
-    )
-    parser.add_argument(
-        "--max-error-rate", type=float, default=0.0, help="exit 1 when a level's error rate is above this (default 0)"
-    )
-    parser.add_argument("--max-attempts", type=int, default=5, help="client attempts per request (default 5)")
-    parser.add_argument("--server-note", help="free text recorded with the results, e.g. how the server was started")
-    parser.set_defaults(handler=run_bench)
 
 
 class BadArguments(ValueError):
@@ -166,7 +165,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from peagle.bench.runner import WarmupFailedError
     from peagle.cli_errors import run_reporting_errors
 
-    return run_reporting_errors(_run, args, [(BadArguments, EXIT_BAD_ARGUMENTS), (WarmupFailedError, EXIT_FAILED)])
+    return run_reporting_errors(_run, args, [(BadArguments, ExitCode.BAD_INPUT), (WarmupFailedError, ExitCode.FAILED)])
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -209,8 +208,7 @@ def _run(args: argparse.Namespace) -> int:
         if level.error_rate > args.max_error_rate
     ]
     if too_many_errors:
-        print("error: error rate above --max-error-rate: " + "; ".join(too_many_errors), file=sys.stderr)
-        return EXIT_FAILED
+        return report_error("error rate above --max-error-rate: " + "; ".join(too_many_errors), ExitCode.FAILED)
     if results.not_compared:
         print(
             f"not compared: {len(results.not_compared)} level(s) measured on a busy machine, in this run or "
@@ -222,8 +220,8 @@ def _run(args: argparse.Namespace) -> int:
             f"regression: {len(regressions)} metric(s) worse than {args.compare_to} by more than {args.tolerance:.0%}; see report.md",
             file=sys.stderr,
         )
-        return EXIT_REGRESSED
-    return EXIT_OK
+        return ExitCode.REGRESSED
+    return ExitCode.OK
 
 
 def _load(load_results, path: Path):
@@ -277,7 +275,7 @@ def _per_endpoint(args: argparse.Namespace, values: list[str], flag: str, what: 
             f"a --url server has none: give --endpoint targets or drop {flag}"
         )
     if len(values) == 1:
-        return values * len(endpoints)
+        return [values[0]] * len(endpoints)
     if len(values) != len(endpoints):
         raise BadArguments(
             f"{len(values)} {flag} for {len(endpoints)} --endpoint targets: give one for all of them, "
@@ -328,7 +326,7 @@ def _settings(args: argparse.Namespace):
         busy_limit = busy_limit_from(args)
     except ValueError as error:
         raise BadArguments(str(error)) from None
-    from peagle.planner import describe_slo
+    from peagle.planning.planner import describe_slo
 
     describe = {
         **({"load": _describe_open_loop(open_loop)} if open_loop else {"concurrency": ",".join(map(str, concurrency))}),
@@ -413,12 +411,14 @@ def _describe_open_loop(open_loop) -> str:
 
 def _slo(args: argparse.Namespace):
     """The SLO each level is judged against and where it came from: --slo/--attainment over the profile's."""
-    from peagle.catalog import load_catalog
+    from peagle.catalog import ProfileName, load_catalog
     from peagle.slo import SloError, slo_over
 
     profile = args.profile or MEASURED_PROFILE_DEFAULT
     try:
-        return slo_over(load_catalog().profiles[profile].slo, f"profile {profile}", args.slo, args.attainment)
+        return slo_over(
+            load_catalog().profiles[ProfileName(profile)].slo, f"profile {profile}", args.slo, args.attainment
+        )
     except SloError as error:
         raise BadArguments(f"--slo/--attainment: {error}") from error
 

@@ -156,9 +156,9 @@ def not_compared(current: RunResult, baseline: RunResult) -> list[str]:
         if reference is None or not (level.noisy or reference.noisy):
             continue
         sides = [
-            f"{name} ({'; '.join(side.host.busy)})"
-            for name, side in (("this run", level), ("the baseline", reference))
-            if side.noisy
+            f"{name} ({'; '.join(host.busy)})"
+            for name, host in (("this run", level.host), ("the baseline", reference.host))
+            if host is not None and host.noisy  # LevelResult.noisy
         ]
         notes.append(
             f"`{current.label}` at {level.load_label} not compared with `{baseline.label}`: measured on a busy "

@@ -23,10 +23,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from peagle.bench.load import send_one
-from peagle.bench.stats import RequestRecord, percentile, request_timings
+from peagle.bench.results import LevelResult, OpenLoopLoad, ServerLatency, Speculation
+from peagle.bench.stats import RequestRecord, percentile, request_timings, summarise_level
 from peagle.client import GenerationRequest, PeagleClient
 from peagle.slo import Attainment, RequestTiming, attainment
 
@@ -63,6 +64,21 @@ def arrival_offsets(rate: float, count: int, *, burstiness: float = 1.0, seed: i
     return [float(offset) for offset in offsets * ((count / rate) / offsets[-1])]
 
 
+class ScheduleTimes(NamedTuple):
+    """When an open-loop request was due, went out and was answered, in seconds from the schedule's start."""
+
+    scheduled_s: float
+    sent_s: float
+    finished_s: float
+
+
+def schedule_times(record: RequestRecord) -> ScheduleTimes:
+    """The schedule times of a record ``run_open_loop`` sent (it sets all three on every record it returns)."""
+    scheduled, sent, finished = record.scheduled_s, record.sent_s, record.finished_s
+    assert scheduled is not None and sent is not None and finished is not None, "not a record run_open_loop sent"
+    return ScheduleTimes(scheduled, sent, finished)
+
+
 @dataclass(frozen=True)
 class OpenLoopRun:
     """One open-loop level: its records (in schedule order) and what the load itself did.
@@ -80,11 +96,11 @@ class OpenLoopRun:
     def wall_seconds(self) -> float:
         """Schedule start to the last answer: vllm bench serve's benchmark duration (its ``dur_s``,
         what its throughputs and goodput divide by), which counts the first gap as the schedule does."""
-        return max(record.finished_s for record in self.records)
+        return max(schedule_times(record).finished_s for record in self.records)
 
     @property
     def send_span_seconds(self) -> float:
-        return max(record.sent_s for record in self.records)
+        return max(schedule_times(record).sent_s for record in self.records)
 
     @property
     def achieved_request_rate(self) -> float:
@@ -97,7 +113,11 @@ class OpenLoopRun:
     def send_lags(self) -> list[float]:
         """Per request, how late it went out beyond its schedule and any --max-concurrency slot wait:
         the sender's own delay (thread start-up, a busy CPU), the figure coordinated omission hides."""
-        return [max(0.0, record.sent_s - record.scheduled_s - record.slot_wait_s) for record in self.records]
+        lags = []
+        for record in self.records:
+            times = schedule_times(record)
+            lags.append(max(0.0, times.sent_s - times.scheduled_s - record.slot_wait_s))
+        return lags
 
     @property
     def max_send_lag_s(self) -> float:
@@ -114,8 +134,9 @@ class OpenLoopRun:
     @property
     def peak_in_flight(self) -> int:
         """The most requests this load had sent and not yet had answered at one moment."""
+        times = [schedule_times(record) for record in self.records]
         events = sorted(
-            [(record.sent_s, 1) for record in self.records] + [(record.finished_s, -1) for record in self.records],
+            [(sent_s, 1) for _, sent_s, _ in times] + [(finished_s, -1) for _, _, finished_s in times],
             key=lambda event: (event[0], event[1]),  # an answer at the same instant as a send frees first
         )
         peak = current = 0
@@ -129,7 +150,7 @@ class OpenLoopRun:
         """Time-averaged requests in flight over the wall time (the sum of their time in flight over it,
         as Little's law counts)."""
         wall = self.wall_seconds
-        busy = sum(record.finished_s - record.sent_s for record in self.records)
+        busy = sum(times.finished_s - times.sent_s for times in map(schedule_times, self.records))
         return busy / wall if wall > 0 else 0.0
 
     def timings(self) -> list[RequestTiming]:
@@ -160,25 +181,14 @@ def run_open_loop(
     many slots). Starting the threads up front keeps thread creation out of the send times: on a busy
     2-core machine a sender that created a thread per send fell up to 1.5 s behind its schedule.
     """
-    if max_concurrency is not None and max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-    if offsets is None:
-        offsets = arrival_offsets(rate, len(requests), burstiness=burstiness, seed=seed)
-    elif len(offsets) != len(requests):
-        raise ValueError(f"{len(offsets)} send times for {len(requests)} requests")
+    offsets = _checked_schedule(
+        offsets, len(requests), rate=rate, burstiness=burstiness, seed=seed, max_concurrency=max_concurrency
+    )
     records: list[RequestRecord | None] = [None] * len(requests)
     slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
     go = threading.Event()
     start = 0.0
     callback_lock = threading.Lock()  # on_done is called from many threads; callers need not lock
-
-    failures: list[BaseException] = []  # raised in a thread (not a request's failure, which is a record)
-
-    def send(index: int) -> None:
-        try:
-            send_at_its_time(index)
-        except BaseException as error:  # re-raised below, as a pool's future.result() would
-            failures.append(error)
 
     def send_at_its_time(index: int) -> None:
         go.wait()
@@ -195,32 +205,112 @@ def run_open_loop(
         finally:
             if slots is not None:
                 slots.release()
-        records[index] = replace(
+        done = replace(
             record,
             scheduled_s=offsets[index],
             sent_s=sent,
             slot_wait_s=sent - due if slots else 0.0,
             finished_s=finished,
         )
+        records[index] = done
         with callback_lock:
-            on_done(records[index])
+            on_done(done)
 
-    threads = [
-        threading.Thread(target=send, args=(index,), name=f"open-loop-{index}", daemon=True)
-        for index in range(len(requests))
-    ]
-    for thread in threads:
-        thread.start()
-    start = time.perf_counter()
-    go.set()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
+    def begin() -> None:
+        nonlocal start
+        start = time.perf_counter()
+        go.set()
+
+    _run_in_threads(len(requests), send_at_its_time, begin)
     return OpenLoopRun(
         records=[record for record in records if record is not None],
         rate=rate,
         burstiness=burstiness,
         max_concurrency=max_concurrency,
         seed=seed,
+    )
+
+
+def _run_in_threads(count: int, send: Callable[[int], None], begin: Callable[[], None]) -> None:
+    """``send(i)`` for every i, each in its own thread, all started before ``begin`` releases them; waits for
+    every one and re-raises the first exception a thread raised (not a request's failure, which is a record), as
+    a pool's future.result() would."""
+    failures: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            send(index)
+        except BaseException as error:  # re-raised below
+            failures.append(error)
+
+    threads = [
+        threading.Thread(target=run, args=(index,), name=f"open-loop-{index}", daemon=True) for index in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    begin()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
+def _checked_schedule(
+    offsets: Sequence[float] | None,
+    count: int,
+    *,
+    rate: float,
+    burstiness: float,
+    seed: int,
+    max_concurrency: int | None,
+) -> Sequence[float]:
+    """The send times: the caller's, checked against the requests, or vllm bench serve's (``arrival_offsets``).
+    Refuses a concurrency cap below 1 too, before any thread starts."""
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    if offsets is None:
+        return arrival_offsets(rate, count, burstiness=burstiness, seed=seed)
+    if len(offsets) != count:
+        raise ValueError(f"{len(offsets)} send times for {count} requests")
+    return offsets
+
+
+def open_loop_load(run: OpenLoopRun) -> OpenLoopLoad:
+    """What an open-loop level's sender did, for results.json."""
+    waits = run.slot_waits
+    return OpenLoopLoad(
+        offered_request_rate=run.rate,
+        burstiness=run.burstiness,
+        max_concurrency=run.max_concurrency,
+        seed=run.seed,
+        achieved_request_rate=run.achieved_request_rate,
+        send_lag_max_s=run.max_send_lag_s,
+        send_lag_p99_s=run.p99_send_lag_s,
+        slot_wait_mean_s=sum(waits) / len(waits),
+        slot_wait_max_s=max(waits),
+        in_flight_peak=run.peak_in_flight,
+        in_flight_mean=run.mean_in_flight,
+    )
+
+
+def summarise_open_loop_level(
+    run: OpenLoopRun,
+    *,
+    slo: Slo | None,
+    slo_source: str = "",
+    speculation: Speculation | None = None,
+    price_per_hour_usd: float | None = None,
+    server_latency: ServerLatency | None = None,
+) -> LevelResult:
+    """A LevelResult of one open-loop level: concurrency 0, the load in ``open_loop``."""
+    return summarise_level(
+        0,
+        run.records,
+        run.wall_seconds,
+        speculation=speculation,
+        price_per_hour_usd=price_per_hour_usd,
+        server_latency=server_latency,
+        open_loop=open_loop_load(run),
+        slo=slo,
+        slo_source=slo_source,
     )

@@ -97,23 +97,21 @@ def _slo_vs_rate(runs: Sequence[RunResult], path: Path) -> Path:
     for run in runs:
         levels = sorted(
             (
-                level
+                (level.open_loop, level.slo)
                 for level in run.levels
                 if level.open_loop and level.slo and not math.isinf(level.open_loop.offered_request_rate)
             ),
-            key=lambda level: level.open_loop.offered_request_rate,
+            key=lambda level: level[0].offered_request_rate,
         )
         if not levels:
             continue
-        rates = [level.open_loop.offered_request_rate for level in levels]
-        attained.plot(rates, [level.slo.all_bounds * 100 for level in levels], marker="o", label=run.label)
+        rates = [load.offered_request_rate for load, _ in levels]
+        attained.plot(rates, [slo.all_bounds * 100 for _, slo in levels], marker="o", label=run.label)
+        goodput.plot(rates, [slo.goodput_requests_per_s for _, slo in levels], marker="o", label=f"{run.label} goodput")
         goodput.plot(
-            rates, [level.slo.goodput_requests_per_s for level in levels], marker="o", label=f"{run.label} goodput"
+            rates, [load.achieved_request_rate for load, _ in levels], linestyle=":", label=f"{run.label} sent"
         )
-        goodput.plot(
-            rates, [level.open_loop.achieved_request_rate for level in levels], linestyle=":", label=f"{run.label} sent"
-        )
-        targets |= {level.slo.target_attainment for level in levels}
+        targets |= {slo.target_attainment for _, slo in levels}
     for target in targets:
         attained.axhline(target * 100, color="grey", linestyle="--", linewidth=0.8)
     attained.set_ylabel("requests meeting every bound (%)")

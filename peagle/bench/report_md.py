@@ -127,8 +127,8 @@ def _run_section(run: RunResult) -> list[str]:
 
 
 def _open_loop_table(run: RunResult) -> list[str]:
-    levels = [level for level in run.levels if level.open_loop]
-    if not levels:
+    loads = [level.open_loop for level in run.levels if level.open_loop]
+    if not loads:
         return []
     lines = [
         "",
@@ -142,8 +142,7 @@ def _open_loop_table(run: RunResult) -> list[str]:
         "| slot wait mean / max (ms) | in flight peak / mean |",
         "|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for level in levels:
-        load = level.open_loop
+    for load in loads:
         if math.isinf(load.offered_request_rate):
             arrivals = "all at once"
         else:
@@ -159,10 +158,10 @@ def _open_loop_table(run: RunResult) -> list[str]:
 
 
 def _slo_table(run: RunResult) -> list[str]:
-    levels = [level for level in run.levels if level.slo]
+    levels = [(level.load_label, level.slo) for level in run.levels if level.slo]
     if not levels:
         return []
-    described = sorted({_describe_slo(level.slo) for level in levels})
+    described = sorted({_describe_slo(slo) for _, slo in levels})
     lines = [
         "",
         "### SLO attainment and goodput",
@@ -174,19 +173,18 @@ def _slo_table(run: RunResult) -> list[str]:
         "| load | TTFT met | TPOT met | E2EL met | all bounds met | target | goodput (req/s) |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for level in levels:
-        slo = level.slo
+    for load_label, slo in levels:
         bounds = " | ".join(_share(slo.per_bound.get(key)) for key in ("ttft", "tpot", "e2el"))
         verdict = "meets" if slo.met else "**short**"
         lines.append(
-            f"| {level.load_label} | {bounds} | {slo.all_bounds:.1%} ({verdict}) | {slo.target_attainment:.0%} | "
+            f"| {load_label} | {bounds} | {slo.all_bounds:.1%} ({verdict}) | {slo.target_attainment:.0%} | "
             f"{slo.goodput_requests_per_s:.2f} |"
         )
     return lines
 
 
 def _machine_table(run: RunResult) -> list[str]:
-    levels = [level for level in run.levels if level.host]
+    levels = [(level.load_label, level.host) for level in run.levels if level.host]
     if not levels:
         return []
     lines = [
@@ -203,12 +201,11 @@ def _machine_table(run: RunResult) -> list[str]:
         "| other vLLM processes | CPU | verdict |",
         "|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
-    for level in levels:
-        host = level.host
+    for load_label, host in levels:
         verdict = "**noisy**: " + "; ".join(host.busy) if host.busy else "quiet"
         engines = "; ".join(host.other_engines) or "none"
         lines.append(
-            f"| {level.load_label} | {_num(host.other_work_cores, '.2f')} of {host.cpu_count} | "
+            f"| {load_label} | {_num(host.other_work_cores, '.2f')} of {host.cpu_count} | "
             f"{_num(host.server_cores, '.2f')} | {_num(host.own_cores, '.2f')} | {host.load_1m_max:.2f} | "
             f"{_percent(host.steal_share)} | {_percent(host.iowait_share)} | {engines} | {host.cpu_description()} | "
             f"{verdict} |"
@@ -221,7 +218,7 @@ def _percent(value: float | None) -> str:
 
 
 def _describe_slo(slo: SloResult) -> str:
-    from peagle.planner import describe_slo
+    from peagle.planning.planner import describe_slo
 
     return f"{describe_slo(slo.as_slo())} ({slo.source})"
 

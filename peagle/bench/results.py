@@ -42,9 +42,9 @@ class Sampling:
     @classmethod
     def of_profile(cls, profile: str, *, temperature: float | None = None, top_p: float | None = None) -> Sampling:
         """Catalog profile ``profile``'s sampling, with the values given (not None) in place of its own."""
-        from peagle.catalog import load_catalog
+        from peagle.catalog import ProfileName, load_catalog
 
-        own = load_catalog().profiles[profile].sampling
+        own = load_catalog().profiles[ProfileName(profile)].sampling
         chosen = (own.temperature if temperature is None else temperature, own.top_p if top_p is None else top_p)
         return cls(*chosen, profile=profile, overridden=chosen != (own.temperature, own.top_p))
 
@@ -166,7 +166,7 @@ class SloResult:
         return self.all_bounds >= self.target_attainment
 
     def as_slo(self):
-        """The catalog ``Slo`` these bounds are (for peagle.slo and peagle.planner.describe_slo)."""
+        """The catalog ``Slo`` these bounds are (for peagle.slo and peagle.planning.planner.describe_slo)."""
         from peagle.catalog import Slo
 
         return Slo(

@@ -11,7 +11,7 @@ from typing import Any
 
 from peagle.bench.host_conditions import DEFAULT_BUSY_LIMIT, BusyLimit, HostWatch
 from peagle.bench.load import run_closed_loop
-from peagle.bench.open_loop import run_open_loop
+from peagle.bench.open_loop import run_open_loop, summarise_open_loop_level
 from peagle.bench.prompts import PromptCase
 from peagle.bench.results import LevelResult, RunResult, Sampling
 from peagle.bench.server_probe import (
@@ -21,7 +21,7 @@ from peagle.bench.server_probe import (
     probe_url,
     scrape_metrics,
 )
-from peagle.bench.stats import RequestRecord, summarise_level, summarise_open_loop_level
+from peagle.bench.stats import RequestRecord, summarise_level
 from peagle.bench.vllm_counters import server_latency_between, speculation_between
 from peagle.catalog import Slo
 from peagle.client import GenerationRequest, NoCapacityError, PeagleClient, PeagleClientError
@@ -120,47 +120,14 @@ def run_target(
     """
     info = probe_url(target.url) if target.url else ServerInfo()
     notes = [info.note] if info.note else []
-    # Warm-up requests are not measured; a failing one stops the run before a sweep
-    # of identical failures (wrong endpoint name, server down, request too long).
-    # An inference component scaled to zero gets its copy here: the client waits for it
-    # (its policy's cold_start_wait_s, explained on stderr), so no measured request pays for it.
-    for request in build_requests(settings, settings.warmup_requests):
-        try:
-            warmup = client.generate(request)
-        except PeagleClientError as error:
-            raise WarmupFailedError(
-                f"{target.description}: warm-up request failed: {type(error).__name__}: {error}"
-            ) from None
-        if warmup.cold_start_wait_s:
-            note = (
-                f"cold start: the warm-up waited {warmup.cold_start_wait_s:.0f} s for a copy of the inference "
-                "component; measuring began after it, so no figure includes it"
-            )
-            print(f"bench: {target.label}: {note}", file=sys.stderr, flush=True)
-            notes.append(note)
+    notes += _warm_up(target, settings, client)
     # Measured requests never wait for a cold start: one that finds no copy is an error of its level.
     client = client.with_retry_policy(replace(client.retry_policy, cold_start_wait_s=0.0))
+    metrics_url = target.url if info.metrics_reachable else None
 
     levels: list[LevelResult] = []
     for load in _loads(settings):
-        before = scrape_metrics(target.url) if info.metrics_reachable else None
-        with HostWatch(target.url) as watch:
-            level, records = _measure_level(client, settings, load, on_request_done)
-        lag = level.open_loop.send_lag_p99_s if level.open_loop else None
-        level = replace(level, host=watch.conditions(settings.busy_limit, send_lag_p99_s=lag))
-        if level.noisy:
-            print(
-                f"bench: {target.label} {level.load_label}: measured on a busy machine: " + "; ".join(level.host.busy),
-                file=sys.stderr,
-                flush=True,
-            )
-        after = scrape_metrics(target.url) if before is not None else None
-        if after is not None:
-            level = replace(
-                level,
-                speculation=speculation_between(before, after),
-                server_latency=server_latency_between(before, after),
-            )
+        level, records = _measure_watched_level(target, settings, client, load, on_request_done, metrics_url)
         levels.append(level)
         notes.extend(_first_error_notes(level.load_phrase, records))
         if NO_COPY_DURING_MEASUREMENT not in notes and any(
@@ -186,6 +153,61 @@ def run_target(
         levels=levels,
         sampling=settings.sampling,
     )
+
+
+def _warm_up(target: BenchTarget, settings: BenchSettings, client: PeagleClient) -> list[str]:
+    """Send the warm-up requests (not measured); the notes they leave. A failing one stops the run before a sweep
+    of identical failures (wrong endpoint name, server down, request too long). An inference component scaled to
+    zero gets its copy here: the client waits for it (its policy's cold_start_wait_s, explained on stderr), so no
+    measured request pays for it."""
+    notes = []
+    for request in build_requests(settings, settings.warmup_requests):
+        try:
+            warmup = client.generate(request)
+        except PeagleClientError as error:
+            raise WarmupFailedError(
+                f"{target.description}: warm-up request failed: {type(error).__name__}: {error}"
+            ) from None
+        if warmup.cold_start_wait_s:
+            note = (
+                f"cold start: the warm-up waited {warmup.cold_start_wait_s:.0f} s for a copy of the inference "
+                "component; measuring began after it, so no figure includes it"
+            )
+            print(f"bench: {target.label}: {note}", file=sys.stderr, flush=True)
+            notes.append(note)
+    return notes
+
+
+def _measure_watched_level(
+    target: BenchTarget,
+    settings: BenchSettings,
+    client: PeagleClient,
+    load: int | float,
+    on_request_done: Callable[[str, RequestRecord], None],
+    metrics_url: str | None,
+) -> tuple[LevelResult, list[RequestRecord]]:
+    """One level, with the machine watched meanwhile and, when ``metrics_url`` (a URL target whose /metrics
+    answered) is given, the server's spec-decode counters and latency histograms read before and after it."""
+    before = scrape_metrics(metrics_url) if metrics_url else None
+    with HostWatch(target.url) as watch:
+        level, records = _measure_level(client, settings, load, on_request_done)
+    lag = level.open_loop.send_lag_p99_s if level.open_loop else None
+    host = watch.conditions(settings.busy_limit, send_lag_p99_s=lag)
+    level = replace(level, host=host)
+    if host.noisy:
+        print(
+            f"bench: {target.label} {level.load_label}: measured on a busy machine: " + "; ".join(host.busy),
+            file=sys.stderr,
+            flush=True,
+        )
+    after = scrape_metrics(metrics_url) if metrics_url and before is not None else None
+    if before is not None and after is not None:
+        level = replace(
+            level,
+            speculation=speculation_between(before, after),
+            server_latency=server_latency_between(before, after),
+        )
+    return level, records
 
 
 def _loads(settings: BenchSettings) -> list[int | float]:
@@ -235,6 +257,7 @@ def _first_error_notes(load_phrase: str, records: Sequence[RequestRecord]) -> li
     """One example message per error type, so a failed level explains itself."""
     seen: dict[str, str] = {}
     for record in records:
-        if not record.ok and record.error_type not in seen:
-            seen[record.error_type] = record.error_message or ""
+        kind = record.error_type or "unknown"  # a failed record always names it (load.py, send_one)
+        if not record.ok and kind not in seen:
+            seen[kind] = record.error_message or ""
     return [f"{load_phrase}: {kind}: {message}" for kind, message in seen.items()]

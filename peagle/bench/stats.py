@@ -32,7 +32,6 @@ from peagle.client import SpecDecodeMetrics
 from peagle.slo import RequestTiming, attainment
 
 if TYPE_CHECKING:
-    from peagle.bench.open_loop import OpenLoopRun
     from peagle.catalog import Slo
 
 
@@ -116,47 +115,6 @@ def slo_result(slo: Slo, source: str, records: Sequence[RequestRecord], duration
     )
 
 
-def open_loop_load(run: OpenLoopRun) -> OpenLoopLoad:
-    """What an open-loop level's sender did, for results.json."""
-    waits = run.slot_waits
-    return OpenLoopLoad(
-        offered_request_rate=run.rate,
-        burstiness=run.burstiness,
-        max_concurrency=run.max_concurrency,
-        seed=run.seed,
-        achieved_request_rate=run.achieved_request_rate,
-        send_lag_max_s=run.max_send_lag_s,
-        send_lag_p99_s=run.p99_send_lag_s,
-        slot_wait_mean_s=sum(waits) / len(waits),
-        slot_wait_max_s=max(waits),
-        in_flight_peak=run.peak_in_flight,
-        in_flight_mean=run.mean_in_flight,
-    )
-
-
-def summarise_open_loop_level(
-    run: OpenLoopRun,
-    *,
-    slo: Slo | None,
-    slo_source: str = "",
-    speculation: Speculation | None = None,
-    price_per_hour_usd: float | None = None,
-    server_latency: ServerLatency | None = None,
-) -> LevelResult:
-    """A LevelResult of one open-loop level: concurrency 0, the load in ``open_loop``."""
-    return summarise_level(
-        0,
-        run.records,
-        run.wall_seconds,
-        speculation=speculation,
-        price_per_hour_usd=price_per_hour_usd,
-        server_latency=server_latency,
-        open_loop=open_loop_load(run),
-        slo=slo,
-        slo_source=slo_source,
-    )
-
-
 def summarise_level(
     concurrency: int,
     records: Sequence[RequestRecord],
@@ -176,7 +134,8 @@ def summarise_level(
         concurrency=concurrency,
         requests=len(records),
         failed=len(records) - len(succeeded),
-        errors_by_type=dict(Counter(record.error_type for record in records if not record.ok)),
+        # A failed record always names its error (load.py, send_one); "unknown" keeps the count whole if not.
+        errors_by_type=dict(Counter(record.error_type or "unknown" for record in records if not record.ok)),
         duration_s=duration_s,
         prompt_tokens=sum(record.prompt_tokens for record in succeeded),
         output_tokens=output_tokens,

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from peagle.bench.host_conditions import add_busy_limit_argument
 from peagle.bench.prompts import BUCKET_WORDS
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, added_by, exclusive, option
 from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
     add_inference_component_argument,
@@ -30,13 +32,12 @@ from peagle.client.cli import (
     instance_price,
     sampling_error,
 )
-from peagle.config import DEFAULT_HEADROOM
 from peagle.local.served import LocalServerFailed, serve_local
 from peagle.local.tiny_pair import PAIRS
+from peagle.settings import DEFAULT_HEADROOM
 from peagle.simulate.service_curve import FILE_NAME as SERVICE_CURVE_FILE
 from peagle.slo import add_slo_arguments
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 DEFAULT_MAX_TOKENS = 64
 DEFAULT_BUCKETS = "short"
 # About 10 minutes in all for a local pair on a 2-core machine: the engine's ~30-60 s start,
@@ -57,9 +58,156 @@ class CapacityFailed(RuntimeError):
     """The target could not be served or measured."""
 
 
+_OPTIONS = (
+    exclusive(
+        option("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080"),
+        option("--endpoint", help="a SageMaker endpoint name"),
+        option("--pair", choices=sorted(PAIRS), help="serve this local pair with `peagle local` and measure it"),
+    ),
+    option("--region", help="with --endpoint: its AWS region"),
+    added_by(
+        add_target_variant_argument,
+        repeatable=False,
+        help_text="with --endpoint: measure this production variant alone (InvokeEndpoint TargetVariant)",
+    ),
+    added_by(
+        add_inference_component_argument,
+        repeatable=False,
+        help_text="with --endpoint: measure this inference component (InvokeEndpoint InferenceComponentName); the "
+        "rate is then per copy and the snippet's autoscaling.target_concurrency is per copy",
+    ),
+    option(
+        "--instances",
+        type=int,
+        default=1,
+        help="with --endpoint: instances (or copies) serving it while measured; the rate is divided by this "
+        "to give one instance's (default 1)",
+    ),
+    option(
+        "--speculative-tokens",
+        "-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help=f"with --pair: draft tokens per step (default {LOCAL_K_DEFAULT}, `peagle local`'s; 0: speculation off)",
+    ),
+    option(
+        "--deployment",
+        type=Path,
+        metavar="FILE",
+        help="a deployment file whose plan gives the profile (sampling) and the SLO",
+    ),
+    added_by(
+        add_sampling_arguments,
+        default_profile=MEASURED_PROFILE_DEFAULT,
+        max_tokens_help=f"output tokens per request (default {DEFAULT_MAX_TOKENS}, so local levels stay short)",
+    ),
+    added_by(add_slo_arguments, default="the profile's SLO, or the --deployment plan's"),
+    option("--start-rate", type=float, default=0.5, help="first offered rate, requests/s (default 0.5)"),
+    option("--max-rate", type=float, default=100.0, help="highest rate tried (default 100)"),
+    option("--growth", type=float, default=2.0, help="rate factor while growing (default 2)"),
+    option(
+        "--tolerance",
+        type=float,
+        default=0.10,
+        help="stop bisecting once first fail / last pass <= 1 + this (default 0.10)",
+    ),
+    option("--repeats", type=int, default=2, help="measurements of each deciding level, pooled (default 2)"),
+    option("--requests-per-level", type=int, default=24, help="requests per level, at least (default 24)"),
+    option(
+        "--min-level-seconds",
+        type=float,
+        default=DEFAULT_MIN_LEVEL_SECONDS,
+        metavar="SECONDS",
+        help="a level sends requests for at least this long: more than --requests-per-level at high rates "
+        f"(default {DEFAULT_MIN_LEVEL_SECONDS:.0f}; a few seconds of arrivals are one burst or lull)",
+    ),
+    option(
+        "--time-budget",
+        type=float,
+        default=DEFAULT_TIME_BUDGET_SECONDS,
+        metavar="SECONDS",
+        help=f"no level starts that would end after this (default {DEFAULT_TIME_BUDGET_SECONDS:.0f}: about 10 "
+        "minutes in all for a local pair on 2 cores)",
+    ),
+    option("--burstiness", type=float, default=1.0, help="gamma shape of the arrivals (default 1: Poisson)"),
+    option("--warmup", type=int, default=2, help="unmeasured requests first (default 2)"),
+    option(
+        "--ramp-seconds",
+        type=float,
+        metavar="SECONDS",
+        help="each level first sends this long of arrivals it does not judge, while the server fills up from "
+        f"idle (default {RAMP_LATENCIES:g} x the warm-up's median end-to-end latency)",
+    ),
+    option(
+        "--buckets",
+        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)} (default {DEFAULT_BUCKETS}); not "
+        "with --prompts-file",
+    ),
+    option(
+        "--prompts-file",
+        type=Path,
+        metavar="JSONL",
+        help="send these prompts instead of synthetic ones, e.g. production's from `peagle prompts` (bench's "
+        "format: one {'prompt': ...} or {'messages': [...]} per line; a line's max_tokens and sampling keys "
+        "override the run's); the report names the file and a sha256 of its content",
+    ),
+    option("--seed", type=int, default=0, help="seed of the prompts and arrivals (default 0)"),
+    option(
+        "--no-ignore-eos",
+        dest="ignore_eos",
+        action="store_false",
+        help="let generations stop at EOS (default: run to max_tokens, so levels compare)",
+    ),
+    option(
+        "--headroom",
+        type=float,
+        default=DEFAULT_HEADROOM,
+        help=f"share of the measured capacity the scaling targets aim at, 0 < h <= 1 (default {DEFAULT_HEADROOM})",
+    ),
+    option("--peak-rps", type=float, help="the peak request rate to carry: the snippet adds min/max instances for it"),
+    added_by(add_price_arguments, costs="cost per hour and per 1M output tokens"),
+    added_by(add_busy_limit_argument),
+    option(
+        "--busy-retries",
+        type=int,
+        default=2,
+        help="measure a noisy level again this many times, 15 s apart, before stopping with 'machine busy' (default 2)",
+    ),
+    option("--max-attempts", type=int, default=1, help="client attempts per request (default 1)"),
+    option(
+        "--sweep",
+        metavar="RATES",
+        help="measure these request rates (comma-separated, requests/s, in that order) once each instead of "
+        "searching: the levels a service curve needs across the load, below and past the knee",
+    ),
+    option(
+        "--replay",
+        action="append",
+        type=Path,
+        metavar="CSV",
+        help="after the search (or with --service-curve instead of it), replay this trace of requests per minute "
+        "(`peagle simulate --traffic`'s CSV) against the same target, open loop, and compare minute by minute "
+        "what it did with what `peagle simulate` predicts from the service curve: replay.md and replay.json "
+        "(repeatable; docs/simulate.md, 'How far off the simulator is')",
+    ),
+    option(
+        "--service-curve",
+        type=Path,
+        metavar="FILE",
+        help="with --replay: predict from this service-curve.json (an earlier `peagle capacity --out`'s) instead of "
+        "searching first",
+    ),
+    option("--out", type=Path, required=True, help="output folder (created)"),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "capacity",
+        run_capacity,
+        _OPTIONS,
         help="find the highest request rate per instance that meets the SLO, and the scaling targets from it",
         description="Send open-loop load (Poisson arrivals) at rising request rates to one target (--url, "
         "--endpoint or a local --pair), judge each level against the SLO (the profile's, or --slo), grow "
@@ -69,177 +217,75 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and when it stays noisy the search stops without a capacity. Exit 0 ok, 1 target failed, no rate met "
         "the SLO or the machine was busy, 2 bad arguments, 130 interrupted.",
     )
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--url", help="a server speaking the container contract, e.g. http://127.0.0.1:8080")
-    target.add_argument("--endpoint", help="a SageMaker endpoint name")
-    target.add_argument(
-        "--pair", choices=sorted(PAIRS), help="serve this local pair with `peagle local` and measure it"
-    )
-    parser.add_argument("--region", help="with --endpoint: its AWS region")
-    add_target_variant_argument(
-        parser,
-        repeatable=False,
-        help_text="with --endpoint: measure this production variant alone (InvokeEndpoint TargetVariant)",
-    )
-    add_inference_component_argument(
-        parser,
-        repeatable=False,
-        help_text="with --endpoint: measure this inference component (InvokeEndpoint InferenceComponentName); the "
-        "rate is then per copy and the snippet's autoscaling.target_concurrency is per copy",
-    )
-    parser.add_argument(
-        "--instances",
-        type=int,
-        default=1,
-        help="with --endpoint: instances (or copies) serving it while measured; the rate is divided by this "
-        "to give one instance's (default 1)",
-    )
-    parser.add_argument(
-        "--speculative-tokens",
-        "-k",
-        type=int,
-        default=None,
-        metavar="K",
-        help=f"with --pair: draft tokens per step (default {LOCAL_K_DEFAULT}, `peagle local`'s; 0: speculation off)",
-    )
-    parser.add_argument(
-        "--deployment",
-        type=Path,
-        metavar="FILE",
-        help="a deployment file whose plan gives the profile (sampling) and the SLO",
-    )
-    add_sampling_arguments(
-        parser,
-        default_profile=MEASURED_PROFILE_DEFAULT,
-        max_tokens_help=f"output tokens per request (default {DEFAULT_MAX_TOKENS}, so local levels stay short)",
-    )
-    add_slo_arguments(parser, default="the profile's SLO, or the --deployment plan's")
-    parser.add_argument("--start-rate", type=float, default=0.5, help="first offered rate, requests/s (default 0.5)")
-    parser.add_argument("--max-rate", type=float, default=100.0, help="highest rate tried (default 100)")
-    parser.add_argument("--growth", type=float, default=2.0, help="rate factor while growing (default 2)")
-    parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=0.10,
-        help="stop bisecting once first fail / last pass <= 1 + this (default 0.10)",
-    )
-    parser.add_argument(
-        "--repeats", type=int, default=2, help="measurements of each deciding level, pooled (default 2)"
-    )
-    parser.add_argument("--requests-per-level", type=int, default=24, help="requests per level, at least (default 24)")
-    parser.add_argument(
-        "--min-level-seconds",
-        type=float,
-        default=DEFAULT_MIN_LEVEL_SECONDS,
-        metavar="SECONDS",
-        help="a level sends requests for at least this long: more than --requests-per-level at high rates "
-        f"(default {DEFAULT_MIN_LEVEL_SECONDS:.0f}; a few seconds of arrivals are one burst or lull)",
-    )
-    parser.add_argument(
-        "--time-budget",
-        type=float,
-        default=DEFAULT_TIME_BUDGET_SECONDS,
-        metavar="SECONDS",
-        help=f"no level starts that would end after this (default {DEFAULT_TIME_BUDGET_SECONDS:.0f}: about 10 "
-        "minutes in all for a local pair on 2 cores)",
-    )
-    parser.add_argument(
-        "--burstiness", type=float, default=1.0, help="gamma shape of the arrivals (default 1: Poisson)"
-    )
-    parser.add_argument("--warmup", type=int, default=2, help="unmeasured requests first (default 2)")
-    parser.add_argument(
-        "--ramp-seconds",
-        type=float,
-        metavar="SECONDS",
-        help="each level first sends this long of arrivals it does not judge, while the server fills up from "
-        f"idle (default {RAMP_LATENCIES:g} x the warm-up's median end-to-end latency)",
-    )
-    parser.add_argument(
-        "--buckets",
-        help=f"synthetic prompt length buckets from {', '.join(BUCKET_WORDS)} (default {DEFAULT_BUCKETS}); not "
-        "with --prompts-file",
-    )
-    parser.add_argument(
-        "--prompts-file",
-        type=Path,
-        metavar="JSONL",
-        help="send these prompts instead of synthetic ones, e.g. production's from `peagle prompts` (bench's "
-        "format: one {'prompt': ...} or {'messages': [...]} per line; a line's max_tokens and sampling keys "
-        "override the run's); the report names the file and a sha256 of its content",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the prompts and arrivals (default 0)")
-    parser.add_argument(
-        "--no-ignore-eos",
-        dest="ignore_eos",
-        action="store_false",
-        help="let generations stop at EOS (default: run to max_tokens, so levels compare)",
-    )
-    parser.add_argument(
-        "--headroom",
-        type=float,
-        default=DEFAULT_HEADROOM,
-        help=f"share of the measured capacity the scaling targets aim at, 0 < h <= 1 (default {DEFAULT_HEADROOM})",
-    )
-    parser.add_argument(
-        "--peak-rps", type=float, help="the peak request rate to carry: the snippet adds min/max instances for it"
-    )
-    add_price_arguments(parser, costs="cost per hour and per 1M output tokens")
-    add_busy_limit_argument(parser)
-    parser.add_argument(
-        "--busy-retries",
-        type=int,
-        default=2,
-        help="measure a noisy level again this many times, 15 s apart, before stopping with 'machine busy' (default 2)",
-    )
-    parser.add_argument("--max-attempts", type=int, default=1, help="client attempts per request (default 1)")
-    parser.add_argument(
-        "--sweep",
-        metavar="RATES",
-        help="measure these request rates (comma-separated, requests/s, in that order) once each instead of "
-        "searching: the levels a service curve needs across the load, below and past the knee",
-    )
-    parser.add_argument(
-        "--replay",
-        action="append",
-        type=Path,
-        metavar="CSV",
-        help="after the search (or with --service-curve instead of it), replay this trace of requests per minute "
-        "(`peagle simulate --traffic`'s CSV) against the same target, open loop, and compare minute by minute "
-        "what it did with what `peagle simulate` predicts from the service curve: replay.md and replay.json "
-        "(repeatable; docs/simulate.md, 'How far off the simulator is')",
-    )
-    parser.add_argument(
-        "--service-curve",
-        type=Path,
-        metavar="FILE",
-        help="with --replay: predict from this service-curve.json (an earlier `peagle capacity --out`'s) instead of "
-        "searching first",
-    )
-    parser.add_argument("--out", type=Path, required=True, help="output folder (created)")
-    parser.set_defaults(handler=run_capacity)
 
 
 def run_capacity(args: argparse.Namespace) -> int:
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     return run_reporting_errors(
         _capacity,
         args,
         [
-            ((CapacityFailed, LocalServerFailed), EXIT_FAILED),
-            ((BadArguments, PeagleError, ValueError), EXIT_BAD_ARGUMENTS),
+            ((CapacityFailed, LocalServerFailed), ExitCode.FAILED),
+            ((BadArguments, PeagleError, ValueError), ExitCode.BAD_INPUT),
         ],
     )
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from peagle.bench.host_conditions import busy_limit_from
-    from peagle.capacity.search import INTERRUPTED, MACHINE_BUSY, SearchSettings
-
     _check_target(args)
     slo, slo_source, profile, sampling = _slo_and_sampling(args)
     template = _request_template(args, profile, sampling)
+    settings, busy_limit = _checked_settings(args, slo)
+    price, price_source = instance_price(args)  # ValueError: exit 2
+    prompts, prompts_source, prompts_notes = _prompts(args)
+
+    with _target(args) as (client, metrics_url, description):
+        if args.service_curve is not None:
+            return _replay_only(client, metrics_url, prompts, template, slo, args, busy_limit)
+        search = _search(client, metrics_url, prompts, template, slo, settings, args, busy_limit)
+        from peagle.capacity.report import Context, write_report
+        from peagle.planning.planner import describe_slo
+
+        context = Context(
+            date=datetime.now(UTC).strftime("%Y-%m-%d"),
+            target=description,
+            speculative_tokens=_k_found(args, search),
+            slo_text=describe_slo(slo),
+            slo_source=slo_source,
+            sampling=template_description(template, profile),
+            settings=_report_settings(args, search, template, prompts_source, busy_limit),
+            headroom=args.headroom,
+            instances=args.instances,
+            inference_component=args.inference_component,
+            peak_rps=args.peak_rps,
+            price_per_hour_usd=price,
+            price_source=price_source,
+            notes=(
+                [f"the rate is per instance: measured against {args.instances} instances and divided by that"]
+                if args.instances > 1
+                else []
+            )
+            + prompts_notes,
+            prompts=prompts_source,
+        )
+        paths = write_report(search, context, args.out)
+        curve = _write_service_curve(search, context, slo, template, args)
+        if curve is not None:
+            paths.append(args.out / SERVICE_CURVE_FILE)
+        if args.replay and curve is not None:
+            paths += _replay_all(client, metrics_url, prompts, template, slo, curve, args, busy_limit)
+        elif args.replay:
+            print("capacity: no level is usable as a service curve: nothing to replay against", file=sys.stderr)
+        return _print_answer(search, context, args, paths)
+
+
+def _checked_settings(args: argparse.Namespace, slo):
+    """(SearchSettings, busy limit) from the options, every problem with them at once (BadArguments)."""
+    from peagle.bench.host_conditions import busy_limit_from
+    from peagle.capacity.search import SearchSettings
+
     settings = SearchSettings(
         target_attainment=slo.attainment,
         requests_per_level=args.requests_per_level,
@@ -266,6 +312,7 @@ def _capacity(args: argparse.Namespace) -> int:
         problems.append("--warmup 0 leaves nothing to size the ramp from: give --ramp-seconds too")
     if args.ramp_seconds is not None and args.ramp_seconds < 0:
         problems.append(f"--ramp-seconds {args.ramp_seconds:g}: 0 or more")
+    busy_limit = None
     try:
         busy_limit = busy_limit_from(args)
     except ValueError as error:
@@ -275,91 +322,65 @@ def _capacity(args: argparse.Namespace) -> int:
     except BadArguments as error:
         problems.append(str(error))
     problems += _replay_problems(args)
-    if problems:
+    if problems or busy_limit is None:
         raise BadArguments("; ".join(problems))
-    price, price_source = instance_price(args)  # ValueError: exit 2
-    prompts, prompts_source, prompts_notes = _prompts(args)
+    return settings, busy_limit
 
+
+def _k_found(args: argparse.Namespace, search) -> str:
+    """K in words: a local --pair's, else the largest the server reported."""
     k = _k_text(args)
-    with _target(args) as (client, metrics_url, description):
-        if args.service_curve is not None:
-            return _replay_only(client, metrics_url, prompts, template, slo, args, busy_limit)
-        search = _search(client, metrics_url, prompts, template, slo, settings, args, busy_limit)
-        from peagle.capacity.report import Context, answer, write_report
-        from peagle.planner import describe_slo
+    if k is not None:
+        return k
+    observed = {step.measured.detail.speculative_tokens for step in search.steps} - {None}
+    return str(max(observed)) if observed else "not reported (off, or answers without spec-decode metrics)"
 
-        observed = {s.measured.detail.speculative_tokens for s in search.steps} - {None}
-        if k is None:
-            k = str(max(observed)) if observed else "not reported (off, or answers without spec-decode metrics)"
-        context = Context(
-            date=datetime.now(UTC).strftime("%Y-%m-%d"),
-            target=description,
-            speculative_tokens=k,
-            slo_text=describe_slo(slo),
-            slo_source=slo_source,
-            sampling=template_description(template, profile),
-            settings={
-                "requests per level": f"{args.requests_per_level} judged, or {args.min_level_seconds:g} s of arrivals if "
-                "more, after a ramp not judged (capacity.json: ramp_seconds)",
-                "max_tokens": template.max_tokens,
-                "prompts": prompts_source,
-                "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
-                "start rate": args.start_rate,
-                "growth": args.growth,
-                "tolerance": args.tolerance,
-                "repeats": args.repeats,
-                "time budget s": args.time_budget,
-                "ramp s": search.settings.ramp_seconds,
-                "ignore_eos": args.ignore_eos,
-                "noisy when": busy_limit.describe(),
-            },
-            headroom=args.headroom,
-            instances=args.instances,
-            inference_component=args.inference_component,
-            peak_rps=args.peak_rps,
-            price_per_hour_usd=price,
-            price_source=price_source,
-            notes=(
-                [f"the rate is per instance: measured against {args.instances} instances and divided by that"]
-                if args.instances > 1
-                else []
-            )
-            + prompts_notes,
-            prompts=prompts_source,
+
+def _report_settings(args: argparse.Namespace, search, template, prompts_source: str, busy_limit) -> dict:
+    """The settings capacity.md lists."""
+    return {
+        "requests per level": f"{args.requests_per_level} judged, or {args.min_level_seconds:g} s of arrivals if "
+        "more, after a ramp not judged (capacity.json: ramp_seconds)",
+        "max_tokens": template.max_tokens,
+        "prompts": prompts_source,
+        "arrivals": "Poisson" if args.burstiness == 1 else f"gamma, burstiness {args.burstiness:g}",
+        "start rate": args.start_rate,
+        "growth": args.growth,
+        "tolerance": args.tolerance,
+        "repeats": args.repeats,
+        "time budget s": args.time_budget,
+        "ramp s": search.settings.ramp_seconds,
+        "ignore_eos": args.ignore_eos,
+        "noisy when": busy_limit.describe(),
+    }
+
+
+def _print_answer(search, context, args: argparse.Namespace, paths: list[Path]) -> int:
+    """The capacity found (or why none was), the files written, and the exit code."""
+    from peagle.capacity.report import answer
+    from peagle.capacity.search import INTERRUPTED, MACHINE_BUSY
+
+    found = answer(search, args.instances)
+    if search.stop_reason == MACHINE_BUSY:
+        reasons = "; ".join(search.noisy[-1].measured.busy)
+        print(
+            f"capacity: machine busy ({reasons}): no capacity published; {len(search.noisy)} noisy level(s) are in "
+            "capacity.json. Stop the other work (a second engine, a test suite) and run again, or raise --busy-limit "
+            "if this machine is always this busy",
+            file=sys.stderr,
         )
-        paths = write_report(search, context, args.out)
-        curve = _write_service_curve(search, context, slo, template, args)
-        if curve is not None:
-            paths.append(args.out / SERVICE_CURVE_FILE)
-        if args.replay and curve is not None:
-            paths += _replay_all(client, metrics_url, prompts, template, slo, curve, args, busy_limit)
-        elif args.replay:
-            print("capacity: no level is usable as a service curve: nothing to replay against", file=sys.stderr)
-        found = answer(search, args.instances)
-        if search.stop_reason == MACHINE_BUSY:
-            reasons = "; ".join(search.noisy[-1].measured.busy)
-            print(
-                f"capacity: machine busy ({reasons}): no capacity published; {len(search.noisy)} noisy level(s) are in "
-                "capacity.json. Stop the other work (a second engine, a test suite) and run again, or raise --busy-limit "
-                "if this machine is always this busy",
-                file=sys.stderr,
-            )
-        elif found is None:
-            print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
-        else:
-            print(
-                f"capacity: {found.rate_per_instance:.3f} requests/s per {'copy' if args.inference_component else 'instance'} "
-                f"at {context.slo_text} (attainment {found.attainment:.1%}, {found.concurrency_per_instance:.2f} in flight)"
-            )
-        print("written: " + ", ".join(str(path) for path in paths))
-        if search.stop_reason == INTERRUPTED:
-            from peagle.cli import EXIT_INTERRUPTED
-
-            print(
-                "interrupted: peagle capacity stopped (Ctrl-C); the report holds the levels measured", file=sys.stderr
-            )
-            return EXIT_INTERRUPTED
-        return EXIT_OK if found is not None else EXIT_FAILED
+    elif found is None:
+        print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
+    else:
+        print(
+            f"capacity: {found.rate_per_instance:.3f} requests/s per {'copy' if args.inference_component else 'instance'} "
+            f"at {context.slo_text} (attainment {found.attainment:.1%}, {found.concurrency_per_instance:.2f} in flight)"
+        )
+    print("written: " + ", ".join(str(path) for path in paths))
+    if search.stop_reason == INTERRUPTED:
+        print("interrupted: peagle capacity stopped (Ctrl-C); the report holds the levels measured", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if found is not None else ExitCode.FAILED
 
 
 def _check_target(args: argparse.Namespace) -> None:
@@ -390,19 +411,19 @@ def _check_target(args: argparse.Namespace) -> None:
 def _slo_and_sampling(args: argparse.Namespace):
     """(SLO, where it came from, profile name, the profile's sampling): from --deployment's plan or the
     profile, with --slo / --attainment in place of their parts."""
-    from peagle.catalog import load_catalog
+    from peagle.catalog import ProfileName, load_catalog
     from peagle.slo import SloError, slo_over
 
     if args.deployment:
-        from peagle.config import load_deployment_config
-        from peagle.planner import plan_deployment
+        from peagle.planning.planner import plan_deployment
+        from peagle.settings import load_deployment_config
 
         plan = plan_deployment(load_deployment_config(args.deployment))
         profile_name, profile = plan.profile_name.value, plan.profile
         source = f"plan of {args.deployment}"
     else:
         profile_name = args.profile or MEASURED_PROFILE_DEFAULT
-        profile = load_catalog().profiles[profile_name]
+        profile = load_catalog().profiles[ProfileName(profile_name)]
         source = f"profile {profile_name}"
     try:
         slo, source = slo_over(profile.slo, source, args.slo, args.attainment)
@@ -610,7 +631,7 @@ def _replay_only(client, metrics_url, prompts, template, slo, args: argparse.Nam
     _warm_up(client, prompts, template, args.warmup)
     paths = _replay_all(client, metrics_url, prompts, template, slo, curve, args, busy_limit)
     print("written: " + ", ".join(str(path) for path in paths))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _warm_up(client, prompts, template, count: int) -> list[float]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from peagle.bench.host_conditions import DEFAULT_BUSY_LIMIT, BusyLimit, HostConditions, HostWatch
-from peagle.bench.open_loop import run_open_loop
+from peagle.bench.open_loop import run_open_loop, schedule_times
 from peagle.bench.server_probe import scrape_metrics
 from peagle.bench.stats import RequestRecord, distribution, request_timings
 from peagle.capacity.search import Measured
@@ -91,8 +91,11 @@ class GaugeSampler:
             self._thread.join(timeout=5)
 
     def _poll(self) -> None:
+        url = self.url
+        if not url:  # __enter__ starts polling only for a URL target
+            return
         while not self._stop.is_set():
-            snapshot = scrape_metrics(self.url)
+            snapshot = scrape_metrics(url)
             if snapshot is not None and snapshot.has(RUNNING_GAUGE):
                 now = time.perf_counter() - self._started
                 self.running.append((now, snapshot.total(RUNNING_GAUGE)))
@@ -137,8 +140,8 @@ def measure_level(
     with HostWatch(metrics_url) as watch, GaugeSampler(metrics_url) as gauges:
         run = run_open_loop(client, requests, rate=rate, burstiness=burstiness, seed=level_seed, on_done=on_done)
     host = watch.conditions(busy_limit, send_lag_p99_s=run.p99_send_lag_s)
-    judged = [record for record in run.records if record.scheduled_s >= ramp_seconds] or run.records
-    ramp = min(ramp_seconds, min(record.scheduled_s for record in judged))
+    judged = [record for record in run.records if schedule_times(record).scheduled_s >= ramp_seconds] or run.records
+    ramp = min(ramp_seconds, min(schedule_times(record).scheduled_s for record in judged))
     attained = attainment(slo, request_timings(judged))
     ok = [record for record in judged if record.ok]
     wall = run.wall_seconds - ramp  # the judged window: from the ramp's end to the last answer
@@ -168,7 +171,7 @@ def measure_level(
         e2el_p90=e2el.p90 if e2el else None,
         output_tokens=output_tokens,
         output_tokens_per_s=output_tokens / wall if wall > 0 else 0.0,
-        in_flight_mean=_mean_in_flight(run.records, ramp, max(record.scheduled_s for record in run.records)),
+        in_flight_mean=_mean_in_flight(run.records, ramp, max(schedule_times(r).scheduled_s for r in run.records)),
         in_flight_peak=run.peak_in_flight,
         max_send_lag_s=run.max_send_lag_s,
         p99_send_lag_s=run.p99_send_lag_s,
@@ -197,5 +200,5 @@ def _mean_in_flight(records: Sequence[RequestRecord], start: float, end: float) 
     steady part of the level, from the ramp's end to the last arrival, before the level drains."""
     if end <= start:
         return 0.0
-    busy = sum(max(0.0, min(r.finished_s, end) - max(r.sent_s, start)) for r in records)
+    busy = sum(max(0.0, min(t.finished_s, end) - max(t.sent_s, start)) for t in map(schedule_times, records))
     return busy / (end - start)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from peagle.capacity.replay import MinuteFigures, TraceComparison
 from peagle.catalog import Slo
-from peagle.planner import describe_slo
+from peagle.planning.planner import describe_slo
 from peagle.simulate.service_curve import ServiceCurve
 
 SCHEMA = "peagle-replay/1"

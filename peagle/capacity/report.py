@@ -112,8 +112,8 @@ def answer(search: CapacitySearch, instances: int) -> Answer | None:
 def max_instances_for(peak_rps: float, found: Answer, headroom: float) -> int:
     """Units for ``peak_rps`` at the measured rate x headroom: the planner's rule, so the snippet's
     max_capacity and `peagle plan --peak-rps` on the applied file agree."""
-    from peagle.config import MeasuredCapacity
-    from peagle.planner import ScalingTarget
+    from peagle.planning.planner import ScalingTarget
+    from peagle.settings import MeasuredCapacity
 
     measured = MeasuredCapacity(
         requests_per_second=round(found.rate_per_instance, 3),
@@ -122,7 +122,9 @@ def max_instances_for(peak_rps: float, found: Answer, headroom: float) -> int:
         slo="",
         source="",
     )
-    return ScalingTarget(found.concurrency_per_instance, "instance", "measured", measured).fleet_for(peak_rps)
+    units = ScalingTarget(found.concurrency_per_instance, "instance", "measured", measured).fleet_for(peak_rps)
+    assert units is not None, "fleet_for answers None only when nothing was measured"
+    return units
 
 
 def snippet(found: Answer, context: Context) -> str:
@@ -204,35 +206,11 @@ def _ms(seconds: float | None) -> str:
 
 
 def _markdown(search: CapacitySearch, context: Context, found: Answer | None, plots: list[str]) -> str:
-    per = "copy" if context.inference_component else "instance"
     lines = [f"# Capacity at the SLO: {context.target}", ""]
     if found is None:
         lines += [f"**No measured rate met the SLO** ({_NOTHING_MET[search.stop_reason]}).", ""]
     else:
-        lines += [
-            f"**{found.rate_per_instance:.3f} requests/s per {per}** meet the SLO ({context.slo_text}): attainment "
-            f"{found.attainment:.1%} over {found.levels} level(s) at that rate"
-            + "".join(f", {key} {share:.1%}" for key, share in found.attainment_per_bound.items())
-            + ".",
-            "",
-            f"- Concurrency carried there: {found.concurrency_per_instance:.2f} requests in flight per {per} (the "
-            f"load's own time-averaged count; peak {found.in_flight_peak})"
-            + (
-                f"; vLLM's gauges: {found.vllm_running_mean:.2f} running, {found.vllm_waiting_mean:.2f} waiting on average"
-                if found.vllm_running_mean is not None
-                else "; vLLM's running/waiting gauges not visible (no /metrics)"
-            )
-            + ".",
-            f"- Goodput {found.goodput_per_instance:.3f} requests/s, {found.output_tokens_per_s_per_instance:.1f} "
-            f"output tokens/s per {per}.",
-        ]
-        if context.instances > 1:
-            lines.append(
-                f"- Measured against {context.instances} instances as one target; every figure above is divided "
-                f"by {context.instances} (--instances), which assumes SageMaker spreads the load evenly."
-            )
-        lines += _cost_lines(found, context, per)
-        lines.append("")
+        lines += [*_answer_lines(found, context), ""]
     lines += [
         f"Search: {len(search.steps)} levels in {search.elapsed_seconds:.0f} s; stopped: "
         f"{(_STOPPED if found else _NOTHING_MET)[search.stop_reason]}."
@@ -244,23 +222,77 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
         + "."
         + (f" Prompts: {context.prompts}." if context.prompts else ""),
         "",
+    ]
+    lines += _levels_table(search, found)
+    lines += _machine_lines(search)
+    lines += ["", "Settings: " + "; ".join(f"{key} {value}" for key, value in context.settings.items()) + "."]
+    lines += ["", *[f"Note: {note}" for note in context.notes]] if context.notes else []
+    lines += ["", *[f"![knee]({name})" for name in plots]]
+    if found is not None:
+        lines += [
+            "",
+            "Apply it in the deployment file (`capacity-snippet.yaml`):",
+            "",
+            "```yaml",
+            snippet(found, context).rstrip(),
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _answer_lines(found: Answer, context: Context) -> list[str]:
+    """The capacity found, per instance (or copy): the rate, the concurrency it carried, goodput and cost."""
+    per = "copy" if context.inference_component else "instance"
+    lines = [
+        f"**{found.rate_per_instance:.3f} requests/s per {per}** meet the SLO ({context.slo_text}): attainment "
+        f"{found.attainment:.1%} over {found.levels} level(s) at that rate"
+        + "".join(f", {key} {share:.1%}" for key, share in found.attainment_per_bound.items())
+        + ".",
+        "",
+        f"- Concurrency carried there: {found.concurrency_per_instance:.2f} requests in flight per {per} (the "
+        f"load's own time-averaged count; peak {found.in_flight_peak})"
+        + (
+            f"; vLLM's gauges: {found.vllm_running_mean:.2f} running, {found.vllm_waiting_mean:.2f} waiting on average"
+            if found.vllm_running_mean is not None
+            else "; vLLM's running/waiting gauges not visible (no /metrics)"
+        )
+        + ".",
+        f"- Goodput {found.goodput_per_instance:.3f} requests/s, {found.output_tokens_per_s_per_instance:.1f} "
+        f"output tokens/s per {per}.",
+    ]
+    if context.instances > 1:
+        lines.append(
+            f"- Measured against {context.instances} instances as one target; every figure above is divided "
+            f"by {context.instances} (--instances), which assumes SageMaker spreads the load evenly."
+        )
+    return lines + _cost_lines(found, context, per)
+
+
+def _levels_table(search: CapacitySearch, found: Answer | None) -> list[str]:
+    """One row per measured level, with the per-bound attainment columns when a rate was found."""
+    bounds = list(found.attainment_per_bound) if found else []
+    lines = [
         "| phase | offered req/s | achieved | attainment | "
-        + " | ".join(found.attainment_per_bound if found else [])
+        + " | ".join(bounds)
         + (" | " if found else "")
         + "goodput | TTFT p50/p90 ms | TPOT p50/p90 ms | E2EL p50/p90 ms | in flight mean/peak | vLLM running/waiting |",
-        "|---|---|---|---|" + ("---|" * len(found.attainment_per_bound) if found else "") + "---|---|---|---|---|---|",
+        "|---|---|---|---|" + ("---|" * len(bounds) if found else "") + "---|---|---|---|---|---|",
     ]
     for step in search.steps:
         r: LevelRecord = step.measured.detail
         gauges = f"{r.vllm_running_mean:.1f}/{r.vllm_waiting_mean:.1f}" if r.vllm_running_mean is not None else "n/a"
         lines.append(
             f"| {step.phase} | {r.offered_rate:g} | {r.achieved_rate:.3g} | {r.attainment:.1%} | "
-            + "".join(
-                f"{r.attainment_per_bound.get(key, 0):.1%} | " for key in (found.attainment_per_bound if found else [])
-            )
+            + "".join(f"{r.attainment_per_bound.get(key, 0):.1%} | " for key in bounds)
             + f"{r.goodput:.3f} | {_ms(r.ttft_p50)}/{_ms(r.ttft_p90)} | {_ms(r.tpot_p50)}/{_ms(r.tpot_p90)} | "
             f"{_ms(r.e2el_p50)}/{_ms(r.e2el_p90)} | {r.in_flight_mean:.2f}/{r.in_flight_peak} | {gauges} |"
         )
+    return lines
+
+
+def _machine_lines(search: CapacitySearch) -> list[str]:
+    """The levels measured on a busy machine (not judged), and how busy the machine was during the others."""
+    lines: list[str] = []
     if search.noisy:
         lines += [
             "",
@@ -277,19 +309,7 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
             f"at most {max(host.load_1m_max for host in quiet):.2f}, steal at most "
             f"{max(host.steal_share or 0 for host in quiet):.1%} (capacity.json: each point's host).",
         ]
-    lines += ["", "Settings: " + "; ".join(f"{key} {value}" for key, value in context.settings.items()) + "."]
-    lines += ["", *[f"Note: {note}" for note in context.notes]] if context.notes else []
-    lines += ["", *[f"![knee]({name})" for name in plots]]
-    if found is not None:
-        lines += [
-            "",
-            "Apply it in the deployment file (`capacity-snippet.yaml`):",
-            "",
-            "```yaml",
-            snippet(found, context).rstrip(),
-            "```",
-        ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _cost_lines(found: Answer, context: Context, per: str) -> list[str]:

@@ -188,6 +188,7 @@ def next_step(search: CapacitySearch) -> tuple[float, str] | str:
         return settings.start_rate, "start"
     high, low = search.first_fail, search.last_pass
     if high is None:
+        assert low is not None, "steps were measured and none failed, so the highest rate passed"
         rate = _rounded(low * settings.growth)
         return (rate, "grow") if rate <= settings.max_rate else MAX_RATE
     if low is None:

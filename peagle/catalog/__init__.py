@@ -61,7 +61,7 @@ def load_catalog() -> Catalog:
         pairs=_read_yaml("pairs.yaml")["pairs"],
         profiles=_read_yaml("profiles.yaml")["profiles"],
         instances=instances.instances,
-        runtime=_read_yaml("runtime.yaml"),
+        runtime=Runtime.model_validate(_read_yaml("runtime.yaml")),
         price_region=instances.price_region,
         price_date=instances.price_date,
         price_source=instances.price_source,

@@ -24,7 +24,7 @@ class ProfileName(str, Enum):
 class GpuEnvironment(StrictModel):
     """Container environment variables the target needs on some GPUs only (e.g. a kernel switch vLLM honours
     on one architecture and refuses elsewhere). The planner sets them on instances whose compute capability is in
-    [min_compute_capability, below_compute_capability); peagle/container_env.py writes them."""
+    [min_compute_capability, below_compute_capability); peagle/planning/container_env.py writes them."""
 
     variables: dict[str, str] = Field(description="name -> value, set as they are in the container environment")
     min_compute_capability: float = Field(description="the lowest compute capability they are set on")
@@ -84,7 +84,7 @@ class DrafterModel(StrictModel):
 
 
 class PrefixCaching(StrictModel):
-    """Whether vLLM's prefix cache may be on with this pair's drafter (peagle/prefix_caching.py reads it)."""
+    """Whether vLLM's prefix cache may be on with this pair's drafter (peagle/planning/prefix_caching.py reads it)."""
 
     allowed: bool = Field(description="may prefix caching (and prefix-aware routing) be turned on with the drafter")
     evidence: str = Field(description="why: the measurement or vLLM issue that decides it, for `peagle plan`")

@@ -10,6 +10,7 @@ boto3 and httpx are imported only when a transport is built.
 
 from peagle.client.client import PeagleClient, Transport
 from peagle.client.errors import (
+    AwsConfigurationError,
     ClientConfigurationError,
     ConnectionFailedError,
     InvalidRequestError,
@@ -27,6 +28,7 @@ from peagle.client.retry import RetryPolicy
 from peagle.client.stream_chunks import SpecDecodeMetrics, Usage
 
 __all__ = [
+    "AwsConfigurationError",
     "ClientConfigurationError",
     "ConnectionFailedError",
     "GenerationRequest",

@@ -10,6 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from peagle.catalog import ProfileName
+from peagle.cli_errors import ExitCode, report_error
+from peagle.cli_options import add_command, added_by, exclusive, option
 from peagle.client.cold_start import (
     COLD_START_DEFAULT_HELP,
     DEFAULT_COLD_START_WAIT_S,
@@ -17,10 +19,6 @@ from peagle.client.cold_start import (
     component_cold_start_wait,
     given_wait,
 )
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_REQUEST = 2
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -96,7 +94,7 @@ def print_notice(text: str) -> None:
 # The profile the measuring commands (bench, tune, smoke) sample at unless told otherwise:
 # DeploymentConfig.profile's default, the profile of deployments/default.yaml (a test keeps them equal).
 MEASURED_PROFILE_DEFAULT = ProfileName.CHATBOT.value
-# The sampling a profile may take (peagle/catalog/schema.py Sampling, peagle/config.py ProfileOverrides).
+# The sampling a profile may take (peagle/catalog/schema.py Sampling, peagle/settings/profile.py ProfileOverrides).
 TEMPERATURE_ALLOWED = "a number from 0 (greedy) to 2"
 TOP_P_ALLOWED = "a number above 0 and at most 1"
 
@@ -158,35 +156,43 @@ def instance_price(args: argparse.Namespace) -> tuple[float | None, str | None]:
     return instance.price_per_hour_usd, f"catalog {args.instance_type}, {catalog.price_region}, {catalog.price_date}"
 
 
+_OPTIONS = (
+    added_by(add_target_arguments),
+    exclusive(
+        option("--prompt", help="completion prompt ('-' reads stdin)"),
+        option("--message", help="one chat user message ('-' reads stdin)"),
+        option("--messages-file", type=Path, help="JSON file with an OpenAI messages list"),
+        required=True,
+    ),
+    added_by(
+        add_target_variant_argument,
+        repeatable=False,
+        help_text="with --endpoint: send to this production variant (InvokeEndpoint TargetVariant), e.g. the A/B "
+        "test's Baseline; default: SageMaker splits by the variants' weights",
+    ),
+    added_by(
+        add_inference_component_argument,
+        repeatable=False,
+        help_text="with --endpoint: invoke this inference component (InvokeEndpoint InferenceComponentName), for "
+        "an endpoint in inference-component mode; may be combined with --target-variant",
+    ),
+    added_by(add_cold_start_wait_argument),
+    added_by(add_sampling_arguments),
+    option("--json", action="store_true", help="print the whole result as JSON instead of streaming text"),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "invoke",
+        run_invoke,
+        _OPTIONS,
         help="send one prompt and stream the answer",
         description="Send one completion or chat request to a SageMaker endpoint (--endpoint) or a local "
         "server (--url), streaming the text to stdout and timings to stderr. Exit 0 on success, "
         "2 when the request was rejected (4xx, fix it), 1 on other failures.",
     )
-    add_target_arguments(parser)
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--prompt", help="completion prompt ('-' reads stdin)")
-    what.add_argument("--message", help="one chat user message ('-' reads stdin)")
-    what.add_argument("--messages-file", type=Path, help="JSON file with an OpenAI messages list")
-    add_target_variant_argument(
-        parser,
-        repeatable=False,
-        help_text="with --endpoint: send to this production variant (InvokeEndpoint TargetVariant), e.g. the A/B "
-        "test's Baseline; default: SageMaker splits by the variants' weights",
-    )
-    add_inference_component_argument(
-        parser,
-        repeatable=False,
-        help_text="with --endpoint: invoke this inference component (InvokeEndpoint InferenceComponentName), for "
-        "an endpoint in inference-component mode; may be combined with --target-variant",
-    )
-    add_cold_start_wait_argument(parser)
-    add_sampling_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of streaming text")
-    parser.set_defaults(handler=run_invoke)
 
 
 def build_request(
@@ -225,6 +231,7 @@ def build_client(
     policy = RetryPolicy(max_attempts=args.max_attempts, cold_start_wait_s=wait.seconds, cold_start_basis=wait.basis)
     if url:
         return PeagleClient.for_url(url, retry_policy=policy, notify=print_notice)
+    assert endpoint is not None, "a target is a --url or an --endpoint (the callers pick one)"
     return PeagleClient.for_endpoint(
         endpoint,
         region=args.region,
@@ -260,19 +267,22 @@ def _request_content(args: argparse.Namespace) -> dict:
 
 
 def run_invoke(args: argparse.Namespace) -> int:
-    from peagle.client.errors import ClientConfigurationError, InvalidRequestError, PeagleClientError
+    from peagle.client.errors import (
+        AwsConfigurationError,
+        ClientConfigurationError,
+        InvalidRequestError,
+        PeagleClientError,
+    )
 
     refused = url_routing_error(args)
     if refused is None:
         refused = cold_start_wait_error(args.cold_start_wait)
     if refused is not None:
-        print(f"error: {refused}", file=sys.stderr)
-        return EXIT_BAD_REQUEST
+        return report_error(refused, ExitCode.BAD_INPUT)
     try:
         request = build_request(args, **_request_content(args))
-    except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_REQUEST
+    except (ValueError, OSError) as error:  # scoped: the request's own input (a file, JSON, a sampling value)
+        return report_error(error, ExitCode.BAD_INPUT)
 
     def print_delta(text: str) -> None:
         sys.stdout.write(text)
@@ -287,12 +297,15 @@ def run_invoke(args: argparse.Namespace) -> int:
             inference_component=args.inference_component,
         ) as client:
             result = client.generate(request, on_text=None if args.json else print_delta)
+    except AwsConfigurationError as error:
+        print(file=sys.stderr)
+        return report_error(error, ExitCode.AWS)
     except (InvalidRequestError, ClientConfigurationError) as error:
-        print(f"\nerror: {error}", file=sys.stderr)
-        return EXIT_BAD_REQUEST
+        print(file=sys.stderr)  # below the text streamed so far
+        return report_error(error, ExitCode.BAD_INPUT)
     except PeagleClientError as error:
-        print(f"\nerror: {type(error).__name__}: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        print(file=sys.stderr)
+        return report_error(f"{type(error).__name__}: {error}", ExitCode.FAILED)
 
     if args.json:
         payload = asdict(result)
@@ -301,7 +314,7 @@ def run_invoke(args: argparse.Namespace) -> int:
     else:
         print()
         print(_timing_summary(result), file=sys.stderr)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _timing_summary(result) -> str:

@@ -14,7 +14,7 @@ import json
 import random as _random
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -26,8 +26,10 @@ from peagle.client.stream_chunks import SpecDecodeMetrics, Usage, parse_stream_c
 
 
 class Transport(Protocol):
-    def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
-        """Send ``body``; yield response bytes as they arrive; raise ``PeagleClientError``."""
+    def stream_bytes(self, body: bytes, request_id: str) -> Generator[bytes, None, None]:
+        """Send ``body``; yield response bytes as they arrive; raise ``PeagleClientError``. A generator: the
+        client closes it when it stops reading, which releases the connection."""
+        ...
 
     def close(self) -> None: ...
 
@@ -141,7 +143,7 @@ class PeagleClient:
     def _open_with_retries(self, body: bytes, request_id: str):
         """Send until the first byte arrives; retry only what ``retry.py`` allows."""
 
-        def open_stream() -> tuple[Iterator[bytes], bytes]:
+        def open_stream() -> tuple[Generator[bytes, None, None], bytes]:
             chunks = self.transport.stream_bytes(body, request_id)
             try:
                 return chunks, next(chunks)

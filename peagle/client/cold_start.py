@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peagle.aws import AwsCallError, aws_call, aws_client, aws_session
-from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, WAKE_UP_ALLOWANCE_S
+from peagle.planning.planner import INSTANCE_LAUNCH_ALLOWANCE_S, WAKE_UP_ALLOWANCE_S
 
 # Our choice: covers AWS's measured cold starts from zero (about 5-6 minutes for an 8B and a 70B model:
 # "Unlock cost savings with the new scale down to zero feature in SageMaker Inference", AWS Machine

@@ -81,6 +81,11 @@ class ClientConfigurationError(PeagleClientError):
     """The client cannot send at all (no AWS credentials or region, bad URL)."""
 
 
+class AwsConfigurationError(ClientConfigurationError):
+    """No AWS credentials or region to call the endpoint with: `peagle invoke` exits 3 (ExitCode.AWS), as every
+    command does when AWS cannot be called, not 2 (the request itself is fine)."""
+
+
 class StreamInterruptedError(PeagleClientError):
     """The stream broke after the first byte arrived. Never retried (a resend would
     repeat the whole generation); ``partial_text`` holds what was received."""

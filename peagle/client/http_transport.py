@@ -8,7 +8,7 @@ speaks it (``http://127.0.0.1:8080``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import httpx
 
@@ -43,7 +43,7 @@ class HttpTransport:
             ),
         )
 
-    def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
+    def stream_bytes(self, body: bytes, request_id: str) -> Generator[bytes, None, None]:
         """Yield the response body as it arrives; raise a typed error for a non-200 answer."""
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "X-Request-Id": request_id}
         try:

@@ -41,12 +41,12 @@ class GenerationRequest:
     @classmethod
     def with_profile(cls, profile: str, **fields: Any) -> GenerationRequest:
         """Sampling defaults from catalog profile ``profile``; ``fields`` given as non-None win."""
-        from peagle.catalog import load_catalog
+        from peagle.catalog import ProfileName, load_catalog
 
         profiles = load_catalog().profiles
         if profile not in profiles:
             raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(sorted(profiles))}")
-        sampling = profiles[profile].sampling
+        sampling = profiles[ProfileName(profile)].sampling
         defaults = {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens}
         overrides = {name: value for name, value in fields.items() if value is not None}
         return cls(**{**defaults, **overrides})
@@ -60,7 +60,7 @@ class GenerationRequest:
         body: dict[str, Any] = {}
         if self.model is not None:
             body["model"] = self.model
-        if self.is_chat:
+        if self.messages is not None:  # is_chat
             body["messages"] = [dict(message) for message in self.messages]
         else:
             body["prompt"] = self.prompt

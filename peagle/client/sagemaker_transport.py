@@ -15,10 +15,11 @@ limit so SageMaker, not the socket, ends a slow request.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from peagle.client.errors import (
+    AwsConfigurationError,
     ClientConfigurationError,
     ConnectionFailedError,
     PeagleClientError,
@@ -74,7 +75,7 @@ class SageMakerTransport:
         self.inference_component = inference_component
         self._routing = routing_parameters(target_variant=target_variant, inference_component=inference_component)
 
-    def stream_bytes(self, body: bytes, request_id: str) -> Iterator[bytes]:
+    def stream_bytes(self, body: bytes, request_id: str) -> Generator[bytes, None, None]:
         """Yield PayloadPart bytes as they arrive; raise typed errors.
 
         Mid-stream ``ModelStreamError`` / ``InternalStreamFailure`` events surface from
@@ -110,7 +111,7 @@ class SageMakerTransport:
         except ClientError as error:
             raise error_from_client_error(error, inference_component=self.inference_component) from error
         except (NoCredentialsError, NoRegionError) as error:
-            raise ClientConfigurationError(
+            raise AwsConfigurationError(
                 f"{error}. Configure AWS credentials (AWS_PROFILE, environment or instance role) and a region (--region or AWS_DEFAULT_REGION)."
             ) from error
         except (ReadTimeoutError, Urllib3ReadTimeoutError) as error:

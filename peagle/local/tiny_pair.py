@@ -93,6 +93,11 @@ Everything is written with torch + safetensors + tokenizers/transformers; nothin
 touches the Hugging Face hub.
 """
 
+# pyright: reportMissingImports=false
+# torch, safetensors, tokenizers and transformers are the serving stack's (requirements-serving.txt), imported only
+# inside the functions that build a pair: the fast lane type-checks this module without them, the serving lane with
+# them, so their imports are unresolved in one and a per-line ignore "unnecessary" in the other.
+
 from __future__ import annotations
 
 import json

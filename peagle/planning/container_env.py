@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from peagle import prefix_caching
 from peagle.catalog.schema import Sampling
-from peagle.planner import Plan
+from peagle.planning import prefix_caching
+from peagle.planning.planner import Plan
 from peagle_serve import contract
 from peagle_serve.contract import DRAFTER_DIR, SHUTDOWN_DRAIN_SECONDS, TARGET_DIR
 
@@ -59,7 +59,7 @@ def vllm_flags(plan: Plan) -> dict[str, bool | int | float | str]:
         flags["speculative-config"] = json.dumps(spec, separators=(",", ":"))
     flags.update(plan.pair.vllm_flags)
     flags.update(plan.vllm_args)
-    # The plan's decision, written out whatever vLLM's default (peagle/prefix_caching.py): the container says it.
+    # The plan's decision, written out whatever vLLM's default (peagle/planning/prefix_caching.py): the container says it.
     flags[prefix_caching.FLAG] = plan.prefix_caching
     return flags
 

@@ -19,17 +19,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from peagle.catalog import HostDriver, InstanceType, cuda_version, instance_family, load_catalog
-from peagle.config import DeploymentConfig
-from peagle.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
-from peagle.errors import PlanError
-from peagle.planner import (
+from peagle.planning.container_env import BASELINE_VARIANT_NAME, DEFAULT_VARIANT_NAME, container_environment
+from peagle.planning.planner import (
     INSTANCE_LAUNCH_ALLOWANCE_S,
     Plan,
     plan_ab_baseline,
     plan_deployment,
     shortest_idle_window_minutes,
 )
-from peagle.setting_refs import setting
+from peagle.planning.unit_plan import pool_of
+from peagle.settings import DeploymentConfig
+from peagle.settings.errors import PlanError
+from peagle.settings.refs import setting
 from peagle_serve.contract import schedule_coverage_problems
 
 
@@ -366,7 +367,7 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
     config = plans.config
     if not config.uses_inference_components:
         return []
-    components = plans.plan.components
+    components = pool_of(plans.plan.units)
     violations = []
     for _, name, _plan in plans.variant_plans():
         if len(name) > 63 or not _COMPONENT_NAME.match(name):
@@ -388,7 +389,8 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
             )
         )
     units = plans.variant_plans()
-    gpus_at_start = sum(p.components.initial_copies * p.components.accelerators_per_copy for _, _, p in units)
+    pools = [(name, pool_of(p.units)) for _, name, p in units]
+    gpus_at_start = sum(pool.initial_copies * pool.accelerators_per_copy for _, pool in pools)
     gpus_at_most = plans.plan.instance.gpu_count * components.max_instances
     if len(units) > 1 and gpus_at_start > gpus_at_most:
         # Components share the endpoint's instances: "ComputeResourceRequirements" reserve GPUs on them
@@ -398,8 +400,7 @@ def _inference_components(plans: DeploymentPlans) -> list[Violation]:
                 "inference-components",
                 "the components' initial copies need "
                 + " + ".join(
-                    f"{p.components.initial_copies} x {p.components.accelerators_per_copy} GPU(s) ({name})"
-                    for _, name, p in units
+                    f"{pool.initial_copies} x {pool.accelerators_per_copy} GPU(s) ({name})" for name, pool in pools
                 )
                 + f" = {gpus_at_start} GPUs, but {setting('endpoint.inference_components.max_instances')} "
                 f"{components.max_instances} x {plans.plan.instance_type} have {gpus_at_most}; lower "
@@ -434,7 +435,7 @@ def _idle_window(plans: DeploymentPlans) -> list[Violation]:
     waits for a whole new cold start (`peagle simulate --clients once` shows it, docs/simulate.md).
     """
     config = plans.config
-    if not config.uses_inference_components or not plans.plan.components.scales_to_zero:
+    if not plans.plan.units.scales_to_zero:
         return []
     given = config.endpoint.inference_components.scale_to_zero_after_idle_minutes
     shortest = shortest_idle_window_minutes(plans.plan.unit_start_budget_seconds)

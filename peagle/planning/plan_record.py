@@ -4,14 +4,15 @@ app (`peagle simulate`) need no deployment file and work on any app's cdk.out, w
 PeagleEndpoint records, in the Metadata of each AWS::SageMaker::Endpoint it creates, under METADATA_KEY: the
 door that made it (``file``: a deployment file through PeagleEndpoint.from_config; ``props``: the construct's
 props), the endpoint's name and the plan of each serving unit (its variants, or its inference components), as
-the planner made it (peagle.planner.Plan, round-tripped by pydantic). "The Metadata attribute enables you to
+the planner made it (peagle.planning.planner.Plan, round-tripped by pydantic). "The Metadata attribute enables you to
 associate structured data with a resource ... CloudFormation doesn't validate the syntax within the metadata
 attribute" (CloudFormation User Guide, "Metadata attribute",
 https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-metadata.html): nothing is created,
 replaced or billed for it. The tools read it from the synthesized template (cdk.out), not from the deployed stack:
 "During a stack update, you cannot update the Metadata section by itself. You can update it only when you include
 changes that add, modify, or delete resources" (same guide, "CloudFormation template Metadata syntax"), so a deployed
-stack can hold an older record when only the plan's notes changed; the cdk.out you deploy from holds the current one.
+stack can hold an older record when only the plan's notes changed; the cdk.out you deploy from holds the current one
+(peagle.cloud_assembly.recorded_stack finds the stack that records one).
 No secret is ever in a plan (the guide: "do not use this section to store sensitive information").
 """
 
@@ -20,18 +21,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from peagle.errors import PeagleError
-from peagle.planner import Plan
-
-if TYPE_CHECKING:
-    from peagle.access.assembly import AssemblyStack
+from peagle.planning.planner import Plan
+from peagle.settings.errors import PeagleError
 
 METADATA_KEY = "peagle:plan"
+# The metadata key under which an asynchronous endpoint config records where its callers put InvokeEndpointAsync
+# inputs (peagle_cdk/async_endpoint.py writes it): the template's only statement of the input location, which
+# each request names ("InputLocation: The Amazon S3 URI where the inference request payload is stored", botocore
+# 1.44.5 sagemaker-runtime InvokeEndpointAsync).
+ASYNC_INPUT_METADATA_KEY = "peagle:AsyncInputS3Uri"
 # Raise when the record's shape changes; a reader refuses a version it does not know, rather than guess.
 RECORD_VERSION = 2  # 2: each unit's plan carries its rollout, observability, alarms and container settings
 Door = Literal["file", "props"]
@@ -87,22 +89,3 @@ def read_records(template: Mapping[str, Any], *, source: str) -> list[PlanRecord
             raise PlanRecordError(f"{source}: endpoint {logical_id}'s recorded plan cannot be read ({error})") from None
         records.append(PlanRecord(data["door"], data["endpoint_name"], units, logical_id))
     return records
-
-
-def recorded_stack(cdk_out: str | Path, *, flag: str) -> AssemblyStack | None:
-    """The stack of the app synthesized into ``cdk_out`` whose template records a P-EAGLE plan: the YAML app's
-    endpoint stack (peagle.preflight.cli.ENDPOINT_STACK_ID) when it records one, else the only stack that does; None when none does (an
-    assembly of an earlier peagle). PlanRecordError when several stacks do and none is the YAML app's (``flag``: the
-    caller's option that names a template instead); AssemblyError when ``cdk_out`` is no cloud assembly."""
-    from peagle.access.assembly import Assembly
-    from peagle.preflight.cli import ENDPOINT_STACK_ID
-
-    stacks = Assembly.from_cdk_out(cdk_out).stacks
-    recording = [stack for stack in stacks if read_records(stack.template, source=str(stack.path))]
-    preferred = [stack for stack in recording if stack.id == ENDPOINT_STACK_ID]
-    if len(recording) > 1 and not preferred:
-        names = ", ".join(f"{stack.id} ({stack.path})" for stack in recording)
-        raise PlanRecordError(
-            f"{cdk_out} has several stacks with P-EAGLE endpoints: {names}; pass {flag} with one of them"
-        )
-    return (preferred or recording or [None])[0]

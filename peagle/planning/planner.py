@@ -15,24 +15,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Annotated
 
-from peagle import engine_budget, prefix_caching
+from pydantic import ConfigDict, Field
+
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.config import (
+from peagle.planning import engine_budget, prefix_caching
+from peagle.planning.unit_plan import ComponentPool, UnitPlan, VariantUnits, plan_pool
+from peagle.settings import (
     AlarmSettings,
     AutoscalingSettings,
     DeploymentConfig,
-    InferenceComponentSettings,
     MeasuredCapacity,
     ObservabilitySettings,
     RolloutSettings,
     RoutingSettings,
 )
-from peagle.errors import InstanceFitError, PlanError
-from peagle.forced_data_cache import data_cache_warning
-from peagle.setting_refs import setting
-from peagle_serve.contract import ScheduleBand, describe_schedule
-from peagle_serve.settings import SETTINGS_BY_ENV, STARTUP_MARGIN_SECONDS
+from peagle.settings.errors import InstanceFitError, PlanError
+from peagle.settings.refs import setting
+from peagle_serve.contract import (
+    SELF_CHECK_TIMEOUT_SECONDS,
+    STARTUP_MARGIN_SECONDS,
+    ScheduleBand,
+    describe_schedule,
+)
 
 GIB = 1024**3
 MIN_COMPUTE_CAPABILITY = 7.5  # current vLLM: no V100 (7.0)
@@ -66,10 +72,9 @@ WAKE_UP_ALLOWANCE_S = 120
 # tracking's own scale-in: 90 % of the target, and 15 minutes, the delay AWS describes for the
 # high-resolution metric ("90 10-second data points", scale-to-zero launch post). A fixed 30 % of the
 # target kept a falling daily curve on 3-4 times the copies it needed (`peagle simulate --traffic daily`).
-LIGHT_LOAD_SHARE = 0.9
-LIGHT_LOAD_MINUTES = 15
+LIGHT_LOAD_SHARE = 0.9  # and LIGHT_LOAD_MINUTES (peagle/planning/unit_plan.py, where the pool carries it)
 # The idle window must outlast a copy's start: the wake-up alarm's minute and its action come first (see
-# shortest_idle_window_minutes; peagle/deployment_rules.py refuses a shorter one).
+# shortest_idle_window_minutes; peagle/planning/deployment_rules.py refuses a shorter one).
 IDLE_WINDOW_MARGIN_MINUTES = 2
 # Where nothing was measured, a request holds a vLLM slot for this share of the profile's p90 latency SLA:
 # our estimate. It sizes the scale-to-zero wake-up (requests a copy answers a minute) and is
@@ -101,11 +106,6 @@ class MemoryFit:
     @property
     def headroom_gib(self) -> float:
         return self.gpu_memory_gib - self.usable_gib
-
-
-# Inference-component mode: the share of an instance's vCPUs and memory left to the host (SageMaker's
-# agents, the OS) when the copies on it divide the rest evenly. Our choice, not a SageMaker figure.
-HOST_RESERVE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -169,33 +169,10 @@ def scaling_target(config: DeploymentConfig, max_num_seqs: int) -> ScalingTarget
 
 
 @dataclass(frozen=True)
-class ComponentPlan:
-    """Inference-component mode: one copy's compute requirements and the copy and instance bounds."""
-
-    accelerators_per_copy: int  # NumberOfAcceleratorDevicesRequired = vLLM tensor_parallel_size
-    copies_per_instance: int
-    cpu_cores_per_copy: int  # NumberOfCpuCoresRequired
-    memory_mb_per_copy: int  # MinMemoryRequiredInMb
-    initial_copies: int
-    min_copies: int
-    max_copies: int
-    min_instances: int
-    max_instances: int
-    scale_to_zero_after_idle_minutes: int
-
-    # The component's settings as the file or the props gave them: a setting that acts only where the component is
-    # built (peagle_cdk/component_endpoint.py) is read from here, so adding one touches the model and that place.
-    settings: InferenceComponentSettings = field(default_factory=InferenceComponentSettings)
-
-    @property
-    def scales_to_zero(self) -> bool:
-        return self.min_copies == 0
-
-    light_load_minutes: int = LIGHT_LOAD_MINUTES
-
-
-@dataclass(frozen=True)
 class Plan:
+    # ``units`` is recorded as ``components`` (peagle/planning/plan_record.py reads and writes it by that name).
+    __pydantic_config__ = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
     pair_id: str
     pair: ModelPair
     instance_type: str
@@ -212,22 +189,24 @@ class Plan:
     memory: MemoryFit
     container_startup_timeout_seconds: int
     model_download_timeout_seconds: int
-    inference_ami_version: str  # the GPU host image; peagle/deployment_rules.py checks its driver
+    inference_ami_version: str  # the GPU host image; peagle/planning/deployment_rules.py checks its driver
     # USD per instance-hour, on demand: instance.price_per_hour_usd if given, else the instance's catalog (or
     # custom_instances) row; price_source says which, for `peagle plan`, the dashboard and the simulator.
     price_per_hour_usd: float
     price_source: str
     # K by batch size, (min_batch, max_batch, K) bands; empty: K at every batch size. Coverage of
-    # max_num_seqs is peagle/deployment_rules.py's rule speculation-schedule.
+    # max_num_seqs is peagle/planning/deployment_rules.py's rule speculation-schedule.
     speculative_schedule: tuple[ScheduleBand, ...] = field(default=())
-    components: ComponentPlan | None = None  # inference-component mode; None: production variants
+    # The serving units, tagged by kind: production variants, or an inference-component pool with its settings
+    # (peagle/planning/unit_plan.py). Recorded under its old name, ``components`` (null for variants), so records still read.
+    units: Annotated[UnitPlan, Field(alias="components")] = field(default_factory=VariantUnits)
     scaling: ScalingTarget | None = None  # None only for plans built by hand
     # The validated autoscaling settings the policies are built from (cooldowns, bounds, GPU target, schedules;
-    # the target itself is ``scaling``, copy bounds ``components``); None: autoscaling off, fixed capacity.
+    # the target itself is ``scaling``, copy bounds ``units``); None: autoscaling off, fixed capacity.
     autoscaling: AutoscalingSettings | None = None
     notes: tuple[str, ...] = field(default=())
     # The endpoint-wide settings the unit is built with, carried whole so the constructs read the plan and not the
-    # settings model, and the tools read them from the template's recorded plan (peagle/plan_record.py). The rollout
+    # settings model, and the tools read them from the template's recorded plan (peagle/planning/plan_record.py). The rollout
     # is resolved: its strategy for the mode, its blue/green traffic for the instance count.
     rollout: RolloutSettings = field(default_factory=RolloutSettings)
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
@@ -236,7 +215,7 @@ class Plan:
     # How SageMaker routes the real-time endpoint's requests, resolved: a prefix-aware concurrency threshold the
     # settings left unset is what one instance's engines run at once (``routing_threshold``).
     routing: RoutingSettings = field(default_factory=RoutingSettings)
-    # Whether vLLM caches prompt prefixes (peagle/prefix_caching.py decides, and says why).
+    # Whether vLLM caches prompt prefixes (peagle/planning/prefix_caching.py decides, and says why).
     prefix_caching: bool = False
     prefix_caching_why: str = ""
     # Production variants: the share of the endpoint's requests this variant gets (the A/B split), in percent.
@@ -248,7 +227,7 @@ class Plan:
     hf_token_secret_arn: str | None = None
     weights_from_hub: bool = False  # artifacts.source hub: the container downloads the weights at start-up
     # Environment variables the target needs on this instance's GPUs only (the pair's target.gpu_environment rules
-    # that apply to its compute capability); peagle/container_env.py writes them into the container.
+    # that apply to its compute capability); peagle/planning/container_env.py writes them into the container.
     gpu_environment: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -260,7 +239,7 @@ class Plan:
     @property
     def max_num_batched_tokens(self) -> int:
         """The engine's token budget per step: a full batch of decodes with their drafts and P-EAGLE slots, plus a
-        prefill chunk of vLLM's default size for the GPU (peagle/engine_budget.py cites the scheduler)."""
+        prefill chunk of vLLM's default size for the GPU (peagle/planning/engine_budget.py cites the scheduler)."""
         return engine_budget.max_num_batched_tokens(**self._budget_inputs())
 
     def _budget_inputs(self) -> dict[str, int]:
@@ -281,7 +260,7 @@ class Plan:
         """The GPUs a unit's GPU metrics sum: a variant's GPUUtilization is 0-100 x the instance's GPUs
         ("Amazon SageMaker AI metrics in Amazon CloudWatch"); a component's ...Normalized metrics are
         already per GPU of its copy."""
-        return 1 if self.components is not None else self.instance.gpu_count
+        return self.units.gpus_per_metric(self.instance)
 
     @property
     def request_seconds_estimate(self) -> float:
@@ -364,14 +343,9 @@ class Plan:
             f"timeouts        model download {self.model_download_timeout_seconds} s, "
             f"container start-up {self.container_startup_timeout_seconds} s",
             f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand ({self.price_source})"
-            + (
-                f"; ${self.price_per_hour_usd:,.2f} per running instance, $0 while scaled to zero"
-                if self.components is not None and self.components.min_instances == 0
-                else ""
-            ),
+            + self.units.cost_note(self.price_per_hour_usd),
         ]
-        if self.components is not None:
-            lines[-1:-1] = self._component_lines()
+        lines[-1:-1] = self.units.summary_lines(self)
         lines += [f"note            {note}" for note in self.notes]
         return lines
 
@@ -383,44 +357,6 @@ class Plan:
             f"PREFIX_AWARE: the first {routing.prefix_length:,} bytes of a request body pick its instance; past "
             f"{routing.concurrency_threshold} requests in flight there, the next goes elsewhere"
         )
-
-    def _component_lines(self) -> list[str]:
-        c = self.components
-        if c is None:
-            return []
-        idle = (
-            f"; the last copy goes after {c.scale_to_zero_after_idle_minutes} min without a request"
-            if c.scales_to_zero
-            else ""
-        )
-        cold_start_budget = self.model_download_timeout_seconds + self.container_startup_timeout_seconds
-        cold_start = (
-            [
-                f"cold start      a copy from zero: an instance if none runs, then the model download (up to "
-                f"{self.model_download_timeout_seconds} s) and vLLM's start-up with the self-check (up to "
-                f"{self.container_startup_timeout_seconds} s), {cold_start_budget} s in all; invoke, bench and "
-                f"smoke wait that long plus an instance's launch and the wake-up, {self.cold_start_wait_seconds} s, "
-                "by default"
-            ]
-            if c.scales_to_zero
-            else []
-        )
-        return [
-            f"components      {c.copies_per_instance} cop{'y' if c.copies_per_instance == 1 else 'ies'} per instance, "
-            f"each {c.accelerators_per_copy} GPU(s) (tensor_parallel_size), {c.cpu_cores_per_copy} vCPUs, "
-            f"{c.memory_mb_per_copy:,} MiB host memory (the memory lines above are one copy's)",
-            f"scaling         copies {c.min_copies}..{c.max_copies} (deploy starts {c.initial_copies}), instances "
-            f"{c.min_instances}..{c.max_instances} (managed instance scaling){idle}",
-            f"placement       {c.settings.placement}: "
-            + (
-                "copies packed onto as few instances as hold them, so a scale-in empties instances and IDLE_RELEASE "
-                "releases them"
-                if c.settings.placement == "BINPACK"
-                else "copies spread over the instances; after a scale-in an instance that still holds one copy is "
-                "kept and billed whole (IDLE_RELEASE releases only empty ones)"
-            ),
-            *cold_start,
-        ]
 
     def _driver_text(self) -> str:
         host = load_catalog().runtime.inference_amis.get(self.inference_ami_version)
@@ -439,12 +375,7 @@ def describe_slo(slo: Slo) -> str:
 
 def launcher_startup_overhead_seconds(*, speculation: bool) -> float:
     """What the launcher keeps out of the start-up budget: its margin, and the self-check's time."""
-    overhead = STARTUP_MARGIN_SECONDS
-    if speculation:
-        self_check = SETTINGS_BY_ENV["PEAGLE_SELF_CHECK_TIMEOUT_SECONDS"].default
-        assert isinstance(self_check, int | float)  # a number of seconds (peagle_serve/settings.py)
-        overhead += self_check
-    return overhead
+    return STARTUP_MARGIN_SECONDS + (SELF_CHECK_TIMEOUT_SECONDS if speculation else 0.0)
 
 
 def shortest_idle_window_minutes(start_budget_seconds: float) -> int:
@@ -618,43 +549,23 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
     instance = config.instance_facts()
     profile = _resolve_profile(config)
     k = _resolve_speculative_tokens(config, pair)
-    components = None
+    # The kind of serving unit, decided here once (peagle/planning/unit_plan.py); everything after asks the unit plan.
+    units: VariantUnits | ComponentPool = VariantUnits()
     if config.uses_inference_components:
         tp, (memory, max_model_len, max_num_seqs, notes) = _component_fit(config, pair, instance, profile, k)
-        components = _plan_components(config, pair, instance, tp, max_num_seqs)
+        units = plan_pool(config, instance, tp)
     else:
         tp = instance.gpu_count
         _check_instance_support(config, pair, instance, tp)
         memory, max_model_len, max_num_seqs, notes = _plan_memory(config, pair, instance, profile, k, tp)
-    weight_bytes = pair.target.weight_bytes + pair.drafter.weight_bytes
-    download = config.timeouts.model_download_seconds or _clamp_timeout(300 + weight_bytes / DOWNLOAD_BYTES_PER_SECOND)
-    startup_seconds = 600 + weight_bytes / LOAD_BYTES_PER_SECOND
-    if config.artifacts.source == "hub":
-        startup_seconds += weight_bytes / DOWNLOAD_BYTES_PER_SECOND  # the container downloads during start-up
-    # SageMaker's health-check timeout is the launcher's whole budget (PEAGLE_STARTUP_TIMEOUT_SECONDS):
-    # engine start, then the speculation self-check, then a margin so the launcher fails first.
-    startup_seconds += launcher_startup_overhead_seconds(speculation=k > 0)
-    startup = config.timeouts.container_startup_seconds or _clamp_timeout(startup_seconds)
-    if components is not None:
+    download, startup = _timeouts(config, pair, k)
+    if isinstance(units, ComponentPool):
         given = config.endpoint.inference_components.scale_to_zero_after_idle_minutes
-        shortest = shortest_idle_window_minutes(INSTANCE_LAUNCH_ALLOWANCE_S + download + startup)
-        components = replace(components, scale_to_zero_after_idle_minutes=given or shortest)
-    notes = [*notes, *pair.notes, *_architecture_notes(config.instance.type, instance)]
-    if components is not None:  # data_cache false where SageMaker caches anyway (peagle/forced_data_cache.py)
-        cache = data_cache_warning(config.instance.type, instance, data_cache=components.settings.data_cache)
-        notes += [cache] if cache else []
+        units = units.with_idle_window(
+            given or shortest_idle_window_minutes(INSTANCE_LAUNCH_ALLOWANCE_S + download + startup)
+        )
+    notes = [*notes, *_plan_notes(config, pair, instance, k, units.notes(config.instance.type, instance))]
     gpu_environment = pair.target.environment_for(instance.cc)
-    if gpu_environment:
-        sources = "; ".join(rule.source for rule in pair.target.gpu_environment if rule.applies_to(instance.cc))
-        notes.append(
-            f"container environment {' '.join(f'{k}={v}' for k, v in gpu_environment.items())} on {instance.gpu} "
-            f"(compute capability {instance.cc}): {sources}"
-        )
-    if k > 0 and k > pair.recommended_k.get(config.profile, k):
-        notes.append(
-            f"K={k} is above the recommended {pair.recommended_k[config.profile]} for {config.profile.value}: "
-            "measure with `peagle bench` before keeping it"
-        )
     price, price_source = _price(config)
     caching = prefix_caching.decide(
         pair_id=config.model, pair=pair, routing_strategy=config.endpoint.routing.strategy, vllm_args=config.vllm_args
@@ -680,27 +591,60 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         price_per_hour_usd=price,
         price_source=price_source,
         speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
-        components=components,
+        units=units,
         scaling=scaling_target(config, max_num_seqs),
-        autoscaling=_resolved_scaling(config, components),
+        autoscaling=_resolved_scaling(config, units),
         scales_on_concurrency=config.autoscaling.enabled
         and (config.endpoint.mode == "inference_components" or config.autoscaling.target == "concurrency"),
         notes=tuple(notes),
         rollout=_resolved_rollout(config),
-        routing=_resolved_routing(config, max_num_seqs, components),
+        routing=_resolved_routing(config, max_num_seqs, units),
         prefix_caching=caching.enabled,
         prefix_caching_why=caching.why,
         observability=config.observability,
         alarms=config.alarms,
         network_isolation=config.network.isolation,
-        traffic_percent=100.0
-        if components is not None or not config.ab_test.enabled
-        else 100.0 - config.ab_test.baseline_traffic_percent,
+        traffic_percent=units.traffic_percent(
+            100.0 - config.ab_test.baseline_traffic_percent if config.ab_test.enabled else 100.0
+        ),
         vllm_args=dict(config.vllm_args),
         hf_token_secret_arn=config.artifacts.hf_token_secret_arn,
         gpu_environment=gpu_environment,
         weights_from_hub=config.artifacts.source == "hub",
     )
+
+
+def _timeouts(config: DeploymentConfig, pair: ModelPair, k: int) -> tuple[int, int]:
+    """The model download's and the container start-up's timeouts: the deployment's, else estimated from the weights."""
+    weight_bytes = pair.target.weight_bytes + pair.drafter.weight_bytes
+    download = config.timeouts.model_download_seconds or _clamp_timeout(300 + weight_bytes / DOWNLOAD_BYTES_PER_SECOND)
+    startup_seconds = 600 + weight_bytes / LOAD_BYTES_PER_SECOND
+    if config.artifacts.source == "hub":
+        startup_seconds += weight_bytes / DOWNLOAD_BYTES_PER_SECOND  # the container downloads during start-up
+    # SageMaker's health-check timeout is the launcher's whole budget (PEAGLE_STARTUP_TIMEOUT_SECONDS):
+    # engine start, then the speculation self-check, then a margin so the launcher fails first.
+    startup_seconds += launcher_startup_overhead_seconds(speculation=k > 0)
+    return download, config.timeouts.container_startup_seconds or _clamp_timeout(startup_seconds)
+
+
+def _plan_notes(
+    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, k: int, unit_notes: list[str]
+) -> list[str]:
+    """The pair's notes, the GPU's architecture, the units', the container environment, a K above the recommended."""
+    notes = [*pair.notes, *_architecture_notes(config.instance.type, instance), *unit_notes]
+    gpu_environment = pair.target.environment_for(instance.cc)
+    if gpu_environment:
+        sources = "; ".join(rule.source for rule in pair.target.gpu_environment if rule.applies_to(instance.cc))
+        notes.append(
+            f"container environment {' '.join(f'{k}={v}' for k, v in gpu_environment.items())} on {instance.gpu} "
+            f"(compute capability {instance.cc}): {sources}"
+        )
+    if k > 0 and k > pair.recommended_k.get(config.profile, k):
+        notes.append(
+            f"K={k} is above the recommended {pair.recommended_k[config.profile]} for {config.profile.value}: "
+            "measure with `peagle bench` before keeping it"
+        )
+    return notes
 
 
 def _resolved_rollout(config: DeploymentConfig) -> RolloutSettings:
@@ -764,61 +708,21 @@ def _component_fit(
     raise last_error
 
 
-def _plan_components(
-    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, tp: int, max_num_seqs: int
-) -> ComponentPlan:
-    settings = config.endpoint.inference_components
-    per_instance = instance.gpu_count // tp
-    # Each copy asks for an equal share of the host's vCPUs and memory, less HOST_RESERVE_SHARE for
-    # SageMaker's own agents, so that exactly per_instance copies are placed on one instance.
-    share = (1 - HOST_RESERVE_SHARE) / per_instance
-    cpu_cores = max(1, math.floor(instance.vcpus * share))
-    memory_mb = math.floor(instance.memory_gib * 1024 * share)
-    capacity = per_instance * settings.max_instances
-    max_copies = config.max_capacity or capacity
-    if max_copies > capacity:
-        raise PlanError(
-            f"{setting('autoscaling.max_capacity')} {max_copies} copies do not fit: {settings.max_instances} x "
-            f"{config.instance.type} hold {capacity} copies of {tp} GPU(s) each ({per_instance} per instance); "
-            f"raise {setting('endpoint.inference_components.max_instances', math.ceil(max_copies / per_instance))} "
-            f"or lower {setting('autoscaling.max_capacity', capacity)}"
-        )
-    if settings.initial_copies > per_instance * config.instance.count:
-        raise PlanError(
-            f"{setting('endpoint.inference_components.initial_copies')} {settings.initial_copies} need "
-            f"{math.ceil(settings.initial_copies / per_instance)} x {config.instance.type} ({per_instance} copies "
-            f"of {tp} GPU(s) per instance), but {setting('instance.count')} starts {config.instance.count}; raise "
-            "it or lower initial_copies"
-        )
-    return ComponentPlan(
-        accelerators_per_copy=tp,
-        copies_per_instance=per_instance,
-        cpu_cores_per_copy=cpu_cores,
-        memory_mb_per_copy=memory_mb,
-        initial_copies=settings.initial_copies,
-        min_copies=config.min_capacity,
-        max_copies=max_copies,
-        min_instances=settings.min_instances,
-        max_instances=settings.max_instances,
-        # Unset: resolved once the start budget is known (plan_deployment: the shortest window that is safe).
-        scale_to_zero_after_idle_minutes=settings.scale_to_zero_after_idle_minutes or 0,
-        settings=settings,
-    )
-
-
-def routing_threshold(max_num_seqs: int, components: ComponentPlan | None) -> int:
+def routing_threshold(max_num_seqs: int, units: VariantUnits | ComponentPool) -> int:
     """The requests one instance's engines run at once (max_num_seqs per replica, one replica per instance, or a
     component's copies per instance), within ConcurrencyThreshold's 1-1024: past it a request would queue in vLLM, so
     prefix-aware routing sends it to another instance instead."""
-    per_instance = max_num_seqs * (components.copies_per_instance if components is not None else 1)
+    per_instance = max_num_seqs * units.replicas_per_instance
     return max(1, min(per_instance, 1024))
 
 
-def _resolved_routing(config: DeploymentConfig, max_num_seqs: int, components: ComponentPlan | None) -> RoutingSettings:
+def _resolved_routing(
+    config: DeploymentConfig, max_num_seqs: int, units: VariantUnits | ComponentPool
+) -> RoutingSettings:
     routing = config.endpoint.routing
     if routing.strategy != prefix_caching.PREFIX_AWARE or routing.concurrency_threshold is not None:
         return routing
-    return routing.model_copy(update={"concurrency_threshold": routing_threshold(max_num_seqs, components)})
+    return routing.model_copy(update={"concurrency_threshold": routing_threshold(max_num_seqs, units)})
 
 
 def smallest_fitting_instance(config: DeploymentConfig, *, estimated_prices: bool = False) -> str | None:
@@ -837,12 +741,12 @@ def smallest_fitting_instance(config: DeploymentConfig, *, estimated_prices: boo
     return None
 
 
-def _resolved_scaling(config: DeploymentConfig, components: ComponentPlan | None) -> AutoscalingSettings | None:
+def _resolved_scaling(config: DeploymentConfig, units: VariantUnits | ComponentPool) -> AutoscalingSettings | None:
     """The scaling settings with their bounds resolved for the mode (the policies read only the plan); None:
     autoscaling off, fixed capacity."""
     if not config.autoscaling.enabled:
         return None
-    top = components.max_copies if components is not None else config.max_capacity
+    top = units.scaling_ceiling(config.max_capacity)
     return config.autoscaling.model_copy(update={"min_capacity": config.min_capacity, "max_capacity": top})
 
 
@@ -890,6 +794,4 @@ def plan_ab_baseline(config: DeploymentConfig) -> Plan | None:
     )
     instance = config.instance.model_copy(update={"count": config.ab_test.baseline_instance_count})
     plan = plan_deployment(config.model_copy(update={"speculation": speculation, "instance": instance}))
-    return (
-        plan if plan.components is not None else replace(plan, traffic_percent=config.ab_test.baseline_traffic_percent)
-    )
+    return replace(plan, traffic_percent=plan.units.traffic_percent(config.ab_test.baseline_traffic_percent))

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from peagle.catalog import ModelPair
-from peagle.errors import PlanError
-from peagle.setting_refs import setting
+from peagle.settings.errors import PlanError
+from peagle.settings.refs import setting
 
 FLAG = "enable-prefix-caching"
 PREFIX_AWARE = "PREFIX_AWARE"

@@ -9,22 +9,63 @@ template that cannot be read; 3 an AWS credentials, region or access problem.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from peagle.config import DEFAULT_DEPLOYMENT_FILE
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, exclusive, option
+from peagle.cloud_assembly.manifest import ENDPOINT_STACK_ID
+from peagle.settings import DEFAULT_DEPLOYMENT_FILE
 
-EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_AWS = 0, 1, 2, 3
-DEPLOYMENT_TAG = "peagle:deployment"  # app.py tags every stack with the deployment's name
-# The endpoint stack's construct id in app.py: the artifact id in cdk.out/manifest.json
-# (docs/deployment.md, "Stacks, names and outputs": cdk selects stacks by their construct ids).
-ENDPOINT_STACK_ID = "PeagleEndpoint"
 _FROM_MANIFEST = ""  # --stack given without a name
 
 
+_OPTIONS = (
+    option(
+        "--deployment",
+        help=f"the YAML app's deployment file being deployed (default {DEFAULT_DEPLOYMENT_FILE}); checked against "
+        "cdk.out and named in the safe sequences. An app of your own needs none: the template records the plan and "
+        "which door made it, and the safe sequences name your PeagleEndpoint props",
+    ),
+    option(
+        "--new",
+        type=Path,
+        metavar="TEMPLATE",
+        help=f"template to deploy (default: the {ENDPOINT_STACK_ID} stack's template in --cdk-out, else the stack "
+        "there whose template records a P-EAGLE plan: your own app's)",
+    ),
+    option("--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"),
+    exclusive(
+        option(
+            "--deployed-template",
+            type=Path,
+            metavar="FILE",
+            help="the deployed template as a JSON/YAML file (no AWS calls)",
+        ),
+        option(
+            "--stack",
+            nargs="?",
+            const=_FROM_MANIFEST,
+            metavar="NAME",
+            help="read the deployed template from this CloudFormation stack (needs credentials); "
+            "without NAME: the stack cdk.out deploys the new template as",
+        ),
+        required=True,
+    ),
+    option("--region", help="AWS region of the stack (default: the AWS config's)"),
+    option(
+        "--allow-replace",
+        action="store_true",
+        help="allow replacing the endpoint (a changed endpoint name): clients must switch names",
+    ),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "preflight",
+        run_preflight,
+        _OPTIONS,
         help="refuse endpoint updates SageMaker/CloudFormation would fail or could not roll back",
         description="Compare the endpoint stack template about to be deployed (--new, default: cdk.out) with the "
         "deployed one (--deployed-template FILE, or --stack: CloudFormation GetTemplate) and refuse: variant changes "
@@ -34,57 +75,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "start at zero copies or reset an autoscaled copy count. Prints each finding with its "
         "source and the safe sequence of deploys. Exit 0 safe, 1 refused, 2 bad input, 3 AWS credentials/access.",
     )
-    parser.add_argument(
-        "--deployment",
-        help=f"the YAML app's deployment file being deployed (default {DEFAULT_DEPLOYMENT_FILE}); checked against "
-        "cdk.out and named in the safe sequences. An app of your own needs none: the template records the plan and "
-        "which door made it, and the safe sequences name your PeagleEndpoint props",
-    )
-    parser.add_argument(
-        "--new",
-        type=Path,
-        metavar="TEMPLATE",
-        help=f"template to deploy (default: the {ENDPOINT_STACK_ID} stack's template in --cdk-out, else the stack "
-        "there whose template records a P-EAGLE plan: your own app's)",
-    )
-    parser.add_argument(
-        "--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output directory (default cdk.out)"
-    )
-    deployed = parser.add_mutually_exclusive_group(required=True)
-    deployed.add_argument(
-        "--deployed-template",
-        type=Path,
-        metavar="FILE",
-        help="the deployed template as a JSON/YAML file (no AWS calls)",
-    )
-    deployed.add_argument(
-        "--stack",
-        nargs="?",
-        const=_FROM_MANIFEST,
-        metavar="NAME",
-        help="read the deployed template from this CloudFormation stack (needs credentials); "
-        "without NAME: the stack cdk.out deploys the new template as",
-    )
-    parser.add_argument("--region", help="AWS region of the stack (default: the AWS config's)")
-    parser.add_argument(
-        "--allow-replace",
-        action="store_true",
-        help="allow replacing the endpoint (a changed endpoint name): clients must switch names",
-    )
-    parser.set_defaults(handler=run_preflight)
 
 
 def run_preflight(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
-    return run_reporting_errors(_preflight, args, [(AwsCallError, EXIT_AWS), (PeagleError, EXIT_BAD_INPUT)])
+    return run_reporting_errors(_preflight, args, [(AwsCallError, ExitCode.AWS), (PeagleError, ExitCode.BAD_INPUT)])
 
 
 def _preflight(args: argparse.Namespace) -> int:
+    from peagle.cloud_assembly import ENDPOINT, StackTemplate, TemplateError, load_template_file
     from peagle.preflight.rules import CheckContext, check_transition
-    from peagle.preflight.template import ENDPOINT, StackTemplate, TemplateError, load_template_file
 
     deployment_file = args.deployment or DEFAULT_DEPLOYMENT_FILE
     new_path, stack_name = _new_template(args)
@@ -122,10 +125,10 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def _made_by(new) -> dict:
-    """The door and model pair the new template's recorded plan names (peagle/plan_record.py): the safe sequences
+    """The door and model pair the new template's recorded plan names (peagle/planning/plan_record.py): the safe sequences
     speak that door's words. A template of an earlier peagle records none: the deployment file's words."""
-    from peagle.plan_record import read_records
-    from peagle.setting_refs import Door
+    from peagle.planning.plan_record import read_records
+    from peagle.settings.refs import Door
 
     records = read_records(new.body, source=new.source)
     if not records:
@@ -134,67 +137,14 @@ def _made_by(new) -> dict:
     return {"door": Door(records[0].door), "pair_id": records[0].primary.pair_id, "recorded": recorded}
 
 
-def _new_template(args: argparse.Namespace, *, flag: str = "--new") -> tuple[Path, str | None]:
-    """The template to deploy and, when known from a cdk manifest, the stack it deploys as (``flag``:
-    the option that names a template instead, for the message)."""
-    from peagle.preflight.template import TemplateError
+def _new_template(args: argparse.Namespace) -> tuple[Path, str | None]:
+    """The template to deploy and, when known from a cdk manifest, the stack it deploys as."""
+    from peagle.cloud_assembly import stack_name_beside, template_to_deploy
 
     if args.new is not None:
-        return args.new, _stack_name_beside(args.new)
-    manifest_path = args.cdk_out / "manifest.json"
-    synth = (
-        f"run `npx cdk synth -c deployment={args.deployment or DEFAULT_DEPLOYMENT_FILE}` (or `make synth`), or your "
-        f"own app's `cdk synth`, first, or pass {flag}"
-    )
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise TemplateError(f"cannot read {manifest_path} ({error}); {synth}") from None
-    artifact = manifest.get("artifacts", {}).get(ENDPOINT_STACK_ID)
-    if not artifact or "templateFile" not in artifact.get("properties", {}):
-        return _recording_stack(args.cdk_out, flag=flag, synth=synth)
-    properties = artifact["properties"]
-    if args.deployment:
-        from peagle.config import load_deployment_config
-
-        expected = load_deployment_config(args.deployment, {}).name
-        synthesized = properties.get("tags", {}).get(DEPLOYMENT_TAG)
-        if synthesized != expected:
-            raise TemplateError(
-                f"{args.cdk_out} holds deployment {synthesized!r}, not {expected!r} ({args.deployment}); {synth}"
-            )
-    return args.cdk_out / properties["templateFile"], properties.get("stackName")
-
-
-def _recording_stack(cdk_out: Path, *, flag: str, synth: str) -> tuple[Path, str | None]:
-    """An app of your own (no YAML app's endpoint stack): its stack whose template records a P-EAGLE plan."""
-    from peagle.access.assembly import AssemblyError
-    from peagle.plan_record import PlanRecordError, recorded_stack
-    from peagle.preflight.template import TemplateError
-
-    try:
-        stack = recorded_stack(cdk_out, flag=flag)
-    except (AssemblyError, PlanRecordError) as error:
-        raise TemplateError(str(error)) from None
-    if stack is None:
-        raise TemplateError(
-            f"{cdk_out / 'manifest.json'} has no {ENDPOINT_STACK_ID} stack and no stack whose template records a "
-            f"P-EAGLE plan (a PeagleEndpoint of this peagle records one); {synth}"
-        )
+        return args.new, stack_name_beside(args.new)
+    stack = template_to_deploy(args.cdk_out, deployment=args.deployment, flag="--new")
     return stack.path, stack.stack_name
-
-
-def _stack_name_beside(template: Path) -> str | None:
-    """The stack name cdk gave a template in the manifest next to it, if there is one."""
-    try:
-        manifest = json.loads((template.parent / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    for artifact in manifest.get("artifacts", {}).values():
-        properties = artifact.get("properties") or {}
-        if properties.get("templateFile") == template.name:
-            return properties.get("stackName")
-    return None
 
 
 def _report(findings) -> int:
@@ -215,10 +165,10 @@ def _report(findings) -> int:
         print(
             f"\nrefused: {len(refused)} illegal transition(s); do not deploy this template, follow the safe sequence above"
         )
-        return EXIT_REFUSED
+        return ExitCode.FAILED
     if warnings:
         for finding in findings:
             if finding.severity is Severity.WARN and finding.safe_sequence:
                 print(f"\nbefore deploying ({finding.rule}): " + "; ".join(finding.safe_sequence))
     print("\nno illegal transitions" + (f" ({warnings} warning(s) above)" if warnings else ""))
-    return EXIT_OK
+    return ExitCode.OK

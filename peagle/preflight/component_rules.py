@@ -33,17 +33,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from peagle.preflight.rules import (
+from peagle.cloud_assembly import Component, StackTemplate, canonical
+from peagle.preflight.findings import (
     AUTOSCALING_UPDATE,
     CheckContext,
     Finding,
     Rule,
     Severity,
-    _label,
+    label,
     updated_in_place,
 )
-from peagle.preflight.template import Component, StackTemplate, canonical
-from peagle.setting_refs import setting
+from peagle.settings.refs import setting
 
 COMPONENT_SCHEMA = (
     "CloudFormation resource schema of AWS::SageMaker::InferenceComponent (no createOnlyProperties; "
@@ -140,7 +140,7 @@ def component_instance_type(old: StackTemplate, new: StackTemplate, context: Che
                 continue
             old_type, new_type = old.render(variant.instance_type), new.render(replacement.instance_type)
             dep = context.settings_home
-            # A copy count may scale to zero only with autoscaling on (peagle/deployment_rules.py, rule
+            # A copy count may scale to zero only with autoscaling on (peagle/planning/deployment_rules.py, rule
             # inference-components): while it is off, the floor must be a fixed count.
             to_zero = [name for name in scaled if _number(old, targets[name].min_capacity) == 0]
             fixed = (
@@ -154,7 +154,7 @@ def component_instance_type(old: StackTemplate, new: StackTemplate, context: Che
                 Finding(
                     rule="component-instance-type",
                     severity=Severity.REFUSE,
-                    what=f"{_label(before)}: instance type {old_type} -> {new_type} (variant {variant.name}, the "
+                    what=f"{label(before)}: instance type {old_type} -> {new_type} (variant {variant.name}, the "
                     f"instances the components run on) while the copy counts of {', '.join(scaled)} are registered "
                     "with Application Auto Scaling",
                     why='SageMaker: "If the update would change the instance type for any model that is a target for '

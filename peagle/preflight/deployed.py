@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from peagle.aws import S3Location, aws_call, aws_client, aws_session
-from peagle.preflight.template import StackTemplate, parse_template
+from peagle.cloud_assembly import StackTemplate, parse_template
 
 
 def _session(region: str | None) -> Any:

@@ -9,112 +9,45 @@ the deployment file's terms.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from peagle.preflight.fixed_identifiers import (
-    ENDPOINT,
-    FIXED_IDENTIFIERS,
-    LOG_GROUP,
-    PULL_THROUGH_CACHE_RULE,
-    FixedIdentifier,
+from peagle.cloud_assembly import Endpoint, LogGroup, StackTemplate, canonical
+from peagle.preflight.component_rules import COMPONENT_RULES
+from peagle.preflight.findings import (
+    AUTOSCALING_UPDATE,
+    STAGED_CONFIG_KEYS,
+    AccountProbe,
+    CheckContext,
+    Finding,
+    Rule,
+    Severity,
+    label,
+    strategy_of,
+    updated_in_place,
 )
-from peagle.preflight.template import Endpoint, LogGroup, StackTemplate, at_pointer, canonical
-from peagle.setting_refs import Door, in_words, setting
+from peagle.preflight.fixed_identifiers import ENDPOINT, FIXED_IDENTIFIERS, LOG_GROUP
+from peagle.preflight.name_rules import (
+    FixedName,
+    NewName,
+    fixed_name_duplicate,
+    fixed_name_replacement,
+    fixed_names,
+)
+from peagle.settings.refs import setting
 
-if TYPE_CHECKING:
-    from peagle.planner import Plan
-
-# What `peagle stage` writes under a weights prefix (peagle/stage/plan.py's layout), and
-# what the launcher looks for first (inference_image/peagle_serve/model_layout.py).
-STAGED_CONFIG_KEYS = ("target/config.json", "drafter/config.json")
-
-
-class Severity(str, Enum):
-    REFUSE = "refuse"
-    WARN = "warn"
-    NOTE = "note"
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: Severity
-    what: str  # what changes
-    why: str  # why AWS refuses it, or what to know
-    source: str  # the document that says so
-    safe_sequence: tuple[str, ...] = ()
-
-    def in_words(self, door: Door, recorded: Plan | None = None) -> Finding:
-        """This finding with the settings it names spelled for ``door`` (peagle.setting_refs); ``recorded``: the plan
-        the new template records, whose settings a props step keeps (the whole prop, peagle/props_values.py)."""
-        return replace(
-            self,
-            what=in_words(self.what, door, recorded),
-            why=in_words(self.why, door, recorded),
-            safe_sequence=tuple(in_words(step, door, recorded) for step in self.safe_sequence),
-        )
-
-
-class AccountProbe(Protocol):
-    """Read-only questions to the target account (``--stack`` mode); absent in file mode."""
-
-    def resolve(self, template: StackTemplate, value: Any) -> str | None:
-        """A template value with the account's pseudo parameters (AWS::AccountId, AWS::Region ...) filled in."""
-
-    def missing_objects(self, prefix_uri: str, relative_keys: Sequence[str]) -> list[str]:
-        """Which of ``relative_keys`` do not exist under the S3 prefix."""
-
-    def log_group_exists(self, name: str) -> bool: ...
-
-
-@dataclass(frozen=True)
-class CheckContext:
-    deployment_file: str  # named in the safe sequences of a file-made endpoint
-    allow_replace: bool = False
-    account: AccountProbe | None = None
-    # Whose words the safe sequences are in: the door that made the new template's endpoint, as its recorded plan
-    # says (peagle/plan_record.py). Rules name settings with peagle.setting_refs.setting(); the report spells them.
-    door: Door = Door.FILE
-    pair_id: str | None = None  # the model pair the new template serves, from its recorded plan
-    # The plan the new template's only endpoint records: a props step is the whole prop with the app's settings kept.
-    # None (an earlier peagle's template, or several endpoints, whose findings do not say whose plan): spelled alone.
-    recorded: Plan | None = field(default=None, compare=False, repr=False)
-
-    def stage_command(self, prefix: str) -> str:
-        """The command that stages the weights under ``prefix``: from the deployment file, or (props) by pair."""
-        if self.door is Door.FILE:
-            return f"peagle stage --deployment {self.deployment_file}"
-        return f"peagle stage --model {self.pair_id or '<pair id>'} --s3-uri {prefix}"
-
-    @property
-    def settings_home(self) -> str:
-        """Where the caller changes a setting."""
-        return self.deployment_file if self.door is Door.FILE else "your app's PeagleEndpoint props"
-
-
-def _strategy(guardrail: str) -> str:
-    """rollout.strategy's value for a DeploymentConfig guardrail."""
-    return "rolling" if guardrail == "rolling" else "blue_green"
-
-
-Rule = Callable[[StackTemplate, StackTemplate, CheckContext], list[Finding]]
-
-
-def updated_in_place(old: StackTemplate, new: StackTemplate) -> list[tuple[Endpoint, Endpoint]]:
-    """Endpoints CloudFormation updates with UpdateEndpoint: same logical id, same EndpointName."""
-    new_by_id = {endpoint.logical_id: endpoint for endpoint in new.endpoints()}
-    return [
-        (before, new_by_id[before.logical_id])
-        for before in old.endpoints()
-        if before.logical_id in new_by_id and before.name == new_by_id[before.logical_id].name
-    ]
-
-
-def _label(endpoint: Endpoint) -> str:
-    return f"endpoint {endpoint.name or endpoint.logical_id}"
+__all__ = [
+    "AccountProbe",
+    "CheckContext",
+    "Finding",
+    "FixedName",
+    "NewName",
+    "Rule",
+    "Severity",
+    "check_transition",
+    "fixed_name_duplicate",
+    "fixed_name_replacement",
+    "fixed_names",
+]
 
 
 # --- 1 ----------------------------------------------------------------------------------
@@ -139,7 +72,7 @@ def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context
         removed = [name for name in before.variant_names if name not in after.variant_names]
         added = [name for name in after.variant_names if name not in before.variant_names]
         change = (
-            f"{_label(after)}: production variants {', '.join(before.variant_names)} -> {', '.join(after.variant_names)}"
+            f"{label(after)}: production variants {', '.join(before.variant_names)} -> {', '.join(after.variant_names)}"
             + (f" (removed: {', '.join(removed)})" if removed else "")
             + (f" (added: {', '.join(added)})" if added else "")
         )
@@ -169,7 +102,7 @@ def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context
                 safe_sequence=(
                     f"deploy this change once with `{setting('rollout.strategy', 'none')}` in {context.settings_home} "
                     "(SageMaker's plain update: no guardrails, no auto-rollback)",
-                    f"then set the strategy back (`{setting('rollout.strategy', _strategy(guardrail))}`) with your next deploy",
+                    f"then set the strategy back (`{setting('rollout.strategy', strategy_of(guardrail))}`) with your next deploy",
                 ),
             )
         )
@@ -177,20 +110,6 @@ def variant_set_under_guardrails(old: StackTemplate, new: StackTemplate, context
 
 
 # --- 2 ----------------------------------------------------------------------------------
-
-# https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html ("Update
-# endpoints that use auto scaling"): "When you update an endpoint, Application Auto
-# Scaling checks to see whether any of the models on that endpoint are targets for auto
-# scaling. If the update would change the instance type for any model that is a target
-# for auto scaling, the update fails." Its note names the two changes that need the
-# variant deregistered first: changing the instance type of, and removing, a production
-# variant that has auto scaling configured.
-#
-# The old template decides: CloudFormation deletes the resources a template drops only
-# in the stack's UPDATE_COMPLETE_CLEANUP_IN_PROGRESS phase, after every create and update
-# (stack status codes, https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-describing-stacks.html),
-# so a ScalableTarget removed by the same deploy is still registered when UpdateEndpoint runs.
-AUTOSCALING_UPDATE = "https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html"
 
 
 def autoscaled_variant_update(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
@@ -234,7 +153,7 @@ def _autoscaled_instance_type(
     return Finding(
         rule="autoscaled-instance-type",
         severity=Severity.REFUSE,
-        what=f"{_label(endpoint)}: variant {variant} instance type {old_text} -> {new_text} while the variant is "
+        what=f"{label(endpoint)}: variant {variant} instance type {old_text} -> {new_text} while the variant is "
         "registered with Application Auto Scaling",
         why='SageMaker: "If the update would change the instance type for any model that is a target for auto '
         'scaling, the update fails." Disabling autoscaling in the same deploy does not help: CloudFormation '
@@ -253,7 +172,7 @@ def _autoscaled_variant_removed(endpoint: Endpoint, variant: str, context: Check
     return Finding(
         rule="autoscaled-instance-type",
         severity=Severity.REFUSE,
-        what=f"{_label(endpoint)}: variant {variant} is removed while it is registered with Application Auto Scaling",
+        what=f"{label(endpoint)}: variant {variant} is removed while it is registered with Application Auto Scaling",
         why="SageMaker requires a variant to be deregistered from auto scaling before an update removes it; "
         "CloudFormation deregisters the scalable target only after the endpoint update",
         source=AUTOSCALING_UPDATE,
@@ -536,7 +455,7 @@ def endpoint_mode_switch(old: StackTemplate, new: StackTemplate, context: CheckC
             Finding(
                 rule="endpoint-mode",
                 severity=Severity.REFUSE,
-                what=f"{_label(after)}: {modes[before.hosts_components]} -> {modes[after.hosts_components]} "
+                what=f"{label(after)}: {modes[before.hosts_components]} -> {modes[after.hosts_components]} "
                 "(endpoint.mode)",
                 why="the endpoint would be updated in place to a config of the other kind; no AWS document describes "
                 "that update, and a failed one leaves the live endpoint to CloudFormation's rollback",
@@ -635,7 +554,7 @@ def routing_change(old: StackTemplate, new: StackTemplate, context: CheckContext
                 Finding(
                     rule="routing",
                     severity=Severity.WARN if after.hosts_components else Severity.NOTE,
-                    what=f"{_label(after)}: variant {variant.name} routing {_routing_words(old, was)} -> "
+                    what=f"{label(after)}: variant {variant.name} routing {_routing_words(old, was)} -> "
                     f"{_routing_words(new, now)} ({setting('endpoint.routing')})",
                     why='RoutingConfig "Update requires: Replacement": CloudFormation creates a new endpoint config '
                     f"and updates the endpoint onto it, {_config_update_words(before, after)}. The endpoint keeps its "
@@ -701,202 +620,13 @@ def metrics_config_change(old: StackTemplate, new: StackTemplate, context: Check
             Finding(
                 rule="metrics-config",
                 severity=Severity.WARN if after.hosts_components else Severity.NOTE,
-                what=f"{_label(after)}: MetricsConfig {_metrics_words(old, before.metrics_config)} -> "
+                what=f"{label(after)}: MetricsConfig {_metrics_words(old, before.metrics_config)} -> "
                 f"{_metrics_words(new, after.metrics_config)} ({setting('observability.detailed_observability')}, "
                 f"{setting('observability.metric_publish_frequency_seconds')})",
                 why="MetricsConfig is create-only on AWS::SageMaker::EndpointConfig: CloudFormation creates a new "
                 f"endpoint config and updates the endpoint onto it, {_config_update_words(before, after)}. The "
                 f"endpoint keeps its name and serves throughout.{unstated}",
                 source=METRICS_CONFIG,
-            )
-        )
-    return findings
-
-
-# --- 8 ----------------------------------------------------------------------------------
-
-# A resource whose name the template fixes cannot be replaced under that name. CloudFormation User Guide, "Name
-# type" (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-name.html), Important:
-# "You can't perform an update that causes a custom-named resource to be replaced. If you must replace the
-# resource, specify a new name." The same page: "Resource names must be unique across all your active stacks."
-# Why the update fails rather than waits: a changed create-only property is a replacement, created before the old
-# resource is deleted (fixed_identifiers.py quotes the resource schema's semantics; UPDATE_BEHAVIORS above), and
-# the create meets the old resource's name: "A create handler MUST return FAILED with an AlreadyExists error code
-# if the resource already existed before the create request." (CloudFormation CLI User Guide, "Resource type
-# handler contract", https://docs.aws.amazon.com/cloudformation-cli/latest/userguide/resource-type-test-contract.html;
-# earlier editions: "prior to the create request");
-# for the cache rule, ECR's CreatePullThroughCacheRule lists PullThroughCacheRuleAlreadyExistsException, "A pull
-# through cache rule with these settings already exists for the private registry.", botocore 1.44.5). The stack
-# then rolls back. --allow-replace does not apply: no flag makes that create succeed.
-NAME_TYPE = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-name.html"
-HANDLER_CONTRACT = "https://docs.aws.amazon.com/cloudformation-cli/latest/userguide/resource-type-test-contract.html"
-_CUSTOM_NAME = (
-    "\"You can't perform an update that causes a custom-named resource to be replaced. If you must replace the "
-    'resource, specify a new name."'
-)
-_ALREADY_EXISTS = (
-    '"A create handler MUST return FAILED with an AlreadyExists error code if the resource already existed before '
-    'the create request."'
-)
-
-
-@dataclass(frozen=True)
-class NewName:
-    """How this app's settings give a fixed-name resource another name (``rename``: what to set), or take it out
-    of the stack for one deploy (``drop``) and bring it back (``restore``); ``{home}`` is filled in (where the
-    settings are, peagle.preflight.rules.CheckContext.settings_home)."""
-
-    rename: str
-    drop: str
-    restore: str
-
-
-# The one place the fixed-name rules name settings and construct props: adjust it when they move. (The cache
-# rule's prefix is chosen in peagle_cdk/serving_image_build.py.) Types not listed get the generic wording.
-NEW_NAMES: dict[str, NewName] = {
-    PULL_THROUGH_CACHE_RULE: NewName(
-        rename=f"a new prefix (remove `{setting('image.pull_through_cache_prefix')}` from {{home}}, for one derived "
-        "from the stack and the secret; or set another)",
-        drop=f"remove `{setting('image.pull_through_cache_secret_arn')}` and "
-        f"`{setting('image.pull_through_cache_prefix')}` from {{home}} and deploy: the stack deletes the rule (an "
-        "image this deploy builds pulls the vLLM base from Docker Hub anonymously)",
-        restore="set them again, with the new secret, and deploy: the rule is created with the new settings",
-    ),
-}
-
-
-@dataclass(frozen=True)
-class FixedName:
-    """A resource of a fixed_identifiers.py type whose name the template fixes."""
-
-    logical_id: str
-    row: FixedIdentifier
-    name: str  # for messages and comparison: the name, or Property=value, ... for a composite key
-
-
-def fixed_names(template: StackTemplate) -> list[FixedName]:
-    """The template's resources whose name it fixes; a name CloudFormation generates (absent) or that another
-    resource decides (a Ref, an attribute) is left out: replacing such a resource picks a new name."""
-    found = []
-    for logical_id, resource in template.resources.items():
-        row = FIXED_IDENTIFIERS.get(resource.get("Type"))
-        if row is None:
-            continue
-        properties = resource.get("Properties") or {}
-        parts = [template.fixed(at_pointer(properties, pointer)) for pointer in row.name]
-        if any(part is None for part in parts):
-            continue
-        name = (
-            parts[0]
-            if len(parts) == 1
-            else ", ".join(f"{_property(pointer)}={part}" for pointer, part in zip(row.name, parts, strict=True))
-        )
-        found.append(FixedName(logical_id, row, name))
-    return found
-
-
-def _property(pointer: str) -> str:
-    return pointer.removeprefix("/properties/").replace("/", ".")
-
-
-def _naming(row: FixedIdentifier, context: CheckContext) -> NewName:
-    settings = NEW_NAMES.get(row.resource_type)
-    if settings is not None:
-        home = context.settings_home
-        return NewName(
-            in_words(settings.rename.format(home=home), context.door),
-            in_words(settings.drop.format(home=home), context.door),
-            settings.restore,
-        )
-    return NewName(
-        rename=f"another {' and '.join(_property(pointer) for pointer in row.name)}",
-        drop="remove it from the template and deploy: CloudFormation deletes it",
-        restore="add it back with the new properties and deploy",
-    )
-
-
-def _same_value(old: StackTemplate, new: StackTemplate, before: Any, after: Any) -> bool:
-    if canonical(before) == canonical(after):
-        return True
-    fixed_before, fixed_after = old.fixed(before), new.fixed(after)
-    return fixed_before is not None and fixed_before == fixed_after
-
-
-def _shown(template: StackTemplate, value: Any) -> str:
-    return "(absent)" if value is None else template.render(value)
-
-
-def fixed_name_replacement(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
-    """A create-only property changes on a resource that keeps its fixed name: a replacement that cannot be created."""
-    deployed = {(named.logical_id, named.row.resource_type): named for named in fixed_names(old)}
-    findings = []
-    for after in fixed_names(new):
-        before = deployed.get((after.logical_id, after.row.resource_type))
-        if before is None or before.name != after.name:
-            continue  # new here, or renamed: the replacement takes a name of its own
-        old_props, new_props = old.properties(after.logical_id), new.properties(after.logical_id)
-        changed = [
-            pointer
-            for pointer in after.row.create_only
-            if pointer not in after.row.name
-            and not _same_value(old, new, at_pointer(old_props, pointer), at_pointer(new_props, pointer))
-        ]
-        # The deepest pointers say what changed (EncryptionConfiguration.KmsKey rather than EncryptionConfiguration).
-        changed = [pointer for pointer in changed if not any(other.startswith(pointer + "/") for other in changed)]
-        if not changed:
-            continue
-        row, kind, name = after.row, after.row.kind, after.name
-        changes = "; ".join(
-            f"{_property(pointer)} {_shown(old, at_pointer(old_props, pointer))} -> "
-            f"{_shown(new, at_pointer(new_props, pointer))}"
-            for pointer in changed
-        )
-        naming = _naming(row, context)
-        findings.append(
-            Finding(
-                rule="fixed-name-replacement",
-                severity=Severity.REFUSE,
-                what=f"{kind} {name} ({row.resource_type} {after.logical_id}) is replaced under the same name: "
-                f"create-only {changes}",
-                why=f"a create-only property changes, so CloudFormation replaces the {kind}: it creates the new one "
-                f"first, while {name} is still taken, and the create fails ({_ALREADY_EXISTS}); the stack "
-                f"rolls back, and --allow-replace cannot make that create succeed. CloudFormation: {_CUSTOM_NAME}",
-                source=f"{NAME_TYPE}; {HANDLER_CONTRACT}; createOnlyProperties of {row.source}",
-                safe_sequence=(
-                    f"either give the {kind} {naming.rename} and deploy: CloudFormation creates it under the new name, "
-                    f"then deletes {name}",
-                    f"or keep the name and delete the old {kind} first, in two deploys: {naming.drop}; then "
-                    f"{naming.restore}",
-                ),
-            )
-        )
-    return findings
-
-
-def fixed_name_duplicate(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
-    """Two resources of the new template fix the same name: one of the creates fails (also on a first deploy)."""
-    by_name: dict[tuple[str, str], list[FixedName]] = {}
-    for named in fixed_names(new):
-        by_name.setdefault((named.row.resource_type, named.name), []).append(named)
-    findings = []
-    for (_, name), resources in sorted(by_name.items()):
-        if len(resources) < 2:
-            continue
-        row = resources[0].row
-        ids = ", ".join(sorted(named.logical_id for named in resources))
-        findings.append(
-            Finding(
-                rule="fixed-name-duplicate",
-                severity=Severity.REFUSE,
-                what=f"{row.kind} {name} is defined {len(resources)} times in the new template ({row.resource_type} "
-                f"{ids})",
-                why=f"each would be created under the same name: the first create takes it and the next fails "
-                f'({_ALREADY_EXISTS}); CloudFormation: "Resource names must be unique across all your active stacks."',
-                source=f"{NAME_TYPE}; {HANDLER_CONTRACT}",
-                safe_sequence=(
-                    f"give all but one of them {_naming(row, context).rename}, or let them share one {row.kind}; "
-                    "then run preflight again and deploy",
-                ),
             )
         )
     return findings
@@ -919,10 +649,6 @@ RULES: tuple[Rule, ...] = (
 
 
 def check_transition(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
-    # The inference-component rules build on this module's Finding and helpers; imported here, not at the
-    # top, so that neither module's import depends on the other having finished.
-    from peagle.preflight.component_rules import COMPONENT_RULES
-
     return [
         finding.in_words(context.door, context.recorded)
         for rule in (*RULES, *COMPONENT_RULES)

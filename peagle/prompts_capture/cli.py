@@ -4,8 +4,9 @@ request log (CloudWatch Logs, --from-logs), to a prompts file that `peagle bench
 
 Writes --out (JSON Lines, peagle/bench/prompts.py's format: prompt or messages, with the sampling
 parameters the requests carried) and, next to it, <out stem>.summary.json (what was kept, what was
-dropped and why, the distributions that matter for measuring). Exit 0 ok; 1 S3 or CloudWatch Logs could
-not be read (permissions, credentials); 2 bad arguments, or no usable record under the location.
+dropped and why, the distributions that matter for measuring). Exit 0 ok; 2 bad arguments, or no usable
+record under the location; 3 S3 or CloudWatch Logs could not be read (credentials, permissions), as every
+command that calls AWS exits (peagle/cli_errors.py, ExitCode.AWS).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, exclusive, group, option
 from peagle.traffic.window import positive_days, utc_text
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 SUMMARY_SUFFIX = ".summary.json"
 
 
@@ -26,49 +28,41 @@ class NoUsablePrompts(ValueError):
     """The location held capture records, but none was a completion or chat request."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "prompts",
-        help="turn an endpoint's Data Capture records (or its request log) into a prompts file for bench, tune and "
-        "capacity",
-        description="Read SageMaker Data Capture files ({endpoint}/{variant}/yyyy/mm/dd/hh/*.jsonl) under CAPTURE, "
-        "an s3:// prefix or a local directory copied from one, or, with --from-logs, the container's request log "
-        "(capture.method: request_log) in the endpoint's CloudWatch Logs group; decode each captured request (JSON "
-        "or BASE64), keep its prompt or messages and sampling parameters, drop duplicates, and write --out plus a "
-        "summary (<out stem>.summary.json: kept/dropped by reason, input lengths, max_tokens, sampling seen, output "
-        "tokens when responses were captured). Records it cannot use (CSV, not JSON, not a completion or chat body) "
-        "are counted by reason. Exit 0 ok, 1 S3 or CloudWatch Logs could not be read, 2 bad arguments or no usable "
-        "record.",
-    )
-    parser.add_argument(
+_OPTIONS = (
+    option(
         "capture",
         metavar="CAPTURE",
         nargs="?",
         help="s3://bucket/prefix (any prefix of the layout) or a directory; or give --from-logs",
-    )
-    logs = parser.add_argument_group("the request log (capture.method: request_log)")
-    logs.add_argument(
-        "--from-logs",
-        metavar="LOG_GROUP",
-        help="read the container's peagle_request lines from this CloudWatch Logs group instead of CAPTURE: "
-        "/aws/sagemaker/Endpoints/<endpoint> (an inference component's: /aws/sagemaker/InferenceComponents/<name>)",
-    )
-    window = logs.add_mutually_exclusive_group()
-    window.add_argument(
-        "--start", metavar="ISO", help="with --from-logs: from this time, ISO 8601 (UTC unless an offset is given)"
-    )
-    window.add_argument("--days", type=positive_days, metavar="N", help="with --from-logs: the last N days")
-    logs.add_argument("--end", metavar="ISO", help="with --from-logs and --start: until this time (default: now)")
-    parser.add_argument("--out", type=Path, required=True, help="prompts file to write (JSON Lines)")
-    parser.add_argument(
+    ),
+    group(
+        "the request log (capture.method: request_log)",
+        option(
+            "--from-logs",
+            metavar="LOG_GROUP",
+            help="read the container's peagle_request lines from this CloudWatch Logs group instead of CAPTURE: "
+            "/aws/sagemaker/Endpoints/<endpoint> (an inference component's: /aws/sagemaker/InferenceComponents/<name>)",
+        ),
+        exclusive(
+            option(
+                "--start",
+                metavar="ISO",
+                help="with --from-logs: from this time, ISO 8601 (UTC unless an offset is given)",
+            ),
+            option("--days", type=positive_days, metavar="N", help="with --from-logs: the last N days"),
+        ),
+        option("--end", metavar="ISO", help="with --from-logs and --start: until this time (default: now)"),
+    ),
+    option("--out", type=Path, required=True, help="prompts file to write (JSON Lines)"),
+    option(
         "--drop-field",
         action="append",
         default=[],
         metavar="FIELD",
         help="remove this key from every request kept, e.g. seed or stop (repeatable); temperature and top_p "
         "for `peagle tune`, whose --temperatures decide them",
-    )
-    parser.add_argument(
+    ),
+    option(
         "--hash-field",
         action="append",
         default=[],
@@ -77,29 +71,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(repeatable): equal values stay equal within the file, and a key otherwise not kept (e.g. user) is kept "
         "hashed. For messages, each message's content is hashed and its role kept; a hashed prompt no longer has "
         "the original's length, so measure with unhashed prompts",
-    )
-    parser.add_argument(
-        "--limit", type=int, metavar="N", help="stop after N prompts (in key order: the earliest hours first)"
-    )
-    parser.add_argument("--region", help="AWS region of the bucket or log group (default: the environment's)")
-    parser.add_argument(
+    ),
+    option("--limit", type=int, metavar="N", help="stop after N prompts (in key order: the earliest hours first)"),
+    option("--region", help="AWS region of the bucket or log group (default: the environment's)"),
+    option(
         "--tokenizer",
         metavar="PATH",
         help="a local tokenizer (a model folder with tokenizer files) to count input tokens with; needs "
         "transformers (`make serving-deps`)",
+    ),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    add_command(
+        subparsers,
+        "prompts",
+        run_prompts,
+        _OPTIONS,
+        help="turn an endpoint's Data Capture records (or its request log) into a prompts file for bench, tune and "
+        "capacity",
+        description="Read SageMaker Data Capture files ({endpoint}/{variant}/yyyy/mm/dd/hh/*.jsonl) under CAPTURE, "
+        "an s3:// prefix or a local directory copied from one, or, with --from-logs, the container's request log "
+        "(capture.method: request_log) in the endpoint's CloudWatch Logs group; decode each captured request (JSON "
+        "or BASE64), keep its prompt or messages and sampling parameters, drop duplicates, and write --out plus a "
+        "summary (<out stem>.summary.json: kept/dropped by reason, input lengths, max_tokens, sampling seen, output "
+        "tokens when responses were captured). Records it cannot use (CSV, not JSON, not a completion or chat body) "
+        "are counted by reason. Exit 0 ok, 2 bad arguments or no usable record, 3 S3 or CloudWatch Logs could not "
+        "be read (AWS credentials/access).",
     )
-    parser.set_defaults(handler=run_prompts)
 
 
 def run_prompts(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     return run_reporting_errors(
         _prompts,
         args,
-        [(AwsCallError, EXIT_FAILED), ((PeagleError, NoUsablePrompts, ValueError), EXIT_BAD_ARGUMENTS)],
+        [(AwsCallError, ExitCode.AWS), ((PeagleError, NoUsablePrompts, ValueError), ExitCode.BAD_INPUT)],
     )
 
 
@@ -110,6 +121,7 @@ def summary_path(out: Path) -> Path:
 
 def _prompts(args: argparse.Namespace) -> int:
     from peagle.prompts_capture.convert import convert, hash_kept_fields, summarise
+    from peagle.prompts_capture.token_counts import input_token_counts
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit {args.limit}: at least 1 prompt")
@@ -130,7 +142,7 @@ def _prompts(args: argparse.Namespace) -> int:
             f"{'log stream' if args.from_logs else 'file'}(s), none a JSON completion or chat body "
             f"({reasons or 'no records'}). " + (_NO_LOGGED_REQUEST if args.from_logs else _NO_CAPTURED_REQUEST)
         )
-    token_counts = _token_counts(args.tokenizer, conversion.bodies) if args.tokenizer else None
+    token_counts = input_token_counts(args.tokenizer, conversion.bodies) if args.tokenizer else None
     summary = summarise(conversion, token_counts=token_counts)
     if args.from_logs:
         summary["log_streams"] = summary.pop("capture_files")
@@ -145,7 +157,7 @@ def _prompts(args: argparse.Namespace) -> int:
     )
     summary_path(args.out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _print_summary(summary, args.out)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 _NO_CAPTURED_REQUEST = (
@@ -201,38 +213,6 @@ def _log_window(args: argparse.Namespace) -> tuple[datetime, datetime]:
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _token_counts(tokenizer_path: str, bodies: list[dict]) -> list[int]:
-    """Input tokens per prompt: the chat template's for messages when the tokenizer has one, else the
-    messages' text contents joined."""
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise ValueError(
-            "--tokenizer needs the transformers package (the serving stack installs it: `make local`), or leave "
-            "--tokenizer out: lengths are then counted in characters"
-        ) from None
-
-    from peagle.prompts_capture.convert import input_text
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"--tokenizer {tokenizer_path}: cannot load a tokenizer from it ({error})") from None
-    counts = []
-    for body in bodies:
-        if "messages" in body and getattr(tokenizer, "chat_template", None):
-            try:
-                # The rendered text, tokenized as a completion is: apply_chat_template(tokenize=True) returns a
-                # BatchEncoding (input_ids, attention_mask) in recent transformers, whose len() is 2, not the tokens.
-                text = tokenizer.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True)
-                counts.append(len(tokenizer(text, add_special_tokens=False)["input_ids"]))
-                continue
-            except Exception:  # a message shape the template refuses: count its text instead
-                pass
-        counts.append(len(tokenizer(input_text(body))["input_ids"]))
-    return counts
 
 
 def _spread_text(spread: dict | None, unit: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 CAPTURE_SUFFIX = ".jsonl"  # the layout's filename.jsonl
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from peagle.settings.schedules import ScheduledAction
 from peagle.simulate.cloudwatch import ALARM, AlarmState
 from peagle.simulate.scaling_template import (
     Alarm,
@@ -55,7 +56,6 @@ from peagle.simulate.scaling_template import (
     StepPolicy,
     TargetTrackingPolicy,
 )
-from peagle.simulate.schedules import ScheduledAction
 
 VARIANT_DEFAULT_COOLDOWN_SECONDS = 300  # target tracking on a variant; other targets 0
 STEP_DEFAULT_COOLDOWN_SECONDS = 300  # any step policy without Cooldown
@@ -199,14 +199,17 @@ class TargetScaling:
         default = VARIANT_DEFAULT_COOLDOWN_SECONDS if target.unit == "instances" else 0
         states = {alarm.logical_id: AlarmState(alarm) for alarm in target.alarms}
         self.policies: list[PolicyRuntime] = [
-            StepRuntime(
-                policy,
-                [state for state in states.values() if policy.logical_id in state.alarm.policy_ids],
-                cooldown_reading,
-                self.consulted,
-            )
-            for policy in target.step_policies
-        ] + [TrackingRuntime(policy, default, cooldown_reading, self.consulted) for policy in target.target_tracking]
+            *(
+                StepRuntime(
+                    policy,
+                    [state for state in states.values() if policy.logical_id in state.alarm.policy_ids],
+                    cooldown_reading,
+                    self.consulted,
+                )
+                for policy in target.step_policies
+            ),
+            *(TrackingRuntime(policy, default, cooldown_reading, self.consulted) for policy in target.target_tracking),
+        ]
 
     def alarm_states(self) -> list[AlarmState]:
         return [state for policy in self.policies for state in policy.alarms]

@@ -15,23 +15,120 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import Option, add_command, option
+from peagle.cli_table import table_lines
 from peagle.client.cold_start import COLD_START_DEFAULT_HELP
-from peagle.config import DEFAULT_DEPLOYMENT_FILE
+from peagle.settings import DEFAULT_DEPLOYMENT_FILE
 from peagle.simulate.service import READING_FIELDS, READINGS
+from peagle.simulate.traffic import SHAPES
 
 if TYPE_CHECKING:
-    from peagle.planner import Plan
+    from peagle.planning.planner import Plan
     from peagle.simulate.report import EndpointResults
     from peagle.simulate.scenarios import Result
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+def _reading_option(reading) -> Option:
+    """--<reading> both|<one of its values>: which readings of an assumption the simulation runs."""
+    words = [word for _, word, _ in reading.values]
+    return option(
+        reading.flag,
+        dest=reading.field,
+        choices=("both", *words),
+        default="both",
+        help=f"{reading.question} (default both: {' / '.join(words)})",
+    )
+
+
+_OPTIONS = (
+    option(
+        "--deployment",
+        help="only for a template that records no plan (synthesized by an earlier peagle): the deployment YAML it "
+        f"was synthesized from (e.g. {DEFAULT_DEPLOYMENT_FILE}). A PeagleEndpoint records its plan in the template, "
+        "whichever door made it, and simulate reads that",
+    ),
+    option(
+        "--template",
+        type=Path,
+        help="the endpoint stack's template (JSON or YAML); default: the stack in --cdk-out that records a plan "
+        "(the YAML app's PeagleEndpoint, or your app's)",
+    ),
+    option("--endpoint", help="with several endpoints in the template: simulate only this one (default: every one)"),
+    option("--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output (default cdk.out)"),
+    option(
+        "--traffic",
+        action="append",
+        metavar="SHAPE|CSV",
+        help=f"a built-in shape ({', '.join(SHAPES)}), `all` of them, or a CSV of requests per minute (rows "
+        "`requests` or `minute,requests`); repeatable (default: idle-burst, sparse and surge for targets that scale "
+        "to zero, surge otherwise)",
+    ),
+    option(
+        "--trace-start",
+        metavar="ISO-TIME",
+        help="the wall-clock time of every trace's minute 0, e.g. 2026-11-30T00:00:00Z (scheduled actions run by "
+        "it; default: a CSV's `# start:` line, else 00:00 UTC on Monday 2026-01-05)",
+    ),
+    option("--out", type=Path, default=Path("simulation"), help="report folder (default ./simulation)"),
+    *(_reading_option(reading) for reading in READINGS),
+    option(
+        "--attainment",
+        type=float,
+        help="share of requests that must be answered (default: the profile's SLO attainment)",
+    ),
+    option(
+        "--startup",
+        default="typical",
+        metavar="typical|budget|SECONDS",
+        help="a new unit's download + start-up: typical (the weights at the planner's transfer rates plus vLLM's "
+        "start), budget (the plan's timeouts and instance allowance: the slowest start SageMaker accepts), or "
+        "seconds (default typical)",
+    ),
+    option("--instance-launch-seconds", type=float, help="an instance's launch (default 300; budget: 600)"),
+    option(
+        "--request-seconds",
+        type=float,
+        help="mean time a request holds a vLLM slot (default: half the profile's p90 SLA)",
+    ),
+    option(
+        "--service-curve",
+        action="append",
+        metavar="[ENDPOINT=]FILE",
+        help="serve each real-time unit as this measured service curve says (service-curve.json, written by `peagle "
+        "capacity --out DIR` for the pair, instance and K it measured): each minute at its load's time per request, "
+        "and each request judged against the SLO's TTFT and TPOT; ENDPOINT= gives one endpoint its own (repeatable). "
+        "Without one, a unit holds each request --request-seconds and the SLO's bounds are reported not checked",
+    ),
+    option(
+        "--output-tokens",
+        type=float,
+        help="output tokens per answered request, for cost per 1M (default: half max_tokens)",
+    ),
+    option(
+        "--clients",
+        choices=("retry", "once"),
+        default="retry",
+        help="retry: clients refused 'no capacity' retry as peagle.client does until their cold-start wait is over "
+        "(default); once: each request is sent once",
+    ),
+    option(
+        "--cold-start-wait",
+        type=float,
+        help="how long a retrying client waits for a copy, seconds (default: as peagle.client, "
+        + COLD_START_DEFAULT_HELP
+        + ")",
+    ),
+    option("--no-plots", action="store_true", help="tables and summary only"),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from peagle.simulate.traffic import SHAPES
-
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "simulate",
+        run_simulate,
+        _OPTIONS,
         help="replay traffic through the synthesized scaling policies and alarms: requests answered, lost and "
         "paid for, with what to change",
         description="Read the endpoint stack's template (--template, default: the PeagleEndpoint stack in --cdk-out), "
@@ -43,105 +140,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(a summary table first, then what to change) and a timeline table and plot per scenario to --out. Exit 0 "
         "every verdict holds, 1 one fails, 2 bad input. docs/simulate.md explains the model.",
     )
-    parser.add_argument(
-        "--deployment",
-        help="only for a template that records no plan (synthesized by an earlier peagle): the deployment YAML it "
-        f"was synthesized from (e.g. {DEFAULT_DEPLOYMENT_FILE}). A PeagleEndpoint records its plan in the template, "
-        "whichever door made it, and simulate reads that",
-    )
-    parser.add_argument(
-        "--template",
-        type=Path,
-        help="the endpoint stack's template (JSON or YAML); default: the stack in --cdk-out that records a plan "
-        "(the YAML app's PeagleEndpoint, or your app's)",
-    )
-    parser.add_argument(
-        "--endpoint", help="with several endpoints in the template: simulate only this one (default: every one)"
-    )
-    parser.add_argument("--cdk-out", type=Path, default=Path("cdk.out"), help="cdk synth's output (default cdk.out)")
-    parser.add_argument(
-        "--traffic",
-        action="append",
-        metavar="SHAPE|CSV",
-        help=f"a built-in shape ({', '.join(SHAPES)}), `all` of them, or a CSV of requests per minute (rows "
-        "`requests` or `minute,requests`); repeatable (default: idle-burst, sparse and surge for targets that scale "
-        "to zero, surge otherwise)",
-    )
-    parser.add_argument(
-        "--trace-start",
-        metavar="ISO-TIME",
-        help="the wall-clock time of every trace's minute 0, e.g. 2026-11-30T00:00:00Z (scheduled actions run by "
-        "it; default: a CSV's `# start:` line, else 00:00 UTC on Monday 2026-01-05)",
-    )
-    parser.add_argument("--out", type=Path, default=Path("simulation"), help="report folder (default ./simulation)")
-    for reading in READINGS:
-        words = [word for _, word, _ in reading.values]
-        parser.add_argument(
-            reading.flag,
-            dest=reading.field,
-            choices=("both", *words),
-            default="both",
-            help=f"{reading.question} (default both: {' / '.join(words)})",
-        )
-    parser.add_argument(
-        "--attainment",
-        type=float,
-        help="share of requests that must be answered (default: the profile's SLO attainment)",
-    )
-    parser.add_argument(
-        "--startup",
-        default="typical",
-        metavar="typical|budget|SECONDS",
-        help="a new unit's download + start-up: typical (the weights at the planner's transfer rates plus vLLM's "
-        "start), budget (the plan's timeouts and instance allowance: the slowest start SageMaker accepts), or "
-        "seconds (default typical)",
-    )
-    parser.add_argument("--instance-launch-seconds", type=float, help="an instance's launch (default 300; budget: 600)")
-    parser.add_argument(
-        "--request-seconds",
-        type=float,
-        help="mean time a request holds a vLLM slot (default: half the profile's p90 SLA)",
-    )
-    parser.add_argument(
-        "--service-curve",
-        action="append",
-        metavar="[ENDPOINT=]FILE",
-        help="serve each real-time unit as this measured service curve says (service-curve.json, written by `peagle "
-        "capacity --out DIR` for the pair, instance and K it measured): each minute at its load's time per request, "
-        "and each request judged against the SLO's TTFT and TPOT; ENDPOINT= gives one endpoint its own (repeatable). "
-        "Without one, a unit holds each request --request-seconds and the SLO's bounds are reported not checked",
-    )
-    parser.add_argument(
-        "--output-tokens",
-        type=float,
-        help="output tokens per answered request, for cost per 1M (default: half max_tokens)",
-    )
-    parser.add_argument(
-        "--clients",
-        choices=("retry", "once"),
-        default="retry",
-        help="retry: clients refused 'no capacity' retry as peagle.client does until their cold-start wait is over "
-        "(default); once: each request is sent once",
-    )
-    parser.add_argument(
-        "--cold-start-wait",
-        type=float,
-        help="how long a retrying client waits for a copy, seconds (default: as peagle.client, "
-        + COLD_START_DEFAULT_HELP
-        + ")",
-    )
-    parser.add_argument("--no-plots", action="store_true", help="tables and summary only")
-    parser.set_defaults(handler=run_simulate)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from peagle.errors import PeagleError
+    from peagle.cli_errors import run_reporting_errors
+    from peagle.settings.errors import PeagleError
 
-    try:
-        return _simulate(args)
-    except PeagleError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return run_reporting_errors(_simulate, args, [(PeagleError, ExitCode.BAD_INPUT)])
 
 
 def _readings(args: argparse.Namespace) -> list[dict]:
@@ -153,8 +158,7 @@ def _readings(args: argparse.Namespace) -> list[dict]:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from peagle.preflight.cli import _new_template
-    from peagle.preflight.template import load_template_file
+    from peagle.cloud_assembly import load_template_file, template_to_deploy
     from peagle.simulate import report, scenarios
     from peagle.simulate.traffic import SHAPES, TrafficError, from_csv, parse_start
 
@@ -172,9 +176,7 @@ def _simulate(args: argparse.Namespace) -> int:
     template_path = (
         args.template
         or _template_with_plan(args.cdk_out)
-        or _new_template(
-            argparse.Namespace(new=None, cdk_out=args.cdk_out, deployment=args.deployment), flag="--template"
-        )[0]
+        or template_to_deploy(args.cdk_out, deployment=args.deployment, flag="--template").path
     )
     template = load_template_file(template_path)
     planned = _plans(template, args)
@@ -226,7 +228,7 @@ def _simulate(args: argparse.Namespace) -> int:
     path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots, endpoints=endpoints)
     _print_results(results, endpoints)
     print(f"timelines, plots and the summary: {path}")
-    return EXIT_OK if all(result.passed for result in results) else EXIT_FAILED
+    return ExitCode.OK if all(result.passed for result in results) else ExitCode.FAILED
 
 
 def _print_results(results: list[Result], endpoints: list[EndpointResults]) -> None:
@@ -235,9 +237,9 @@ def _print_results(results: list[Result], endpoints: list[EndpointResults]) -> N
     from peagle.simulate import report
 
     found = report.scenarios(results)
-    _print_table(report.SUMMARY_HEADER, report.summary_rows(found))
+    print("\n".join(table_lines(report.SUMMARY_HEADER, report.summary_rows(found))))
     print()
-    _print_table(report.ENDPOINTS_HEADER, report.endpoint_rows(endpoints, found))
+    print("\n".join(table_lines(report.ENDPOINTS_HEADER, report.endpoint_rows(endpoints, found))))
     for scenario in found:
         for verdict in scenario.first.verdicts:
             if not verdict.passed:
@@ -253,17 +255,11 @@ def _print_results(results: list[Result], endpoints: list[EndpointResults]) -> N
             print(f"from the template ({name}): {text}")
 
 
-def _print_table(header: tuple[str, ...], rows: list[list[str]]) -> None:
-    widths = [max(len(str(row[column])) for row in [header, *rows]) for column in range(len(header))]
-    for row in [header, *rows]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-
-
 def _template_with_plan(cdk_out: Path) -> Path | None:
-    """The template in ``cdk_out`` that records a P-EAGLE plan (peagle.plan_record.recorded_stack); None when none
-    does (an assembly of an earlier peagle, or no assembly: _new_template says what is wrong with cdk_out)."""
-    from peagle.access.assembly import AssemblyError
-    from peagle.plan_record import PlanRecordError, recorded_stack
+    """The template in ``cdk_out`` that records a P-EAGLE plan (peagle.cloud_assembly.recorded_stack); None when none
+    does (an assembly of an earlier peagle, or no assembly: template_to_deploy says what is wrong with cdk_out)."""
+    from peagle.cloud_assembly import AssemblyError, recorded_stack
+    from peagle.planning.plan_record import PlanRecordError
     from peagle.simulate.scaling_template import SimulationInputError
 
     try:
@@ -279,8 +275,8 @@ def _plans(template, args: argparse.Namespace) -> list[tuple[Plan, str, str | No
     """(plan, door, endpoint name) of each endpoint to simulate: the plans the template records (every endpoint, or
     --endpoint's), else, for a template of an earlier peagle, the plan of --deployment."""
     from peagle.cli_config import load_cli_config
-    from peagle.plan_record import read_records
-    from peagle.planner import plan_deployment
+    from peagle.planning.plan_record import read_records
+    from peagle.planning.planner import plan_deployment
     from peagle.simulate.scaling_template import SimulationInputError
 
     records = read_records(template.body, source=template.source)

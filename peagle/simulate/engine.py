@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from peagle.catalog import Slo
-from peagle.props_values import whole_prop
-from peagle.setting_refs import Door, duration, field_words, in_words, named_in_words, setting
+from peagle.settings.props_values import whole_prop
+from peagle.settings.refs import Door, duration, named_in_words, setting
+from peagle.settings.words import field_words, in_words
 from peagle.simulate.autoscaling import TRACKING_ALARMS, TargetScaling
 from peagle.simulate.scaling_template import ScalableTarget
 from peagle.simulate.service import (
@@ -34,7 +35,7 @@ from peagle.simulate.service import (
 from peagle.simulate.traffic import Trace
 
 if TYPE_CHECKING:
-    from peagle.planner import Plan
+    from peagle.planning.planner import Plan
 
 
 def one_unit(unit: str) -> str:
@@ -45,9 +46,9 @@ def one_unit(unit: str) -> str:
 @dataclass(frozen=True)
 class SettingKeys:
     """The deployment file's key paths of this target's settings, for the report's suggested changes; the door
-    that made the endpoint (peagle/plan_record.py) spells them from the settings model's metadata
-    (peagle/setting_refs.py): ``autoscaling.min_capacity: 1`` in the file; in the props, the whole prop with the
-    app's recorded settings kept (``autoscaling=Autoscaling(min_capacity=1, max_capacity=4)``, peagle/props_values.py),
+    that made the endpoint (peagle/planning/plan_record.py) spells them from the settings model's metadata
+    (peagle/settings/words.py): ``autoscaling.min_capacity: 1`` in the file; in the props, the whole prop with the
+    app's recorded settings kept (``autoscaling=Autoscaling(min_capacity=1, max_capacity=4)``, peagle/settings/props_values.py),
     so a change pasted as printed drops nothing the app had."""
 
     min_units: str
@@ -58,7 +59,7 @@ class SettingKeys:
     scale_in_cooldown: str | None = None
     # (key, props spelling, "..." for the value) where the file key's field spells another setting at the props door
     props: tuple[tuple[str, str], ...] = ()
-    # The plan the app recorded (peagle/plan_record.py): the settings a props suggestion keeps. None: spelled alone.
+    # The plan the app recorded (peagle/planning/plan_record.py): the settings a props suggestion keeps. None: spelled alone.
     recorded: Plan | None = field(default=None, compare=False, repr=False)
 
     def spell(self, key: str, door: Door, *value: Any) -> str:
@@ -97,11 +98,16 @@ class SettingKeys:
 
     def _count_within(self, paths: Mapping[str, tuple[Any, str | None]]) -> dict[str, tuple[Any, None]]:
         """A variant's instance count raised to a floor raised above it: the settings model refuses bounds that do not
-        hold the count the deploy starts (peagle/config.py, "min_capacity <= instance.count <= max_capacity"), so a
+        hold the count the deploy starts (peagle/settings/, "min_capacity <= instance.count <= max_capacity"), so a
         higher floor alone would not synthesize."""
         floor = paths.get("autoscaling.min_capacity", (None, None))[0]
         recorded = self.recorded
-        if floor is None or recorded is None or recorded.components is not None or floor <= recorded.instance_count:
+        if (
+            floor is None
+            or recorded is None
+            or floor <= recorded.instance_count
+            or not recorded.units.floor_is_instances
+        ):
             return {}
         return {"instance.count": (floor, None)}
 

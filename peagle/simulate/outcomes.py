@@ -144,10 +144,7 @@ def _slo_checked(timeline: Timeline) -> bool:
 def instances_for(setup, units: int) -> int:
     """The instances ``units`` need: a variant's units are instances; copies pack onto instances (managed
     instance scaling keeps at least its minimum)."""
-    shape = setup.shape
-    if shape.kind == "instances":
-        return units
-    return max(shape.min_instances, math.ceil(units / shape.units_per_instance))
+    return setup.shape.instances_needed(units)
 
 
 def _queued_at_the_end(timeline: Timeline) -> tuple[float, float]:

@@ -20,7 +20,8 @@ What AWS leaves open, and the simulator assumes (each printed with the results, 
 instance with room (BINPACK: the fullest; SPREAD: the emptiest) and a new instance is launched only when none has room;
 a scale-in removes starting copies first, then serving ones from the emptiest instance (BINPACK) or the fullest
 (SPREAD); a template that states no placement is simulated as SPREAD and one that states no scale-in policy as
-IDLE_RELEASE, the readings that bill the most; a consolidation moves copies without a gap in serving.
+IDLE_RELEASE, the readings that bill the most; a consolidation moves copies without a gap in serving. A template that
+states a value the simulator has no model for is refused (SimulationInputError), never simulated under a reading.
 """
 
 from __future__ import annotations
@@ -29,10 +30,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peagle.preflight.template import StackTemplate
+from peagle.cloud_assembly import StackTemplate
+from peagle.simulate.scaling_template import SimulationInputError
 
+# The values AWS documents, each modelled here (the module docstring); a template that states another is refused,
+# not simulated under a reading of our choosing: botocore 1.44.5's SageMaker model, InferenceComponentPlacementStrategy
+# "enum": ["SPREAD", "BINPACK"] and ManagedInstanceScalingScaleInStrategy "enum": ["IDLE_RELEASE", "CONSOLIDATION"];
+# the CloudFormation schema of AWS::SageMaker::EndpointConfig (cfn-lint 1.58.0, 3529e18613d41f86.json), ScaleInPolicy
+# Strategy "enum": ["CONSOLIDATION", "IDLE_RELEASE"].
 BINPACK, SPREAD = "BINPACK", "SPREAD"
 IDLE_RELEASE, CONSOLIDATION = "IDLE_RELEASE", "CONSOLIDATION"
+MODELLED_PLACEMENTS = (BINPACK, SPREAD)
+MODELLED_SCALE_IN = (IDLE_RELEASE, CONSOLIDATION)
 # ScaleInPolicy's documented defaults (above).
 CONSOLIDATION_COOLDOWN_MINUTES = 20
 CONSOLIDATION_MAX_STEP = 1
@@ -105,9 +114,14 @@ def placement_of(template: StackTemplate, component_name: str) -> Placement:
     if variant is None and endpoint is not None and len(endpoint.variants) == 1:
         variant = endpoint.variants[0]
     policy = _mapping((variant.managed_scaling if variant is not None else None), "ScaleInPolicy")
+    where = f"{template.source}: component {component_name}"
     return Placement(
-        strategy=strategy if strategy in (BINPACK, SPREAD) else None,
-        scale_in=_known(template.resolve(policy.get("Strategy")), (IDLE_RELEASE, CONSOLIDATION)),
+        strategy=_modelled(strategy, MODELLED_PLACEMENTS, f"{where}: SchedulingConfig.PlacementStrategy"),
+        scale_in=_modelled(
+            template.resolve(policy.get("Strategy")),
+            MODELLED_SCALE_IN,
+            f"{where}: its instance pool's ManagedInstanceScaling.ScaleInPolicy.Strategy",
+        ),
         cooldown_minutes=_whole(template, policy.get("CooldownInMinutes"), CONSOLIDATION_COOLDOWN_MINUTES),
         max_step=_whole(template, policy.get("MaximumStepSize"), CONSOLIDATION_MAX_STEP),
     )
@@ -118,8 +132,16 @@ def _mapping(value: Any, key: str) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
-def _known(value: str | None, allowed: tuple[str, ...]) -> str | None:
-    return value if value in allowed else None
+def _modelled(value: Any, modelled: tuple[str, ...], what: str) -> str | None:
+    """``value`` when the simulator models it; None when the template states none (the costlier reading is then
+    simulated, and said); SimulationInputError for a value it has no model for."""
+    if value is None or value in modelled:
+        return value
+    raise SimulationInputError(
+        f"{what} is {value!r}, which `peagle simulate` does not model (it models {', '.join(modelled)}): a "
+        "simulation under another reading would be a guess; synthesize the template with one of those values, or "
+        "teach peagle/simulate/placement.py the new one"
+    )
 
 
 def _whole(template: StackTemplate, value: Any, default: int) -> int:

@@ -139,9 +139,8 @@ def write_plot(scenario: Scenario, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
-    from matplotlib.ticker import MaxNLocator
 
-    from peagle.simulate.verdicts import loss_windows
+    from peagle.simulate.scheduled_floor import loss_windows
 
     result = scenario.first
     timeline = result.timeline
@@ -168,6 +167,41 @@ def write_plot(scenario: Scenario, path: Path) -> None:
         name: figure.add_subplot(grid[row, :], sharex=first) for row, name in enumerate(panels) if row
     }
     capacity, load, states = axes["capacity"], axes["load"], axes["states"]
+    _capacity_panel(capacity, timeline)
+    seen = result.outcome
+    verdict = "PASS" if result.passed else "FAIL: " + "; ".join(v.name for v in result.verdicts if not v.passed)
+    title = (
+        f"{timeline.setup.name}, traffic {timeline.trace.name} ({scenario.readings()}): answered "
+        f"{seen.answered_share:.1%}, ${seen.cost_usd:,.2f}. {verdict}"
+    )
+    capacity.set_title("\n".join(textwrap.wrap(title, 150)), fontsize=8)
+    _requests(load, minutes, history)
+    load.legend(**_OUTSIDE)
+    if sends:
+        for label, values in sends.items():
+            axes["sends"].plot(minutes, values, label=label)
+        axes["sends"].set_ylabel("sends per minute")
+        axes["sends"].set_ylim(bottom=0)
+        axes["sends"].legend(**_OUTSIDE)
+    if asynchronous:
+        backlog = axes["backlog"]
+        backlog.plot(minutes, [m.waiting for m in history], color="tab:purple", label="queued")
+        backlog.set_ylabel("queued requests")
+        backlog.set_ylim(bottom=0)
+        backlog.legend(**_OUTSIDE)
+    _alarm_states(states, timeline, alarms, Patch)
+    _zoom_panels(figure, grid, len(panels), windows, minutes, history)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _capacity_panel(capacity, timeline) -> None:
+    """Units requested and serving (and instances under copies), the bounds, and the scheduled changes marked."""
+    from matplotlib.ticker import MaxNLocator
+
+    history = timeline.minutes
+    minutes = [m.minute for m in history]
     unit = timeline.setup.target.unit
     capacity.step(minutes, [m.desired for m in history], where="post", label=f"{unit} requested")
     capacity.step(minutes, [m.serving for m in history], where="post", label=f"{unit} serving")
@@ -195,30 +229,12 @@ def write_plot(scenario: Scenario, path: Path) -> None:
     capacity.set_ylim(bottom=0, top=max(ceilings + [m.desired for m in history]) * 1.15 + 0.5)
     capacity.set_ylabel(unit)
     capacity.legend(**_OUTSIDE)
-    seen = result.outcome
-    verdict = "PASS" if result.passed else "FAIL: " + "; ".join(v.name for v in result.verdicts if not v.passed)
-    title = (
-        f"{timeline.setup.name}, traffic {timeline.trace.name} ({scenario.readings()}): answered "
-        f"{seen.answered_share:.1%}, ${seen.cost_usd:,.2f}. {verdict}"
-    )
-    capacity.set_title("\n".join(textwrap.wrap(title, 150)), fontsize=8)
-    _requests(load, minutes, history)
-    load.legend(**_OUTSIDE)
-    if sends:
-        for label, values in sends.items():
-            axes["sends"].plot(minutes, values, label=label)
-        axes["sends"].set_ylabel("sends per minute")
-        axes["sends"].set_ylim(bottom=0)
-        axes["sends"].legend(**_OUTSIDE)
-    if asynchronous:
-        backlog = axes["backlog"]
-        backlog.plot(minutes, [m.waiting for m in history], color="tab:purple", label="queued")
-        backlog.set_ylabel("queued requests")
-        backlog.set_ylim(bottom=0)
-        backlog.legend(**_OUTSIDE)
-    _alarm_states(states, timeline, alarms, Patch)
+
+
+def _zoom_panels(figure, grid, row: int, windows: list[tuple[int, int]], minutes: list[int], history) -> None:
+    """A zoomed panel per failing window, side by side in the grid's ``row``."""
     for column, (start, end) in enumerate(windows):
-        zoom = figure.add_subplot(grid[len(panels), column])
+        zoom = figure.add_subplot(grid[row, column])
         low, high = max(0, start - ZOOM_MARGIN_MINUTES), min(len(history), end + ZOOM_MARGIN_MINUTES + 1)
         _requests(zoom, minutes[low:high], history[low:high])
         lost = [m.lost for m in history[low:high]]
@@ -227,9 +243,6 @@ def write_plot(scenario: Scenario, path: Path) -> None:
         zoom.tick_params(labelsize=6)
         if column == len(windows) - 1:
             zoom.legend(**_OUTSIDE)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def _requests(axis, minutes: list[int], history) -> None:
@@ -363,7 +376,7 @@ def by_endpoint(results: list[Result]) -> list[EndpointResults]:
 def _slo(setup) -> str:
     """The SLO a target was judged against: the profile's bounds (as `peagle plan` prints them) at the attainment
     the run held it to (the profile's, or --attainment's)."""
-    from peagle.planner import describe_slo
+    from peagle.planning.planner import describe_slo
 
     if setup.slo is None:
         return f"{setup.slo_attainment * 100:g}% of requests"

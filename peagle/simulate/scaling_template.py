@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from peagle.errors import PeagleError
-from peagle.preflight.template import StackTemplate
-from peagle.simulate.schedules import ScheduledAction, ScheduleError, action_from_template
+from peagle.cloud_assembly import StackTemplate
+from peagle.settings.errors import PeagleError
+from peagle.settings.schedules import ScheduledAction, ScheduleError
+from peagle.simulate.schedules import action_from_template
 
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 SCALING_POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"
@@ -238,7 +239,7 @@ def _step_policy(logical_id: str, props: Mapping[str, Any]) -> StepPolicy:
         steps=steps,
         cooldown_seconds=None if cooldown is None else _integer(cooldown, f"{logical_id}.Cooldown"),
         aggregation=str(config.get("MetricAggregationType", "Average")),
-        min_adjustment_magnitude=_number(config.get("MinAdjustmentMagnitude")),
+        min_adjustment_magnitude=_optional_integer(config.get("MinAdjustmentMagnitude")),
     )
 
 
@@ -261,7 +262,7 @@ def _target_tracking(logical_id: str, props: Mapping[str, Any]) -> TargetTrackin
         logical_id=logical_id,
         query=query,
         high_resolution=high_resolution,
-        target_value=float(config.get("TargetValue")),
+        target_value=_required_number(config.get("TargetValue"), f"{logical_id}.TargetValue"),
         scale_in_cooldown_seconds=_optional_integer(config.get("ScaleInCooldown")),
         scale_out_cooldown_seconds=_optional_integer(config.get("ScaleOutCooldown")),
         disable_scale_in=config.get("DisableScaleIn") in (True, "true", "True"),
@@ -286,7 +287,7 @@ def _alarm(logical_id: str, props: Mapping[str, Any], template: StackTemplate) -
         description=str(props.get("AlarmDescription", "")),
         query=query,
         comparison=str(props.get("ComparisonOperator")),
-        threshold=float(props.get("Threshold")),
+        threshold=_required_number(props.get("Threshold"), f"{logical_id}.Threshold"),
         evaluation_periods=_integer(props.get("EvaluationPeriods"), f"{logical_id}.EvaluationPeriods"),
         datapoints_to_alarm=_integer(
             props.get("DatapointsToAlarm", props.get("EvaluationPeriods")), f"{logical_id}.DatapointsToAlarm"
@@ -330,6 +331,13 @@ def _number(value: Any) -> float | None:
 
 def _optional_integer(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _required_number(value: Any, where: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SimulationInputError(f"{where} is {value!r}, not a number the simulator can use") from None
 
 
 def _integer(value: Any, where: str) -> int:

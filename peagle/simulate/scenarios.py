@@ -9,15 +9,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from peagle.catalog import load_catalog
-from peagle.forced_data_cache import caching_forced
-from peagle.planner import (
+from peagle.cloud_assembly import StackTemplate
+from peagle.planning.forced_data_cache import caching_forced
+from peagle.planning.planner import (
     DOWNLOAD_BYTES_PER_SECOND,
     INSTANCE_LAUNCH_ALLOWANCE_S,
     TYPICAL_INSTANCE_LAUNCH_SECONDS,
     Plan,
 )
-from peagle.preflight.template import StackTemplate
-from peagle.setting_refs import Door
+from peagle.planning.unit_plan import ComponentPool, pool_of
+from peagle.settings.refs import Door
 from peagle.simulate.engine import SettingKeys, Setup, Timeline, simulate
 from peagle.simulate.outcomes import Outcome, outcome
 from peagle.simulate.placement import placement_of
@@ -134,14 +135,15 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
             f"{template.source} registers no SageMaker scalable target: nothing scales (autoscaling.enabled false?)"
         )
     weights = variant_weights(template)
-    components = plan.components
     price = getattr(plan, "price_per_hour_usd", plan.instance.price_per_hour_usd)
     asynchronous = _asynchronous_endpoints(template)
     cached = _caching_components(template, plan)
+    titles = template.unit_titles()  # a component by the endpoint name the user gave, not its generated one
     found = []
     for target in targets:
         parts = target.resource_id.split("/")
-        if target.unit == "copies":
+        if target.unit == "copies":  # the template's scalable target says what a unit is (the one reading)
+            components = _pool(template, plan, target.name)
             shape = UnitShape(
                 kind="copies",
                 max_num_seqs=plan.max_num_seqs,
@@ -153,7 +155,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 data_cache_forced=cached.get(target.name) == "instance type",
                 placement=placement_of(template, target.name),
             )
-            initial, share, name = components.initial_copies, 1.0, target.name
+            initial, share, name = components.initial_copies, 1.0, titles.get(target.name, target.name)
             idle = components.scale_to_zero_after_idle_minutes if components.scales_to_zero else None
             keys = SETTING_KEYS["copies"]
         else:
@@ -195,6 +197,16 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
     return found
 
 
+def _pool(template: StackTemplate, plan: Plan, name: str) -> ComponentPool:
+    try:
+        return pool_of(plan.units)
+    except ValueError:
+        raise SimulationInputError(
+            f"{template.source}: {name} scales inference-component copies, but its recorded plan is for production "
+            "variants: synthesize the app again with this peagle"
+        ) from None
+
+
 def _of_endpoint(template: StackTemplate, target, endpoint: str) -> bool:
     """A variant target of that endpoint (endpoint/<name>/variant/...), or a component hosted on it."""
     parts = target.resource_id.split("/")
@@ -213,7 +225,7 @@ def _caching_components(template: StackTemplate, plan: Plan) -> dict[str, str]:
     (InferenceComponentDataCacheConfig); weights a container downloads itself (artifacts.source hub) are not among
     them, and the image pull is not part of the simulated start. It caches where the Specification has
     DataCacheConfig.EnableCaching true, and on an instance type with more than 232 GiB of local NVMe storage whatever
-    that says (peagle/forced_data_cache.py): the instance type is the one the component's endpoint config names.
+    that says (peagle/planning/forced_data_cache.py): the instance type is the one the component's endpoint config names.
     Each name maps to why: "template" or "instance type"."""
     found = {}
     for component in template.components():

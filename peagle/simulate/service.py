@@ -50,9 +50,9 @@ from dataclasses import dataclass, field, replace
 
 from peagle.catalog import Slo
 from peagle.client.retry import RetryPolicy
-from peagle.simulate.placement import Placement
 from peagle.simulate.scaling_template import MetricStat
 from peagle.simulate.service_curve import ServiceCurve
+from peagle.simulate.unit_shape import UnitShape
 
 Datapoint = float | None
 INVOKE_TIMEOUT_SECONDS = 60.0
@@ -301,46 +301,6 @@ class Assumptions:
         return replace(self, **changes)
 
 
-@dataclass(frozen=True)
-class UnitShape:
-    """What one unit is: a copy of a component (several per instance) or a variant's instance."""
-
-    kind: str  # "copies" | "instances"
-    max_num_seqs: int
-    units_per_instance: int
-    max_instances: int
-    min_instances: int
-    gpus_per_unit: int
-    # An asynchronous endpoint queues what it cannot serve, even at zero instances (ApproximateBacklogSize,
-    # HasBacklogWithoutCapacity: "Autoscale an asynchronous endpoint",
-    # https://docs.aws.amazon.com/sagemaker/latest/dg/async-inference-autoscale.html).
-    asynchronous: bool = False
-    # The component caches the model data SageMaker downloads on each of its instances: the template's
-    # DataCacheConfig.EnableCaching, with the weights in the model's ModelDataSource (weights the container
-    # downloads itself are not SageMaker's to cache), or SageMaker caches it whatever the template says (instance
-    # types with more than 232 GiB of local NVMe storage, peagle/forced_data_cache.py). See the module docstring and
-    # the ``data_cache`` reading.
-    data_cache: bool = False
-    data_cache_forced: bool = False  # cached by the instance type although the template says EnableCaching false
-    # Copies: the placement strategy and scale-in policy the template states (peagle/simulate/placement.py).
-    placement: Placement = field(default_factory=Placement)
-
-    def assumed(self) -> list[str]:
-        """What the simulation of this target reads from its template and assumes about it, for the report."""
-        if self.kind != "copies":
-            return []
-        forced = (
-            [
-                "the component's model data is cached although its template says EnableCaching false: SageMaker "
-                "caches it on instance types with more than 232 GiB of local NVMe storage whatever DataCacheConfig "
-                "says (CloudFormation schema of AWS::SageMaker::InferenceComponent, CurrentDataCacheConfig)"
-            ]
-            if self.data_cache_forced
-            else []
-        )
-        return [*self.placement.assumed(), *forced]
-
-
 @dataclass
 class Cohort:
     """Requests first sent in one minute and not answered yet."""
@@ -432,7 +392,7 @@ class Endpoint:
         self.hosts: list[Host] = [
             Host(0.0, 0.0 if index < hosting else math.inf) for index in range(max(shape.min_instances, hosting))
         ]
-        if shape.kind == "copies":  # the deploy's copies fill its instances
+        if shape.pooled:  # the deploy's copies fill its instances
             for index, unit in enumerate(self.units):
                 unit.host = self.hosts[index // shape.units_per_instance]
                 unit.host.copies += 1
@@ -456,7 +416,7 @@ class Endpoint:
 
     @property
     def instances(self) -> int:
-        return self.desired if self.shape.kind == "instances" else len(self.hosts)
+        return len(self.hosts) if self.shape.pooled else self.desired
 
     def set_desired(self, count: int, minute: int, by: str = "") -> None:
         if count != self.desired:
@@ -499,14 +459,14 @@ class Endpoint:
         return (load, host.ready_at, unit.requested)
 
     def _instances_for(self, units: int) -> int:
-        return math.ceil(units / self.shape.units_per_instance) if self.shape.kind == "copies" else units
+        return self.shape.instances_holding(units)
 
     def _started(self, minute: int) -> Unit:
         """A new unit: an instance's, or a copy placed on an instance with room as the placement says (BINPACK: the
         fullest, SPREAD: the emptiest, the oldest on a tie), on a new instance when none has room."""
         start = self.assumptions.startup_seconds / 60
         launch = self.assumptions.instance_launch_seconds / 60
-        if self.shape.kind == "instances":
+        if not self.shape.pooled:
             return Unit(minute, minute + start + launch)
         room = [host for host in self.hosts if host.copies < self.shape.units_per_instance]
         if not room:
@@ -530,7 +490,7 @@ class Endpoint:
     def _release_instances(self) -> None:
         """The instances that host no copy go (IDLE_RELEASE, and CONSOLIDATION's idle instances), the newest first,
         down to managed instance scaling's minimum; their cache goes with them."""
-        if self.shape.kind != "copies":
+        if not self.shape.pooled:
             return
         self.hosts.sort(key=lambda host: host.ready_at)
         empty = [host for host in self.hosts if host.copies == 0]
@@ -542,7 +502,7 @@ class Endpoint:
         """CONSOLIDATION: once its cooldown has passed since the last change, empty up to its step of the emptiest
         instances onto the others with room and release them (placement.py says what is assumed)."""
         placement = self.shape.placement
-        if self.shape.kind != "copies" or not placement.consolidates:
+        if not self.shape.pooled or not placement.consolidates:
             return
         if minute - self.last_change < placement.cooldown_minutes:
             return

@@ -31,7 +31,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from peagle.catalog import Slo
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 SCHEMA = "peagle-service-curve/1"
 FILE_NAME = "service-curve.json"

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 from peagle.catalog import ModelPair, Slo
 from peagle.catalog.roofline import AcceptanceFigure, GpuFigures, load_roofline_figures
-from peagle.planner import Plan
+from peagle.planning.planner import Plan
 from peagle.simulate.service_curve import CurvePoint, ServiceCurve
 from peagle_serve.contract import describe_schedule
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 CARRIED_SHAPES = ("idle-burst", "surge", "daily", "sparse", "ramp", "sawtooth")
 STRESS_SHAPES = ("spike", "flash-crowd", "over-max")

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peagle.preflight.template import StackTemplate
+from peagle.cloud_assembly import StackTemplate
 
 ENDPOINT_DIMENSION = "EndpointName"
 COMPONENT_DIMENSION = "InferenceComponentName"

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from peagle.catalog import ProfileName
+from peagle.cli_errors import ExitCode, report_error
+from peagle.cli_options import add_command, added_by, option
 from peagle.client.cli import (
     MEASURED_PROFILE_DEFAULT,
     add_cold_start_wait_argument,
@@ -19,18 +21,84 @@ from peagle.client.cli import (
     add_target_arguments,
     cold_start_wait_error,
 )
-from peagle.container_env import DEFAULT_VARIANT_NAME
+from peagle.planning.container_env import DEFAULT_VARIANT_NAME
 
 if TYPE_CHECKING:
     from peagle.smoke.deployed_plan import DeployedPlan
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_AWS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 KPI_INTERVALS_TO_WAIT = 3  # a KPI line per interval; three intervals absorb the metric filters' delay
 
 
+_OPTIONS = (
+    added_by(add_target_arguments, required=False),  # without either: the --deployment's endpoint
+    option(
+        "--deployment",
+        help="deployment YAML: its name gives the endpoint (<name>-endpoint, when --endpoint is not given) and the "
+        "stack, its plan whether speculation is on (K > 0), its KPI interval the default --kpi-wait-seconds",
+    ),
+    option(
+        "--cdk-out",
+        type=Path,
+        help="your app's synthesized cdk.out, instead of --deployment: the plan its PeagleEndpoint records in the "
+        "template gives the endpoint, the stack, whether speculation is on, the sampling, the component and the KPI "
+        "interval, whichever door (deployment file or construct props) made it",
+    ),
+    option(
+        "--stack",
+        help="CloudFormation stack holding the alarms (default: --cdk-out's stack, else <deployment name>-endpoint); "
+        "with --cdk-out, also the stack whose template is read",
+    ),
+    option(
+        "--variant",
+        default=DEFAULT_VARIANT_NAME,
+        help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME}); with an inference "
+        "component it only picks the plan (Primary or the A/B Baseline) and the component a --deployment names",
+    ),
+    added_by(
+        add_inference_component_argument,
+        repeatable=False,
+        help_text="invoke this inference component (InvokeEndpoint InferenceComponentName, no TargetVariant) and read "
+        "its KPI metrics, for an endpoint in inference-component mode (default with a --deployment in that mode: "
+        "<name>-<variant>, e.g. peagle-primary)",
+    ),
+    added_by(add_cold_start_wait_argument),
+    option(
+        "--expect-speculation",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="off skips speculation-on (K=0); auto: from the plan of --deployment or --cdk-out, else on (default auto)",
+    ),
+    option(
+        "--wait-seconds",
+        type=float,
+        default=0.0,
+        help="poll DescribeEndpoint this long while Creating/Updating (default 0: no waiting)",
+    ),
+    option(
+        "--kpi-wait-seconds",
+        type=float,
+        help=f"wait this long for KPI datapoints (default {KPI_INTERVALS_TO_WAIT} KPI intervals: 180 s at the default 60 s)",
+    ),
+    option(
+        "--metrics-window-minutes", type=int, default=10, help="how far back to look for KPI datapoints (default 10)"
+    ),
+    option("--max-tokens", type=int, default=32, help="tokens per smoke completion (default 32)"),
+    option(
+        "--profile",
+        choices=[profile.value for profile in ProfileName],
+        help="catalog profile whose temperature and top_p the streamed request, and so the speculation check, is "
+        f"sampled at (default: --deployment's profile, with its profile_overrides, else {MEASURED_PROFILE_DEFAULT}); "
+        "the plain request stays greedy, for acceptance beside it",
+    ),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "smoke",
+        run_smoke_command,
+        _OPTIONS,
         help="prove a deployed endpoint works: status, invocations, speculation, KPI metrics, alarms",
         description="Check a deployed endpoint step by step, printing one line per step (ok / FAIL / skip and what "
         "was seen): endpoint-in-service (DescribeEndpoint), plain-invocation (InvokeEndpoint), "
@@ -41,67 +109,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Exit codes: 0 all steps passed or were skipped; 1 a step failed (named on stderr); 2 bad arguments or "
         "deployment file; 3 no AWS credentials or region; 130 interrupted (Ctrl-C).",
     )
-    add_target_arguments(parser, required=False)  # without either: the --deployment's endpoint
-    parser.add_argument(
-        "--deployment",
-        help="deployment YAML: its name gives the endpoint (<name>-endpoint, when --endpoint is not given) and the "
-        "stack, its plan whether speculation is on (K > 0), its KPI interval the default --kpi-wait-seconds",
-    )
-    parser.add_argument(
-        "--cdk-out",
-        type=Path,
-        help="your app's synthesized cdk.out, instead of --deployment: the plan its PeagleEndpoint records in the "
-        "template gives the endpoint, the stack, whether speculation is on, the sampling, the component and the KPI "
-        "interval, whichever door (deployment file or construct props) made it",
-    )
-    parser.add_argument(
-        "--stack",
-        help="CloudFormation stack holding the alarms (default: --cdk-out's stack, else <deployment name>-endpoint); "
-        "with --cdk-out, also the stack whose template is read",
-    )
-    parser.add_argument(
-        "--variant",
-        default=DEFAULT_VARIANT_NAME,
-        help=f"production variant to invoke and read metrics of (default {DEFAULT_VARIANT_NAME}); with an inference "
-        "component it only picks the plan (Primary or the A/B Baseline) and the component a --deployment names",
-    )
-    add_inference_component_argument(
-        parser,
-        repeatable=False,
-        help_text="invoke this inference component (InvokeEndpoint InferenceComponentName, no TargetVariant) and read "
-        "its KPI metrics, for an endpoint in inference-component mode (default with a --deployment in that mode: "
-        "<name>-<variant>, e.g. peagle-primary)",
-    )
-    add_cold_start_wait_argument(parser)
-    parser.add_argument(
-        "--expect-speculation",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="off skips speculation-on (K=0); auto: from the plan of --deployment or --cdk-out, else on (default auto)",
-    )
-    parser.add_argument(
-        "--wait-seconds",
-        type=float,
-        default=0.0,
-        help="poll DescribeEndpoint this long while Creating/Updating (default 0: no waiting)",
-    )
-    parser.add_argument(
-        "--kpi-wait-seconds",
-        type=float,
-        help=f"wait this long for KPI datapoints (default {KPI_INTERVALS_TO_WAIT} KPI intervals: 180 s at the default 60 s)",
-    )
-    parser.add_argument(
-        "--metrics-window-minutes", type=int, default=10, help="how far back to look for KPI datapoints (default 10)"
-    )
-    parser.add_argument("--max-tokens", type=int, default=32, help="tokens per smoke completion (default 32)")
-    parser.add_argument(
-        "--profile",
-        choices=[profile.value for profile in ProfileName],
-        help="catalog profile whose temperature and top_p the streamed request, and so the speculation check, is "
-        f"sampled at (default: --deployment's profile, with its profile_overrides, else {MEASURED_PROFILE_DEFAULT}); "
-        "the plain request stays greedy, for acceptance beside it",
-    )
-    parser.set_defaults(handler=run_smoke_command)
 
 
 def run_smoke_command(args: argparse.Namespace) -> int:
@@ -110,7 +117,7 @@ def run_smoke_command(args: argparse.Namespace) -> int:
 
 def execute(args: argparse.Namespace, *, aws=None, timing=None) -> int:
     """The command; ``aws`` (AwsClients) and ``timing`` are injectable for tests."""
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
     from peagle.smoke.cloud import AwsSetupError
     from peagle.smoke.runner import run_smoke
     from peagle.smoke.step import StepStatus, Timing
@@ -118,27 +125,25 @@ def execute(args: argparse.Namespace, *, aws=None, timing=None) -> int:
     try:
         try:
             options = resolve_options(args)
-        except PeagleError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+        except PeagleError as error:  # scoped: a PeagleError from a step is a bug, and keeps its traceback
+            return report_error(error, ExitCode.BAD_INPUT)
         try:
             if options.url is None and aws is None:
                 aws = connect_aws(args.region)
             results = run_smoke(options, aws=aws, timing=timing or Timing(), report=_print_step)
         except AwsSetupError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_NO_AWS
+            return report_error(error, ExitCode.AWS)
     except KeyboardInterrupt:
         print("interrupted: nothing was changed; the checks so far are above", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
 
     failed = [result.name for result in results if result.status is StepStatus.FAIL]
     skipped = sum(result.status is StepStatus.SKIP for result in results)
     if failed:
         print(f"smoke test FAILED at: {', '.join(failed)}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     print(f"smoke test passed: {len(results) - skipped} step(s) ok, {skipped} skipped")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_step(result) -> None:
@@ -148,8 +153,8 @@ def _print_step(result) -> None:
 def resolve_options(args: argparse.Namespace):
     """SmokeOptions from the arguments and the deployment (--deployment or --cdk-out); PeagleError when they do not
     add up."""
-    from peagle.config import DeploymentConfig, ObservabilitySettings
-    from peagle.errors import PeagleError
+    from peagle.settings import DeploymentConfig, ObservabilitySettings
+    from peagle.settings.errors import PeagleError
     from peagle.smoke.runner import SmokeOptions
 
     _check_arguments(args)
@@ -187,7 +192,7 @@ def resolve_options(args: argparse.Namespace):
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     if args.deployment and args.cdk_out:
         raise PeagleError(

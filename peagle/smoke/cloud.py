@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from peagle.aws import BAD_CREDENTIAL_CODES, AwsCallError, aws_call, describe_client_error
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 from peagle.smoke.step import (
     ALARMS_OK,
     ENDPOINT_IN_SERVICE,
@@ -37,7 +37,7 @@ from peagle_serve.contract import (
 )
 
 if TYPE_CHECKING:
-    from peagle.preflight.template import StackTemplate
+    from peagle.cloud_assembly import StackTemplate
 
 NO_CREDENTIALS_MESSAGE = (
     "no AWS credentials found: run 'aws configure' (or `aws sso login`), or set AWS_PROFILE "
@@ -344,7 +344,7 @@ def stack_alarms(cloudformation: Any, stack_name: str) -> dict[str, str]:
 
 def stack_template(cloudformation: Any, stack_name: str) -> StackTemplate:
     """The template ``stack_name`` was last deployed with, as submitted: what each alarm is and whose."""
-    from peagle.preflight.template import parse_template
+    from peagle.cloud_assembly import parse_template
 
     with aws_request(
         f"reading the template of stack {stack_name} (CloudFormation GetTemplate)",

@@ -76,49 +76,60 @@ def run_smoke(
         report(result)
         return result
 
-    over_url = options.url is not None
-    if over_url:
-        in_service = record(skip(ENDPOINT_IN_SERVICE, "--url: a local server, no SageMaker endpoint to describe"))
+    if options.url is not None:
+        _smoke_over_url(options, options.url, timing, record)
     else:
-        from peagle.smoke.cloud import check_endpoint_in_service
-
-        in_service = record(
-            _reporting_aws_failures(
-                ENDPOINT_IN_SERVICE,
-                lambda: check_endpoint_in_service(
-                    aws.sagemaker,
-                    options.endpoint_name,
-                    None if options.inference_component else options.variant_name,
-                    wait_seconds=options.wait_seconds,
-                    component=options.inference_component,
-                    timing=timing,
-                ),
-            )
-        )
-
-    if in_service.status is StepStatus.FAIL:
-        for name in (PLAIN_INVOCATION, STREAMED_INVOCATION, SPECULATION_ON, KPI_METRICS):
-            record(skip(name, f"{ENDPOINT_IN_SERVICE} failed"))
-    elif over_url:
-        _run_url_steps(options, timing, record)
-    else:
-        _run_endpoint_steps(options, aws, timing, record)
-
-    if over_url:
-        record(skip(ALARMS_OK, "--url: a local server has no CloudFormation stack"))
-    else:
-        from peagle.smoke.cloud import check_alarms
-
-        record(
-            _reporting_aws_failures(
-                ALARMS_OK,
-                lambda: check_alarms(aws.cloudformation, aws.cloudwatch, options.stack_name, options.endpoint_name),
-            )
-        )
+        # resolve_options (peagle/smoke/cli.py) names an endpoint whenever there is no --url, and execute connects
+        # the AWS clients then.
+        assert options.endpoint_name is not None and aws is not None, "a SageMaker smoke run needs endpoint and AWS"
+        _smoke_over_sagemaker(options, options.endpoint_name, aws, timing, record)
     return results
 
 
-def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[StepResult], StepResult]) -> None:
+def _smoke_over_url(
+    options: SmokeOptions, url: str, timing: Timing, record: Callable[[StepResult], StepResult]
+) -> None:
+    record(skip(ENDPOINT_IN_SERVICE, "--url: a local server, no SageMaker endpoint to describe"))
+    _run_url_steps(options, url, timing, record)
+    record(skip(ALARMS_OK, "--url: a local server has no CloudFormation stack"))
+
+
+def _smoke_over_sagemaker(
+    options: SmokeOptions,
+    endpoint_name: str,
+    aws: AwsClients,
+    timing: Timing,
+    record: Callable[[StepResult], StepResult],
+) -> None:
+    from peagle.smoke.cloud import check_alarms, check_endpoint_in_service
+
+    in_service = record(
+        _reporting_aws_failures(
+            ENDPOINT_IN_SERVICE,
+            lambda: check_endpoint_in_service(
+                aws.sagemaker,
+                endpoint_name,
+                None if options.inference_component else options.variant_name,
+                wait_seconds=options.wait_seconds,
+                component=options.inference_component,
+                timing=timing,
+            ),
+        )
+    )
+    if in_service.status is StepStatus.FAIL:
+        for name in (PLAIN_INVOCATION, STREAMED_INVOCATION, SPECULATION_ON, KPI_METRICS):
+            record(skip(name, f"{ENDPOINT_IN_SERVICE} failed"))
+    else:
+        _run_endpoint_steps(options, endpoint_name, aws, timing, record)
+    record(
+        _reporting_aws_failures(
+            ALARMS_OK,
+            lambda: check_alarms(aws.cloudformation, aws.cloudwatch, options.stack_name, endpoint_name),
+        )
+    )
+
+
+def _run_url_steps(options: SmokeOptions, url: str, timing: Timing, record: Callable[[StepResult], StepResult]) -> None:
     from peagle.bench.server_probe import scrape_metrics
     from peagle.client.http_transport import HttpTransport
     from peagle.smoke.invocations import (
@@ -131,9 +142,9 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
         smoke_request,
     )
 
-    before = scrape_metrics(options.url) if options.expect_speculation else None
-    plain = record(check_plain_invocation(invoke_plain_url(options.url), smoke_request(options.max_tokens), timing))
-    with _client(HttpTransport(options.url), options, timing, ColdStartWait(0.0, "a --url server")) as client:
+    before = scrape_metrics(url) if options.expect_speculation else None
+    plain = record(check_plain_invocation(invoke_plain_url(url), smoke_request(options.max_tokens), timing))
+    with _client(HttpTransport(url), options, timing, ColdStartWait(0.0, "a --url server")) as client:
         sampled = smoke_request(options.max_tokens, options.sampling)
         streamed = record(check_streamed_invocation(client, sampled, sampling=sampling_phrase(options.sampling)))
     if not options.expect_speculation:
@@ -141,7 +152,7 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
     elif plain.status is StepStatus.FAIL and streamed.status is StepStatus.FAIL:
         record(skip(SPECULATION_ON, "no smoke request succeeded, so no drafts to count"))
     else:
-        counted = check_speculation_from_counters(before, scrape_metrics(options.url), options.url)
+        counted = check_speculation_from_counters(before, scrape_metrics(url), url)
         record(judged_at_deployed_sampling(counted, plain, streamed, options.sampling))
     record(
         skip(KPI_METRICS, "--url: KPI metrics live in CloudWatch; a local server prints its peagle_kpi lines on stdout")
@@ -149,7 +160,11 @@ def _run_url_steps(options: SmokeOptions, timing: Timing, record: Callable[[Step
 
 
 def _run_endpoint_steps(
-    options: SmokeOptions, aws: AwsClients, timing: Timing, record: Callable[[StepResult], StepResult]
+    options: SmokeOptions,
+    endpoint_name: str,
+    aws: AwsClients,
+    timing: Timing,
+    record: Callable[[StepResult], StepResult],
 ) -> None:
     from peagle.client.cli import print_notice, resolve_cold_start_wait
     from peagle.client.errors import NoCapacityError
@@ -167,10 +182,10 @@ def _run_endpoint_steps(
 
     component = options.inference_component
     wait = resolve_cold_start_wait(
-        options.cold_start_wait_seconds, options.endpoint_name, component, None, sagemaker=aws.sagemaker
+        options.cold_start_wait_seconds, endpoint_name, component, None, sagemaker=aws.sagemaker
     )
     target_variant = None if component else options.variant_name
-    invoke = invoke_plain_sagemaker(aws.runtime, options.endpoint_name, target_variant, inference_component=component)
+    invoke = invoke_plain_sagemaker(aws.runtime, endpoint_name, target_variant, inference_component=component)
     # One send, as before, except that a component scaled to zero is waited for (the first invocation
     # is the one that finds it cold, so the streamed one after it normally finds the copy ready).
     plain_policy = RetryPolicy(max_attempts=1, cold_start_wait_s=wait.seconds, cold_start_basis=wait.basis)
@@ -180,7 +195,7 @@ def _run_endpoint_steps(
         )
     )
     transport = SageMakerTransport(
-        options.endpoint_name,
+        endpoint_name,
         runtime_client=aws.runtime,
         target_variant=target_variant,
         inference_component=component,
@@ -200,7 +215,7 @@ def _run_endpoint_steps(
 
     reader = KpiMetricReader(
         aws.cloudwatch,
-        endpoint_name=options.endpoint_name,
+        endpoint_name=endpoint_name,
         variant_name=component or options.variant_name,
         window_minutes=options.metrics_window_minutes,
         # peagle_cdk/endpoint_logs.py: an endpoint's log group, or a component's.

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 from peagle_serve.contract import mask_token_problem
 
 # Sub-folders some repositories carry that vLLM never reads: gpt-oss ships its

@@ -1,7 +1,7 @@
 """`peagle stage`: copy a pair's target and drafter into the S3 prefix the endpoint's Model reads.
 
-Exit codes: 0 staged (or planned, with --dry-run); 1 an AWS or Hub call failed;
-2 bad arguments, deployment file or checkpoints (nothing was uploaded).
+Exit codes: 0 staged (or planned, with --dry-run); 1 a Hub call failed; 2 bad arguments, deployment file or
+checkpoints (nothing was uploaded); 3 an AWS call failed (credentials, permissions), as every command.
 """
 
 from __future__ import annotations
@@ -13,60 +13,55 @@ import time
 from pathlib import Path
 from typing import Any
 
-from peagle.config import DEFAULT_DEPLOYMENT_FILE
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, option
+from peagle.settings import DEFAULT_DEPLOYMENT_FILE
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+_OPTIONS = (
+    option(
+        "--deployment",
+        help=f"deployment YAML giving the pair and the prefix (default {DEFAULT_DEPLOYMENT_FILE} if present)",
+    ),
+    option("--model", help="model pair id (catalog or the deployment's custom_pairs); overrides the deployment's"),
+    option(
+        "--s3-uri",
+        help="s3://bucket/prefix/ to stage into (default: artifacts.s3_uri, else the project bucket's models/<pair>/)",
+    ),
+    option("--from-dir", type=Path, help="stage local checkpoints: DIR/target/ and DIR/drafter/ (no Hub access)"),
+    option("--cache-dir", type=Path, help="where Hub downloads go (default ~/.cache/peagle/stage/<pair>/)"),
+    option("--hf-token-secret-arn", help="Secrets Manager secret holding the Hugging Face token (default: HF_TOKEN)"),
+    option("--hf-endpoint", help="a Hugging Face Hub mirror URL (default: HF_ENDPOINT or huggingface.co)"),
+    option("--kms-key-id", help="upload with SSE-KMS under this key (default: the bucket's default encryption)"),
+    option("--max-concurrency", type=int, default=8, help="parallel multipart threads per file (default 8)"),
+    option("--region", help="AWS region (default: the AWS config's)"),
+    option("--dry-run", action="store_true", help="check and print the plan (files, bytes, keys); upload nothing"),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "stage",
+        run_stage,
+        _OPTIONS,
         help="copy a pair's target and drafter weights into the endpoint's S3 prefix",
         description="Copy the target and P-EAGLE drafter of a model pair from the Hugging Face Hub (or --from-dir) "
         "to s3://<bucket>/<prefix>/target/ and .../drafter/, the layout the SageMaker Model mounts at "
         "/opt/ml/model. Checks both checkpoints first, skips objects already uploaded with the same size, "
         "and ends with the ModelDataS3Uri the endpoint reads. Token: HF_TOKEN or --hf-token-secret-arn "
-        "(never printed or stored). Exit 0 ok, 1 an AWS/Hub call failed, 2 bad input (nothing uploaded).",
+        "(never printed or stored). Exit 0 ok, 1 a Hub call failed, 2 bad input (nothing uploaded), 3 an AWS call failed.",
     )
-    parser.add_argument(
-        "--deployment",
-        help=f"deployment YAML giving the pair and the prefix (default {DEFAULT_DEPLOYMENT_FILE} if present)",
-    )
-    parser.add_argument(
-        "--model", help="model pair id (catalog or the deployment's custom_pairs); overrides the deployment's"
-    )
-    parser.add_argument(
-        "--s3-uri",
-        help="s3://bucket/prefix/ to stage into (default: artifacts.s3_uri, else the project bucket's models/<pair>/)",
-    )
-    parser.add_argument(
-        "--from-dir", type=Path, help="stage local checkpoints: DIR/target/ and DIR/drafter/ (no Hub access)"
-    )
-    parser.add_argument("--cache-dir", type=Path, help="where Hub downloads go (default ~/.cache/peagle/stage/<pair>/)")
-    parser.add_argument(
-        "--hf-token-secret-arn", help="Secrets Manager secret holding the Hugging Face token (default: HF_TOKEN)"
-    )
-    parser.add_argument("--hf-endpoint", help="a Hugging Face Hub mirror URL (default: HF_ENDPOINT or huggingface.co)")
-    parser.add_argument(
-        "--kms-key-id", help="upload with SSE-KMS under this key (default: the bucket's default encryption)"
-    )
-    parser.add_argument(
-        "--max-concurrency", type=int, default=8, help="parallel multipart threads per file (default 8)"
-    )
-    parser.add_argument("--region", help="AWS region (default: the AWS config's)")
-    parser.add_argument(
-        "--dry-run", action="store_true", help="check and print the plan (files, bytes, keys); upload nothing"
-    )
-    parser.set_defaults(handler=run_stage)
 
 
 def run_stage(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
     from peagle.stage.hub import HubError
 
-    return run_reporting_errors(_stage, args, [((AwsCallError, HubError), EXIT_FAILED), (PeagleError, EXIT_BAD_INPUT)])
+    return run_reporting_errors(
+        _stage, args, [(AwsCallError, ExitCode.AWS), (HubError, ExitCode.FAILED), (PeagleError, ExitCode.BAD_INPUT)]
+    )
 
 
 class _LazySession:
@@ -108,7 +103,7 @@ def _stage(args: argparse.Namespace) -> int:
         print(
             f"dry run: nothing uploaded; objects already there with the same size will be skipped. ModelDataS3Uri {plan.model_data_s3_uri}"
         )
-        return EXIT_OK
+        return ExitCode.OK
 
     if not args.from_dir:  # the checks passed on the Hub listing: now fetch, then check what arrived
         target, drafter, warnings = _downloaded_sources(args, config.model, pair, token)
@@ -133,7 +128,7 @@ def _stage(args: argparse.Namespace) -> int:
         print(
             f"note: the endpoint reads this prefix only with `artifacts: {{s3_uri: {plan.model_data_s3_uri}}}` in the deployment file"
         )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _destination(args: argparse.Namespace, config, session: _LazySession):

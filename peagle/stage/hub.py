@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from peagle.aws import aws_call, aws_client
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 from peagle.stage.checkpoints import SKIPPED_FOLDERS, CheckpointFiles, is_staged_path
 from peagle_serve.contract import hub_token_from_secret
 

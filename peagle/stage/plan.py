@@ -1,6 +1,6 @@
 """The staging plan: which files go to which keys under the pair's prefix.
 
-Layout (what the SageMaker Model mounts at /opt/ml/model, peagle.container_env):
+Layout (what the SageMaker Model mounts at /opt/ml/model, peagle.planning.container_env):
 
     s3://<bucket>/<prefix>/target/<every file of the target checkpoint>
     s3://<bucket>/<prefix>/drafter/<every file of the drafter checkpoint>

@@ -14,19 +14,82 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, exclusive, option
 from peagle.traffic.window import positive_days
 
 if TYPE_CHECKING:
     from peagle.traffic.cloudwatch_history import Source
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_AWS = 0, 2, 3
 DEFAULT_OUT = Path("traffic.csv")
 STDOUT = "-"
 
 
+_OPTIONS = (
+    option(
+        "--endpoint",
+        metavar="NAME",
+        help="the endpoint's name. Without --variant, its one production variant is found with SageMaker "
+        "DescribeEndpoint (several variants: pass --variant)",
+    ),
+    exclusive(
+        option(
+            "--variant",
+            metavar="NAME",
+            help="the production variant (dimensions EndpointName + VariantName); no DescribeEndpoint call, so a "
+            "deleted endpoint's history can be read",
+        ),
+        option(
+            "--inference-component",
+            metavar="NAME",
+            help="an inference component's traffic instead (dimension InferenceComponentName; --endpoint is then "
+            "optional and only recorded in the comments)",
+        ),
+    ),
+    exclusive(
+        option(
+            "--start",
+            metavar="ISO",
+            help="the window's start, ISO 8601 (e.g. 2026-12-01T09:00Z; UTC unless an offset is given), rounded down to "
+            "a whole minute: minute 0 of the trace",
+        ),
+        option(
+            "--days",
+            type=positive_days,
+            metavar="N",
+            help="the last N days, ending at the current minute (at most 14 for per-minute data: CloudWatch keeps it "
+            "15 days)",
+        ),
+        required=True,
+    ),
+    option(
+        "--end",
+        metavar="ISO",
+        help="with --start: the window's end, exclusive, rounded up to a whole minute (default: now). A window "
+        "covers at most 15 days",
+    ),
+    option(
+        "--coarse",
+        action="store_true",
+        help="for a start older than 15 days: read 5-minute (up to 63 days old) or hourly (up to 455 days) sums and "
+        "spread each evenly over its minutes, said in the CSV's comments (bursts inside a period are lost)",
+    ),
+    option("--region", help="the endpoint's AWS region (default: the AWS config's)"),
+    option(
+        "--out",
+        default=str(DEFAULT_OUT),
+        metavar="FILE",
+        help=f"the trace CSV to write (default ./{DEFAULT_OUT}; `-` writes it to stdout and the summary to stderr)",
+    ),
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "traffic",
+        run_traffic,
+        _OPTIONS,
         help="an endpoint's requests per minute from CloudWatch, as a trace CSV for `peagle simulate --traffic`",
         description="Read the AWS/SageMaker Invocations metric (Sum per minute, CloudWatch GetMetricData) of an "
         "endpoint variant or an inference component for a window, and write it as the trace CSV `peagle simulate "
@@ -35,67 +98,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "1-minute data for 15 days: an older start is refused unless --coarse. Exit 0 written, 2 bad input, 3 AWS "
         "credentials/access. docs/production-loop.md, section 3.",
     )
-    parser.add_argument(
-        "--endpoint",
-        metavar="NAME",
-        help="the endpoint's name. Without --variant, its one production variant is found with SageMaker "
-        "DescribeEndpoint (several variants: pass --variant)",
-    )
-    unit = parser.add_mutually_exclusive_group()
-    unit.add_argument(
-        "--variant",
-        metavar="NAME",
-        help="the production variant (dimensions EndpointName + VariantName); no DescribeEndpoint call, so a "
-        "deleted endpoint's history can be read",
-    )
-    unit.add_argument(
-        "--inference-component",
-        metavar="NAME",
-        help="an inference component's traffic instead (dimension InferenceComponentName; --endpoint is then "
-        "optional and only recorded in the comments)",
-    )
-    window = parser.add_mutually_exclusive_group(required=True)
-    window.add_argument(
-        "--start",
-        metavar="ISO",
-        help="the window's start, ISO 8601 (e.g. 2026-12-01T09:00Z; UTC unless an offset is given), rounded down to "
-        "a whole minute: minute 0 of the trace",
-    )
-    window.add_argument(
-        "--days",
-        type=positive_days,
-        metavar="N",
-        help="the last N days, ending at the current minute (at most 14 for per-minute data: CloudWatch keeps it "
-        "15 days)",
-    )
-    parser.add_argument(
-        "--end",
-        metavar="ISO",
-        help="with --start: the window's end, exclusive, rounded up to a whole minute (default: now). A window "
-        "covers at most 15 days",
-    )
-    parser.add_argument(
-        "--coarse",
-        action="store_true",
-        help="for a start older than 15 days: read 5-minute (up to 63 days old) or hourly (up to 455 days) sums and "
-        "spread each evenly over its minutes, said in the CSV's comments (bursts inside a period are lost)",
-    )
-    parser.add_argument("--region", help="the endpoint's AWS region (default: the AWS config's)")
-    parser.add_argument(
-        "--out",
-        default=str(DEFAULT_OUT),
-        metavar="FILE",
-        help=f"the trace CSV to write (default ./{DEFAULT_OUT}; `-` writes it to stdout and the summary to stderr)",
-    )
-    parser.set_defaults(handler=run_traffic)
 
 
 def run_traffic(args: argparse.Namespace) -> int:
     from peagle.aws import AwsCallError
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
-    return run_reporting_errors(_traffic, args, [(AwsCallError, EXIT_AWS), (PeagleError, EXIT_BAD_INPUT)])
+    return run_reporting_errors(_traffic, args, [(AwsCallError, ExitCode.AWS), (PeagleError, ExitCode.BAD_INPUT)])
 
 
 def _utc_now() -> datetime:
@@ -145,7 +155,7 @@ def _traffic(args: argparse.Namespace) -> int:
         f"minute {peak_minute}; replay it with `peagle simulate --traffic {written if args.out != STDOUT else 'FILE'}`",
         file=summary_stream,
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _source(args: argparse.Namespace, session) -> Source:

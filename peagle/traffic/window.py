@@ -29,7 +29,7 @@ from argparse import ArgumentTypeError
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 MINUTE = timedelta(minutes=1)
 

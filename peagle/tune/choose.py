@@ -30,10 +30,11 @@ class Candidate:
     label: str  # "K=4", "off", "schedule 1-2:4,3-16:0"
     speculative_tokens: int  # K, or the largest K of a schedule; 0 = off
     schedule: tuple[tuple[int, int, int], ...] | None  # (lo, hi, K) bands, or None for a static K
-    tokens_per_s: dict[int, float]  # concurrency -> output tokens/s (the median over repeated runs)
-    tpot_p50_s: dict[int, float | None]  # concurrency -> median time per output token
-    # concurrency -> (lowest, highest) tokens/s over the repeated runs; empty for a single run
-    tokens_per_s_range: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # level (a concurrency, or an open loop's request rate) -> output tokens/s (the median over repeated runs)
+    tokens_per_s: dict[float, float]
+    tpot_p50_s: dict[float, float | None]  # level -> median time per output token
+    # level -> (lowest, highest) tokens/s over the repeated runs; empty for a single run
+    tokens_per_s_range: dict[float, tuple[float, float]] = field(default_factory=dict)
     runs: int = 1
     # Open-loop runs: request rate -> goodput (requests/s meeting every SLO bound); then the levels of
     # tokens_per_s and tpot_p50_s are request rates too.

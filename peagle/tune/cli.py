@@ -20,12 +20,13 @@ from pathlib import Path
 from peagle.bench.host_conditions import add_busy_limit_argument, busy_limit_from
 from peagle.bench.results import describe_sampling
 from peagle.catalog import ProfileName
+from peagle.cli_errors import ExitCode
+from peagle.cli_options import add_command, added_by, exclusive, option
 from peagle.client.cli import MEASURED_PROFILE_DEFAULT, TEMPERATURE_ALLOWED
 from peagle.local.served import LocalServerFailed, serve_local
 from peagle.local.tiny_pair import PAIRS
 from peagle.slo import add_slo_arguments
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 DEFAULT_BUCKETS = "short,long"
 DESCRIPTION = (
     "Serve each candidate (the local pair: K values from --k and any --schedule, one at a time), "
@@ -38,48 +39,42 @@ DESCRIPTION = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "tune",
-        help="measure K = 0 and other speculation settings, recommend one with the evidence",
-        description=DESCRIPTION,
-    )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--pair",
-        default=None,
-        choices=sorted(PAIRS),
-        help="local pair to serve for each candidate (`peagle local --pair`; default tiny)",
-    )
-    where.add_argument("--url", help="measure the server already running here (its current setting only)")
-    where.add_argument("--endpoint", help="measure this SageMaker endpoint as deployed (its current setting only)")
-    where.add_argument(
-        "--from-results", action="append", type=Path, metavar="RESULTS_JSON", help="decide from stored bench runs"
-    )
-    parser.add_argument(
-        "--k", default="0,1,2,4", help="static K candidates for the local pair (default 0,1,2,4; 0 = off)"
-    )
-    parser.add_argument(
+_OPTIONS = (
+    exclusive(
+        option(
+            "--pair",
+            default=None,
+            choices=sorted(PAIRS),
+            help="local pair to serve for each candidate (`peagle local --pair`; default tiny)",
+        ),
+        option("--url", help="measure the server already running here (its current setting only)"),
+        option("--endpoint", help="measure this SageMaker endpoint as deployed (its current setting only)"),
+        option(
+            "--from-results", action="append", type=Path, metavar="RESULTS_JSON", help="decide from stored bench runs"
+        ),
+    ),
+    option("--k", default="0,1,2,4", help="static K candidates for the local pair (default 0,1,2,4; 0 = off)"),
+    option(
         "--schedule",
         action="append",
         default=[],
         metavar="LO-HI:K,...",
         help="also measure this dynamic schedule (repeatable), e.g. 1-2:4,3-16:0",
-    )
-    parser.add_argument(
+    ),
+    option(
         "--repeat",
         type=int,
         default=1,
         help="rounds over all candidates, interleaved; the choice uses each level's median, the table shows the "
         "spread (default 1)",
-    )
-    parser.add_argument(
+    ),
+    option(
         "--profile",
         choices=[profile.value for profile in ProfileName],
         help=f"catalog workload profile the requests are sampled as, whose temperature the recommendation is made at "
         f"(default {MEASURED_PROFILE_DEFAULT}, the profile of deployments/default.yaml)",
-    )
-    parser.add_argument(
+    ),
+    option(
         "--temperatures",
         "--temperature",
         dest="temperatures",
@@ -88,53 +83,68 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"{TEMPERATURE_ALLOWED}; e.g. 0,0.7 sets greedy beside the deployed sampling (default: the profile's "
         "temperature). The recommendation is made at the profile's temperature (not measured: at the nearest "
         "sampled one measured), never at greedy unless the profile is greedy",
-    )
-    parser.add_argument("--top-p", type=float, help="override the profile's top_p")
-    parser.add_argument("--concurrency", default="1,4,8", help="closed-loop concurrency levels (default 1,4,8)")
-    parser.add_argument(
+    ),
+    option("--top-p", type=float, help="override the profile's top_p"),
+    option("--concurrency", default="1,4,8", help="closed-loop concurrency levels (default 1,4,8)"),
+    option(
         "--request-rate",
         metavar="RATES",
         help="open loop instead: request rates (requests/s) your traffic arrives at, e.g. 0.5,1,2; the candidates "
         "are then ranked by goodput, the requests/s answered within the SLO, with tokens/s beside it",
-    )
-    add_slo_arguments(parser, default="the profile's SLO", what="; with --request-rate the candidates are ranked by it")
-    add_busy_limit_argument(parser)  # passed to each bench; noisy levels are never chosen from
-    parser.add_argument("--requests", type=int, default=16, help="requests per level (default 16)")
-    parser.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
-    parser.add_argument(
+    ),
+    added_by(
+        add_slo_arguments, default="the profile's SLO", what="; with --request-rate the candidates are ranked by it"
+    ),
+    added_by(add_busy_limit_argument),  # passed to each bench; noisy levels are never chosen from
+    option("--requests", type=int, default=16, help="requests per level (default 16)"),
+    option("--max-tokens", type=int, default=128, help="output tokens per request (default 128)"),
+    option(
         "--buckets",
         help=f"synthetic prompt length buckets, as for bench (default {DEFAULT_BUCKETS}); not with --prompts-file",
-    )
-    parser.add_argument(
+    ),
+    option(
         "--prompts-file",
         type=Path,
         metavar="JSONL",
         help="measure with these prompts instead of synthetic ones, e.g. production's from `peagle prompts` "
         "(bench's format); lines must not set temperature/top_p, which --temperatures decides (`peagle prompts "
         "--drop-field temperature --drop-field top_p`); recommendation.md names the file and a sha256 of it",
-    )
-    parser.add_argument(
+    ),
+    option(
         "--band",
         help="band LO-HI of the levels the recommendation is for: concurrency, or with --request-rate the request "
         "rates your traffic spans, e.g. 0.5-2 (default: all levels)",
-    )
-    parser.add_argument("--region", help="with --endpoint: its AWS region")
-    parser.add_argument(
+    ),
+    option("--region", help="with --endpoint: its AWS region"),
+    option(
         "--inference-component",
         metavar="NAME",
         help="with --endpoint: measure this inference component (passed to `peagle bench`, whose warm-up waits "
         "for a copy if it is scaled to zero)",
+    ),
+    option("--out", type=Path, required=True, help="output folder"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    add_command(
+        subparsers,
+        "tune",
+        run_tune,
+        _OPTIONS,
+        help="measure K = 0 and other speculation settings, recommend one with the evidence",
+        description=DESCRIPTION,
     )
-    parser.add_argument("--out", type=Path, required=True, help="output folder")
-    parser.set_defaults(handler=run_tune)
 
 
 def run_tune(args: argparse.Namespace) -> int:
     from peagle.cli_errors import run_reporting_errors
-    from peagle.errors import PeagleError
+    from peagle.settings.errors import PeagleError
 
     return run_reporting_errors(
-        _tune, args, [((TuneFailed, LocalServerFailed), EXIT_FAILED), ((PeagleError, ValueError), EXIT_BAD_ARGUMENTS)]
+        _tune,
+        args,
+        [((TuneFailed, LocalServerFailed), ExitCode.FAILED), ((PeagleError, ValueError), ExitCode.BAD_INPUT)],
     )
 
 
@@ -152,13 +162,15 @@ def _tune(args: argparse.Namespace) -> int:
         raise ValueError(f"--repeat takes a number of rounds >= 1, got {args.repeat}")
     busy_limit_from(args)  # ValueError: exit 2, before anything is served
     deployed = _deployed_sampling(args)
-    temperatures = _temperatures(args, deployed.temperature)
+    deployed_temperature = deployed.temperature
+    assert deployed_temperature is not None  # a catalog profile's sampling always sets its temperature
+    temperatures = _temperatures(args, deployed_temperature)
     if temperatures:
-        decision_temperature(temperatures, deployed.temperature)  # greedy alone is refused before serving
+        decision_temperature(temperatures, deployed_temperature)  # greedy alone is refused before serving
     local = not (args.from_results or args.url or args.endpoint)
     candidates = _local_candidates(args) if local else []  # checked before anything is written or started
     if args.from_results:  # stored runs: refused before anything is written when all of them are greedy
-        decision_temperature({_temperature_of(run) for run in _runs(args.from_results)}, deployed.temperature)
+        decision_temperature({_temperature_of(run) for run in _runs(args.from_results)}, deployed_temperature)
     prompts_text = _prompts_text(args)  # checked before anything is served
     rounds = range(1, args.repeat + 1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -485,7 +497,7 @@ def _cell(candidate, concurrency: int) -> str:
 
 
 def _write_recommendation(
-    args: argparse.Namespace, runs, band: tuple[int, int] | None, deployed, prompts_text: str = ""
+    args: argparse.Namespace, runs, band: tuple[float, float] | None, deployed, prompts_text: str = ""
 ) -> int:
     """recommendation.md (a table and a decision per sampling, the deployed one first) and the snippet,
     decided at the deployed temperature (choose.decision_temperature)."""
@@ -528,7 +540,7 @@ def _write_recommendation(
         lines += _sampling_section(
             sampling, candidates, recommendations[key], band, decided=key == decided_key, by_goodput=by_goodput
         )
-        if by_goodput:
+        if by_goodput and slo_text is not None:
             lines += [slo_verdict(recommendations[key], recommend(candidates, band), slo_text), ""]
     # Greedy against the sampled temperatures, at the decided top_p (recorded samplings only).
     same_top_p = [key for key in groups if key and decided_key and key[1] == decided_key[1]]
@@ -552,7 +564,7 @@ def _write_recommendation(
     print(
         f"\nwritten: {args.out / 'recommendation.md'}, {args.out / 'deployment-snippet.yaml'}, {args.out / 'comparison'}"
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _band_text(band: tuple[float, float], by_goodput: bool) -> str:
@@ -586,7 +598,7 @@ def _decided_key(groups: dict, temperature: float | None, top_p: float | None):
 
 def _slo_text(runs) -> str | None:
     """The SLO the runs' levels were judged against, as `peagle plan` prints it (None: none recorded)."""
-    from peagle.planner import describe_slo
+    from peagle.planning.planner import describe_slo
 
     recorded = next((level.slo for run in runs for level in run.levels if level.open_loop and level.slo), None)
     return describe_slo(recorded.as_slo()) if recorded else None

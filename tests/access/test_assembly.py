@@ -1,4 +1,4 @@
-"""peagle.access.assembly: template values as symbolic strings, the same whichever intrinsic form wrote them.
+"""peagle.cloud_assembly (symbolic mode): template values as symbolic strings, the same whichever intrinsic form wrote them.
 
 Small hand-written templates pin each rule (expected strings written out, not rebuilt from the module's
 patterns); the repository's real app (the session's shared synth) and a small app of CDK Stages check that
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from peagle.access.assembly import UNRESOLVED, Assembly, AssemblyError, AssemblyStack
+from peagle.cloud_assembly import UNRESOLVED, Assembly, AssemblyError, AssemblyStack
 
 ACCOUNT, REGION = "111122223333", "eu-west-1"
 

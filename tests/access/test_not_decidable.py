@@ -14,9 +14,9 @@ import pytest
 from cdk_synth import REPO_ROOT
 from template_edits import edited_copy
 
-from peagle.access.assembly import Assembly
 from peagle.access.check import check_runtime_access
 from peagle.cli import main as peagle_main
+from peagle.cloud_assembly import Assembly
 
 UNDECIDED_DENY = {
     "Sid": "UndecidedDeny",

@@ -17,9 +17,9 @@ from cdk_synth import REPO_ROOT
 from outside_app import ACCOUNT, CAPTURE_KEY, STACK, WEIGHTS_BUCKET, WEIGHTS_KEY, build
 from template_edits import edited_copy, without_statement
 
-from peagle.access.assembly import Assembly
 from peagle.access.check import check_runtime_access
 from peagle.cli import main as peagle_main
+from peagle.cloud_assembly import Assembly
 from peagle_cdk import ModelWeights, PeagleEndpoint, RuntimeAccessChecks
 
 

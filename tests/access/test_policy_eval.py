@@ -320,7 +320,7 @@ def test_identity_statement_without_resource_is_refused():
     ],
 )
 def test_template_placeholders_stay_literal_text(placeholder):
-    """The template's unresolved values (peagle/access/assembly.py: "${<stack id>/<LogicalId>}",
+    """The template's unresolved values (peagle/cloud_assembly/modes.py: "${<stack id>/<LogicalId>}",
     "${<stack>/<LogicalId>.Attr}", "${AWS::Region}", "${Fn::ImportValue:<name>}", "${?unresolved}") look like IAM
     policy variables but are none: IAM's are a condition key ("${aws:username}", a service prefix, one colon, a
     name). They stay literal text, in Resource and in condition values, so a placeholder matches only itself."""

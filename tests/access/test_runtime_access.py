@@ -21,10 +21,10 @@ from cdk_synth import REPO_ROOT
 from template_edits import edited_copy, without_action, without_statement
 from two_endpoint_app import DOCKER_HUB_SECRET, STACK, build
 
-from peagle.access.assembly import Assembly
 from peagle.access.check import check_runtime_access
 from peagle.access.requirements import FIXES
 from peagle.cli import main as peagle_main
+from peagle.cloud_assembly import Assembly
 from peagle_cdk import ModelWeights, PeagleEndpoint, RuntimeAccessChecks
 
 DEPLOYMENTS = sorted(path.name for path in (REPO_ROOT / "deployments").glob("*.yaml"))

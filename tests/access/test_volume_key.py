@@ -15,10 +15,10 @@ import pytest
 from cdk_synth import REPO_ROOT
 from template_edits import edited_copy
 
-from peagle.access.assembly import Assembly
 from peagle.access.check import check_runtime_access
 from peagle.access.requirements import FIXES
 from peagle.cli import main as peagle_main
+from peagle.cloud_assembly import Assembly
 
 OUTSIDE_KEY = "arn:aws:kms:us-east-1:111122223333:key/0000aaaa-1111-2222-3333-444444444444"
 # What CDK writes for kms.Key without a policy of its own (@aws-cdk/aws-kms:defaultKeyPolicies): the account may use

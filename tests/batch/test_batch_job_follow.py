@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from transform_host import job_argv
 
 from peagle.batch.job_follow import follow_transform_job, model_environment, model_name_from_stack
-from peagle.errors import PeagleError
+from peagle.settings.errors import PeagleError
 
 JOB = "peagle-gpt-oss-20b-20260301-120000"
 
@@ -196,8 +196,8 @@ def test_a_job_run_uploads_then_starts_then_follows_with_settings_relative_to_th
     from peagle.batch import cli as batch_cli
     from peagle.cli import main
     from peagle.cli_config import load_cli_config
-    from peagle.container_env import container_environment
-    from peagle.planner import plan_deployment
+    from peagle.planning.container_env import container_environment
+    from peagle.planning.planner import plan_deployment
 
     config = load_cli_config(None, {})  # what the command itself plans from
     deployed = container_environment(

@@ -25,9 +25,9 @@ from peagle.batch.job_request import (
     transform_instance_types,
 )
 from peagle.cli import main
-from peagle.config import config_from_overrides
-from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
-from peagle.planner import plan_deployment
+from peagle.planning.container_env import DEFAULT_VARIANT_NAME, container_environment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import config_from_overrides
 
 JOB_NAME_RULE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import peagle.deployment_rules
+import peagle.planning.deployment_rules
 from peagle.catalog import HostDriver, load_catalog
 
 CUDA13_TRANSFORM_AMI = "al2023-ami-sagemaker-batch-gpu-580-example"
@@ -25,7 +25,7 @@ def cuda13_transform_host(monkeypatch) -> str:
         }
     )
     patched = catalog.model_copy(update={"runtime": runtime})
-    monkeypatch.setattr(peagle.deployment_rules, "load_catalog", lambda: patched)
+    monkeypatch.setattr(peagle.planning.deployment_rules, "load_catalog", lambda: patched)
     return CUDA13_TRANSFORM_AMI
 
 

@@ -90,7 +90,7 @@ def test_bad_sampling_exits_2_before_sending(arguments, reason, tmp_path, capsys
 
 
 def test_the_measured_profile_is_the_default_deployments():
-    from peagle.config import DeploymentConfig, load_deployment_config
+    from peagle.settings import DeploymentConfig, load_deployment_config
 
     deployed = load_deployment_config(str(Path(__file__).resolve().parents[2] / "deployments" / "default.yaml"))
     assert MEASURED_PROFILE_DEFAULT == DeploymentConfig.model_fields["profile"].default.value == deployed.profile.value

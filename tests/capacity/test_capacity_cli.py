@@ -12,7 +12,8 @@ from capacity_stand_in import level
 
 import peagle.capacity.cli as capacity_cli
 import peagle.capacity.levels as levels
-from peagle.cli import EXIT_INTERRUPTED, main
+from peagle.cli import main
+from peagle.cli_errors import ExitCode
 
 
 class FakeClient:
@@ -63,7 +64,7 @@ def test_goodput_and_attainment_replace_the_profiles_slo(stand_in, tmp_path):
 
 def test_ctrl_c_writes_the_levels_measured_and_exits_130(stand_in, tmp_path, capsys):
     stand_in["interrupt_at"] = 4
-    assert main(["capacity", "--url", "http://stand-in", "--out", str(tmp_path)]) == EXIT_INTERRUPTED
+    assert main(["capacity", "--url", "http://stand-in", "--out", str(tmp_path)]) == ExitCode.INTERRUPTED
     assert len(json.loads((tmp_path / "capacity.json").read_text())["points"]) == 3
     assert "interrupted" in capsys.readouterr().err
     assert (tmp_path / "capacity-snippet.yaml").is_file()  # 2 req/s met the SLO before Ctrl-C

@@ -14,8 +14,8 @@ from capacity_stand_in import REQUESTS, level
 from peagle.capacity.report import Context, answer, snippet, write_report
 from peagle.capacity.search import INTERRUPTED, MACHINE_BUSY, SearchSettings, find_capacity
 from peagle.cli import main
-from peagle.config import load_deployment_config
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import load_deployment_config
 
 DEPLOYMENTS = Path(__file__).resolve().parents[2] / "deployments"
 

@@ -13,7 +13,8 @@ from importlib.metadata import version
 import pytest
 
 from peagle.catalog import ProfileName
-from peagle.cli import EXIT_OUTPUT_CLOSED, main
+from peagle.cli import main
+from peagle.cli_errors import ExitCode
 
 
 def _parse_error(capsys, argv: list[str]) -> str:
@@ -110,7 +111,7 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly():
         text=True,
         timeout=120,
     )
-    assert pipeline.returncode == EXIT_OUTPUT_CLOSED, pipeline.stderr
+    assert pipeline.returncode == ExitCode.OUTPUT_CLOSED, pipeline.stderr
     assert pipeline.stderr == ""
 
 

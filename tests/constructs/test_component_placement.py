@@ -13,8 +13,8 @@ from aws_cdk.assertions import Annotations, Match, Template
 from test_endpoint_monitoring import _cost_per_hour_graph, _expressions
 
 from peagle.catalog import load_catalog
-from peagle.config import parse_deployment_config
-from peagle.errors import ConfigError
+from peagle.settings import parse_deployment_config
+from peagle.settings.errors import ConfigError
 from peagle_cdk import AlarmThresholds, Autoscaling, EndpointMode, EndpointMonitoring, ModelWeights, PeagleEndpoint
 
 

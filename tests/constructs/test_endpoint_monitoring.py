@@ -15,7 +15,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 
-from peagle.errors import ConfigError
+from peagle.planning.unit_plan import pool_of
+from peagle.settings.errors import ConfigError
 from peagle_cdk import (
     AbBaseline,
     AlarmThresholds,
@@ -229,7 +230,10 @@ def test_cost_of_copies_is_the_whole_instances_they_need(copies, instances):
         endpoint=endpoint,
         thresholds=AlarmThresholds(max_cost_per_million_output_tokens_usd=2.5),
     )
-    assert (endpoint.plan.components.copies_per_instance, endpoint.plan.components.accelerators_per_copy) == (4, 1)
+    assert (pool_of(endpoint.plan.units).copies_per_instance, pool_of(endpoint.plan.units).accelerators_per_copy) == (
+        4,
+        1,
+    )
     template = Template.from_stack(stack)
     # The arithmetic of what was synthesized. Every copy logs a KPI line a minute, so SampleCount(KpiReports) is
     # copies x 15 over the graph's 15 minutes, and copies x 60 over the alarm's hour, in which each copy generating
@@ -274,7 +278,7 @@ def test_components_with_a_baseline_are_priced_on_instances_of_their_own_and_the
     )
     assert (endpoint.plan.price_per_hour_usd, endpoint.plan.price_source) == (30.0, "instance.price_per_hour_usd")
     primary, baseline = (
-        f"30 * CEIL(FLOOR(reports{index} * 60 / PERIOD(reports{index}) + 0.5) / {plan.components.copies_per_instance})"
+        f"30 * CEIL(FLOOR(reports{index} * 60 / PERIOD(reports{index}) + 0.5) / {pool_of(plan.units).copies_per_instance})"
         for index, plan in enumerate((endpoint.plan, endpoint.baseline_plan))
     )
     template = Template.from_stack(stack)
@@ -350,17 +354,11 @@ def test_fleet_totals_count_each_unit_once_whatever_the_kpi_interval(interval_se
 
 
 def test_thresholds_are_checked_with_the_deployment_files_rules_in_the_thresholds_words():
-    stack = Stack(App(), "Consumer")
-    endpoint = _endpoint(stack)
+    """Checked when the thresholds are made, as every value type (before: when EndpointMonitoring was built)."""
     with pytest.raises(ConfigError) as error:
-        EndpointMonitoring(
-            stack,
-            "ChatMonitoring",
-            endpoint=endpoint,
-            thresholds=AlarmThresholds(max_cost_per_million_output_tokens_usd=-1),
-        )
+        AlarmThresholds(max_cost_per_million_output_tokens_usd=-1)
     message = str(error.value)
-    assert "EndpointMonitoring Consumer/ChatMonitoring: invalid props" in message
+    assert message.startswith("AlarmThresholds: invalid props")
     assert (
         "AlarmThresholds(max_cost_per_million_output_tokens_usd=...): Input should be greater than 0 (given: -1)"
         in message

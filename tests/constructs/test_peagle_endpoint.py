@@ -18,10 +18,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from peagle.catalog import load_catalog
-from peagle.config import config_from_overrides, parse_deployment_config
-from peagle.deployment_rules import DeploymentRuleError, plan_checked_deployment
-from peagle.errors import ConfigError, PlanError
-from peagle.setting_refs import Door
+from peagle.planning.deployment_rules import DeploymentRuleError, plan_checked_deployment
+from peagle.planning.unit_plan import pool_of
+from peagle.settings import config_from_overrides, parse_deployment_config
+from peagle.settings.errors import ConfigError, PlanError
+from peagle.settings.refs import Door
 from peagle_cdk import (
     AbBaseline,
     Autoscaling,
@@ -184,6 +185,7 @@ def test_your_vpc_subnets_and_security_groups():
             ec2.SubnetConfiguration(name="model", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=24)
         ],
     )
+    vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3)  # the weights' route (isolated subnets)
     group = ec2.SecurityGroup(stack, "ModelGroup", vpc=vpc, allow_all_outbound=False)
     _endpoint(stack, vpc=vpc, security_groups=[group])
     template = Template.from_stack(stack)
@@ -346,7 +348,7 @@ def test_no_autoscaling_means_fixed_capacity():
         autoscaling=None,
         bucket=s3.Bucket(stack, "W2"),
     )
-    assert components.plan.components.min_copies == 2  # the deploy's copies stay: none scale to zero
+    assert pool_of(components.plan.units).min_copies == 2  # the deploy's copies stay: none scale to zero
     Template.from_stack(stack).resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
 
 
@@ -444,7 +446,7 @@ def test_grant_invoke_metric_options_and_escape_hatches():
 
 def _file_problem(data: dict) -> str:
     """What `cdk synth` of the YAML app says for the same input (its first problem line), spelled for the
-    construct (peagle/setting_refs.py): the same rule, the props' names."""
+    construct (peagle/settings/words.py): the same rule, the props' names."""
     try:
         plan_checked_deployment(
             parse_deployment_config({"name": "chat", **data}, source="deployment.yaml", door=Door.PROPS)

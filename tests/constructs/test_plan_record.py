@@ -1,4 +1,4 @@
-"""The plan a PeagleEndpoint records in its template (peagle/plan_record.py): the plan it was built from, per
+"""The plan a PeagleEndpoint records in its template (peagle/planning/plan_record.py): the plan it was built from, per
 serving unit, with the door that made it, read back equal; what `peagle simulate` reads instead of a deployment
 file."""
 
@@ -11,7 +11,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
-from peagle.plan_record import METADATA_KEY, PlanRecordError, read_records
+from peagle.planning.plan_record import METADATA_KEY, PlanRecordError, read_records
 from peagle_cdk import AbBaseline, EndpointMode, ModelWeights, PeagleEndpoint
 
 

@@ -10,9 +10,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
-from peagle.config import MeasuredCapacity
-from peagle.errors import PeagleError
-from peagle.setting_refs import field_words
+from peagle.settings import MeasuredCapacity
+from peagle.settings.errors import PeagleError
+from peagle.settings.words import field_words
 from peagle_cdk import Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint, Rollout, Routing
 from peagle_cdk.endpoint_config import endpoint_settings
 from peagle_cdk.endpoint_props import AbBaseline, Speculation
@@ -77,6 +77,7 @@ def test_a_vpc_with_isolated_subnets_only_places_the_model_there():
         nat_gateways=0,
         subnet_configuration=[ec2.SubnetConfiguration(name="model", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
     )
+    vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3)  # the weights' route (isolated subnets)
     _endpoint(stack, vpc=vpc)
     isolated = [stack.get_logical_id(subnet.node.default_child) for subnet in vpc.isolated_subnets]
     assert [subnet["Ref"] for subnet in _vpc_config(Template.from_stack(stack))["Subnets"]] == isolated
@@ -234,7 +235,7 @@ def test_a_metric_publish_frequency_the_alarms_cannot_read_is_refused_in_the_pro
 
 
 def test_every_field_the_props_set_is_named_by_its_prop():
-    """A message can only name a setting in props words if its field says how (peagle/setting_refs.py): every
+    """A message can only name a setting in props words if its field says how (peagle/settings/words.py): every
     field a construct's props set, section by section, has its prop spelling in the model's metadata."""
     config = endpoint_settings(
         owner="PeagleEndpoint Consumer/Chat",
@@ -377,9 +378,9 @@ def test_a_generated_name_keeps_the_ids_readable_within_the_files_24_characters(
 
 
 def test_the_props_defaults_are_the_deployment_files():
-    """Defaults are written once (peagle/config.py): a PeagleEndpoint given only its weights plans the
+    """Defaults are written once (peagle/settings/): a PeagleEndpoint given only its weights plans the
     deployment file that gives nothing but the same name and weights source."""
-    from peagle.config import parse_deployment_config
+    from peagle.settings import parse_deployment_config
 
     endpoint = _endpoint(_stack())
     from_file = parse_deployment_config({"name": "chat", "artifacts": {"source": "s3"}})
@@ -389,7 +390,7 @@ def test_the_props_defaults_are_the_deployment_files():
 def test_from_config_plans_the_config_it_is_given_and_speaks_the_files_words():
     """The YAML app's door: EndpointStack hands its validated config over; nothing is rebuilt into props and
     validated again (the round trip that hid the ignored measured capacity)."""
-    from peagle.config import parse_deployment_config
+    from peagle.settings import parse_deployment_config
 
     config = parse_deployment_config(
         {"name": "chat", "model": "qwen3-8b", "autoscaling": {"headroom": 0.6, "scale_in_cooldown_seconds": 600}}
@@ -401,7 +402,7 @@ def test_from_config_plans_the_config_it_is_given_and_speaks_the_files_words():
     too_big = parse_deployment_config({"name": "big", "model": "gpt-oss-120b", "instance": {"type": "ml.g5.xlarge"}})
     with pytest.raises(PeagleError, match=r"set instance\.type: ml\.g6\.12xlarge$"):
         PeagleEndpoint.from_config(_stack(), "Big", config=too_big, weights=ModelWeights.from_hub())
-    with pytest.raises(TypeError, match="config must be a peagle.config.DeploymentConfig"):
+    with pytest.raises(TypeError, match="config must be a peagle.settings.DeploymentConfig"):
         PeagleEndpoint.from_config(_stack(), "Chat", config={"model": "qwen3-8b"}, weights=ModelWeights.from_hub())
 
 

@@ -76,4 +76,4 @@ def test_the_plans_one_scaling_target_is_the_synthesized_target_value(mode):
             )
         },
     )
-    assert not hasattr(endpoint.plan.components, "target_concurrency_per_copy")
+    assert not hasattr(endpoint.plan.units, "target_concurrency_per_copy")

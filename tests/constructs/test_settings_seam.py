@@ -1,4 +1,4 @@
-"""The construct library meets the settings model (peagle/config.py) in one module,
+"""The construct library meets the settings model (peagle/settings/) in one module,
 peagle_cdk/settings_model.py: the scaling code reads the plan and the monitoring its thresholds, so a
 change to a section of the deployment file reaches the constructs through the plan or that one seam."""
 
@@ -8,20 +8,32 @@ import ast
 from pathlib import Path
 
 import peagle_cdk
-from peagle.config import parse_deployment_config
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import parse_deployment_config
 
 LIBRARY = Path(peagle_cdk.__file__).parent
 SEAM = LIBRARY / "settings_model.py"
 
 
+# What every module may use: the error types and how a message names a setting (peagle/settings/refs.py, words.py).
+NOT_THE_MODEL = {"peagle.settings.errors", "peagle.settings.refs", "peagle.settings.words"}
+
+
+def _is_model(module: str) -> bool:
+    return (module == "peagle.settings" or module.startswith("peagle.settings.")) and module not in NOT_THE_MODEL
+
+
 def _imports_config(path: Path) -> bool:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module == "peagle.config":
+        if isinstance(node, ast.ImportFrom) and _is_model(node.module or ""):
             return True
-        if isinstance(node, ast.ImportFrom) and node.module == "peagle" and any(a.name == "config" for a in node.names):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "peagle"
+            and any(a.name == "settings" for a in node.names)
+        ):
             return True
-        if isinstance(node, ast.Import) and any(alias.name == "peagle.config" for alias in node.names):
+        if isinstance(node, ast.Import) and any(_is_model(alias.name) for alias in node.names):
             return True
     return False
 

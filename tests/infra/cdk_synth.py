@@ -139,7 +139,7 @@ def normalise_template(template: dict) -> dict:
         text = pattern.sub(placeholder, text)
     normalised = json.loads(text)
     for resource in normalised.get("Resources", {}).values():
-        # The recorded plan (peagle/plan_record.py) holds the catalog's numbers and prices: kept as what it names,
+        # The recorded plan (peagle/planning/plan_record.py) holds the catalog's numbers and prices: kept as what it names,
         # its content is tests/constructs/test_plan_record.py's.
         record = (resource.get("Metadata") or {}).get("peagle:plan")
         if record is not None:

@@ -8,11 +8,11 @@ import botocore.session
 import pytest
 
 from peagle.catalog import instance_family, load_catalog
-from peagle.config import ConfigError, DeploymentConfig, config_from_overrides
-from peagle.container_env import DEFAULT_VARIANT_NAME, container_environment
-from peagle.deployment_rules import DeploymentRuleError, architecture_driver_problem, plan_checked_deployment
-from peagle.errors import PlanError
-from peagle.planner import plan_deployment, smallest_fitting_instance
+from peagle.planning.container_env import DEFAULT_VARIANT_NAME, container_environment
+from peagle.planning.deployment_rules import DeploymentRuleError, architecture_driver_problem, plan_checked_deployment
+from peagle.planning.planner import plan_deployment, smallest_fitting_instance
+from peagle.settings import ConfigError, DeploymentConfig, config_from_overrides
+from peagle.settings.errors import PlanError
 
 CATALOG = load_catalog()
 RUNTIME = CATALOG.runtime

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from peagle.catalog import ProfileName, load_catalog
-from peagle.config import DeploymentConfig, config_from_overrides
-from peagle.planner import plan_deployment, smallest_fitting_instance
+from peagle.planning.planner import plan_deployment, smallest_fitting_instance
+from peagle.settings import DeploymentConfig, config_from_overrides
 
 CATALOG = load_catalog()
 CATALOG_DOC = Path(__file__).resolve().parents[2] / "docs" / "catalog.md"  # generated: peagle/reference_docs.py

@@ -13,9 +13,9 @@ from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.catalog import load_catalog
 from peagle.cli import main
-from peagle.config import load_deployment_config
-from peagle.deployment_rules import plan_checked_deployment
-from peagle.forced_data_cache import caching_forced
+from peagle.planning.deployment_rules import plan_checked_deployment
+from peagle.planning.forced_data_cache import caching_forced
+from peagle.settings import load_deployment_config
 
 NOT_HONOURED = "data_cache false is not honoured on ml.g6e.48xlarge: it has 7600 GB of local NVMe storage"
 
@@ -70,7 +70,7 @@ def test_the_232_gib_line_under_either_reading_of_ec2s_gb(size_gb, forced):
 )
 def test_peagle_plan_says_what_the_placement_does_to_the_bill(tmp_path, capsys, placement, says):
     """The other setting that decides what a component endpoint bills (SchedulingConfig.PlacementStrategy with
-    IDLE_RELEASE, peagle/config.py InferenceComponentSettings.placement): the plan names it and its consequence."""
+    IDLE_RELEASE, peagle/settings/inference_components.py InferenceComponentSettings.placement): the plan names it and its consequence."""
     assert main(["plan", "--deployment", _scale_to_zero(tmp_path, placement=placement)]) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("placement ")]
     assert placement in line and says in line

@@ -14,9 +14,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 from cdk_synth import REPO_ROOT
 
-from peagle.config import parse_deployment_config
-from peagle.errors import ConfigError
-from peagle.setting_refs import field_words
+from peagle.settings import parse_deployment_config
+from peagle.settings.errors import ConfigError
+from peagle.settings.words import field_words
 from peagle_cdk import AbBaseline, DataCapture, EndpointMode, ModelArtifactsLocation, ModelWeights, PeagleEndpoint
 from peagle_cdk.model_artifacts import artifacts_bucket_name, pair_prefix
 
@@ -298,7 +298,7 @@ def test_capture_in_inference_components_mode_fails_with_the_source():
 
 
 def test_every_capture_field_the_props_set_is_named_by_its_prop():
-    """A message names a capture setting in props words (peagle/setting_refs.py) for each field DataCapture sets."""
+    """A message names a capture setting in props words (peagle/settings/words.py) for each field DataCapture sets."""
     section = DataCapture(key=None).settings()
     for name in section.model_fields_set:
         assert field_words(f"capture.{name}")["prop"], f"capture.{name} has no prop spelling"

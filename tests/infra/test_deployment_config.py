@@ -3,8 +3,8 @@
 import pytest
 from cdk_synth import REPO_ROOT, write_deployment
 
-from peagle.config import DeploymentConfig, config_from_overrides, load_deployment_config
-from peagle.errors import ConfigError
+from peagle.settings import DeploymentConfig, config_from_overrides, load_deployment_config
+from peagle.settings.errors import ConfigError
 
 DEFAULT_FILE = REPO_ROOT / "deployments" / "default.yaml"
 
@@ -173,7 +173,7 @@ def test_the_old_copy_bounds_move_to_autoscaling_with_a_deprecation(tmp_path):
 def test_the_latency_sla_has_one_key_and_the_plan_holds_it_once(tmp_path):
     """profile_overrides.latency_sla_p90_seconds and alarms.latency_sla_p90_seconds were two keys for one SLA, and
     the plan carried it twice (its own field and its profile's)."""
-    from peagle.planner import plan_deployment
+    from peagle.planning.planner import plan_deployment
 
     with pytest.warns(FutureWarning, match=r"it is now alarms.latency_sla_p90_seconds"):
         config = load_deployment_config(

@@ -1,15 +1,15 @@
-"""The engine's token budget per step (peagle/engine_budget.py): a full batch of P-EAGLE decodes plus one prefill
+"""The engine's token budget per step (peagle/planning/engine_budget.py): a full batch of P-EAGLE decodes plus one prefill
 chunk of vLLM's default size, in every plan, `peagle plan`'s output, the synthesized container and local mode."""
 
 from __future__ import annotations
 
 import pytest
 
-from peagle import engine_budget
 from peagle.catalog import load_catalog
 from peagle.cli import main
-from peagle.config import load_deployment_config
-from peagle.planner import plan_deployment
+from peagle.planning import engine_budget
+from peagle.planning.planner import plan_deployment
+from peagle.settings import load_deployment_config
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,9 @@ from aws_cdk.assertions import Match
 from cdk_synth import REPO_ROOT, normalise_template, synthesize, write_deployment
 
 from peagle.cli import main
-from peagle.config import load_deployment_config
-from peagle.deployment_rules import plan_checked_deployment
+from peagle.planning.deployment_rules import plan_checked_deployment
+from peagle.planning.unit_plan import pool_of
+from peagle.settings import load_deployment_config
 
 S2Z_FILE = REPO_ROOT / "deployments" / "scale-to-zero.yaml"
 COMPONENT = "peagle-s2z-primary"
@@ -45,7 +46,7 @@ def _deployment(tmp_path, **changes) -> str:
 
 
 def test_qwen3_8b_packs_one_copy_per_gpu_on_eight_l40s(s2z_plan):
-    components = s2z_plan.components
+    components = pool_of(s2z_plan.units)
     assert (s2z_plan.tensor_parallel_size, components.accelerators_per_copy, components.copies_per_instance) == (
         1,
         1,
@@ -61,7 +62,11 @@ def test_a_copy_takes_two_a10g_when_one_holds_too_little_kv_cache(tmp_path):
     plan = plan_checked_deployment(
         load_deployment_config(_deployment(tmp_path, **{"instance.type": "ml.g5.48xlarge"}))
     ).plan
-    assert (plan.tensor_parallel_size, plan.components.copies_per_instance, plan.components.max_copies) == (2, 4, 8)
+    assert (plan.tensor_parallel_size, pool_of(plan.units).copies_per_instance, pool_of(plan.units).max_copies) == (
+        2,
+        4,
+        8,
+    )
 
 
 def test_the_plan_says_copies_per_instance_and_what_idle_costs(capsys):
@@ -133,7 +138,7 @@ def test_the_endpoint_waits_for_the_execution_roles_policy(s2z):
 
 
 def test_the_components_compute_requirements_are_the_plans(s2z, s2z_plan):
-    components = s2z_plan.components
+    components = pool_of(s2z_plan.units)
     s2z.template().has_resource_properties(
         "AWS::SageMaker::InferenceComponent",
         {
@@ -216,7 +221,7 @@ def test_the_first_request_that_finds_no_copy_scales_out_from_zero(s2z):
     # One copy, and one more per the refused sends a minute that a copy's minute of work makes through a
     # typical start (the planner's estimates), up to the copies one instance holds: a burst that queued
     # behind a cold start meets enough copies when they serve (peagle simulate --traffic idle-burst).
-    from peagle.planner import plan_deployment
+    from peagle.planning.planner import plan_deployment
 
     plan = plan_deployment(load_deployment_config(str(REPO_ROOT / "deployments" / "scale-to-zero.yaml"), {}))
     per_copy = round(plan.unit_requests_per_minute * 60 / plan.typical_unit_start_seconds)
@@ -229,7 +234,7 @@ def test_the_first_request_that_finds_no_copy_scales_out_from_zero(s2z):
         "ScalingAdjustment": 2,
     }
     assert steps[-1] == {"MetricIntervalLowerBound": 7 * per_copy - 1, "ScalingAdjustment": 8}
-    assert len(steps) == plan.components.copies_per_instance == 8
+    assert len(steps) == pool_of(plan.units).copies_per_instance == 8
 
 
 def _idle_alarm(result) -> tuple[dict, dict]:
@@ -277,7 +282,7 @@ def test_the_last_copy_goes_after_the_configured_idle_time_without_a_request_ser
 
 
 def test_an_idle_window_shorter_than_a_copys_start_fails_synth_with_the_shortest_allowed(tmp_path):
-    from peagle.deployment_rules import DeploymentRuleError
+    from peagle.planning.deployment_rules import DeploymentRuleError
 
     config = load_deployment_config(
         str(_deployment(tmp_path, **{"endpoint.inference_components.scale_to_zero_after_idle_minutes": 30})), {}
@@ -292,8 +297,8 @@ def test_an_idle_window_shorter_than_a_copys_start_fails_synth_with_the_shortest
 def test_step_policies_wait_a_whole_start_before_adding_more(s2z):
     """The wake-up and latency steps act every minute their alarm stays in ALARM; their cooldown is the
     plan's start budget (instance allowance + download + start-up timeouts), not 60 or 120 s."""
-    from peagle.config import load_deployment_config
-    from peagle.planner import INSTANCE_LAUNCH_ALLOWANCE_S, plan_deployment
+    from peagle.planning.planner import INSTANCE_LAUNCH_ALLOWANCE_S, plan_deployment
+    from peagle.settings import load_deployment_config
 
     plan = plan_deployment(load_deployment_config(str(REPO_ROOT / "deployments" / "scale-to-zero.yaml"), {}))
     budget = INSTANCE_LAUNCH_ALLOWANCE_S + plan.model_download_timeout_seconds + plan.container_startup_timeout_seconds

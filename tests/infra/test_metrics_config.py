@@ -11,7 +11,7 @@ import pytest
 import yaml
 from cdk_synth import REPO_ROOT, write_deployment
 
-from peagle.config import load_deployment_config
+from peagle.settings import load_deployment_config
 
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
 SHIPPED = sorted((REPO_ROOT / "deployments").glob("*.yaml")) + sorted(

@@ -7,9 +7,9 @@ import pytest
 from aws_cdk.assertions import Capture, Match
 from cdk_synth import REPO_ROOT, dashboard_widgets, write_deployment
 
-from peagle.config import config_from_overrides, load_deployment_config
-from peagle.errors import ConfigError
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import config_from_overrides, load_deployment_config
+from peagle.settings.errors import ConfigError
 from peagle_cdk.kpi_metrics import KPI_FIELDS, KPI_NAMESPACE
 
 ENDPOINT = "peagle-endpoint"
@@ -448,7 +448,7 @@ def test_every_example_dashboard_shows_cost_per_hour_and_per_million_output_toke
     widgets = _widgets(result)
     assert f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, {plan.price_source})" in widgets
     price, interval = f"{plan.price_per_hour_usd:g}", config.observability.kpi_interval_seconds
-    copies = None if plan.components is None else plan.components.copies_per_instance
+    copies = (plan.units.as_json() or {}).get("copies_per_instance")  # None: production variants
     hourly, per_million = _expressions(widgets[COST_PER_HOUR]), _expressions(widgets[COST_PER_MILLION])
     expected_hourly, expected_per_million = _cost_expressions(price, interval, copies, [0])
     assert expected_hourly in hourly.values() and expected_per_million in per_million.values()

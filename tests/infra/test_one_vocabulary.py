@@ -10,9 +10,9 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
-from peagle.config import parse_deployment_config
-from peagle.errors import ConfigError
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import parse_deployment_config
+from peagle.settings.errors import ConfigError
 from peagle_cdk import AlarmThresholds, Autoscaling, EndpointMonitoring, ModelWeights, PeagleEndpoint
 
 OLD_AND_NEW = [

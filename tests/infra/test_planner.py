@@ -3,9 +3,9 @@
 import pytest
 
 from peagle.catalog import load_catalog
-from peagle.config import config_from_overrides
-from peagle.errors import ConfigError, PlanError
-from peagle.planner import GIB, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, plan_deployment
+from peagle.planning.planner import GIB, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, plan_deployment
+from peagle.settings import config_from_overrides
+from peagle.settings.errors import ConfigError, PlanError
 
 
 def plan(**overrides):

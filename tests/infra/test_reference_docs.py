@@ -1,11 +1,11 @@
 """The generated reference pages equal what their generator writes today (peagle/reference_docs.py):
-docs/deployment-file.md from peagle/config.py, docs/catalog.md and peagle_cdk/catalog_ids.py from
+docs/deployment-file.md from peagle/settings/, docs/catalog.md and peagle_cdk/catalog_ids.py from
 peagle/catalog/*.yaml."""
 
 import pytest
 
 from peagle import reference_docs
-from peagle.config import DeploymentConfig
+from peagle.settings import DeploymentConfig
 
 REGENERATE = "regenerate with: .venv/bin/python -m peagle.reference_docs"
 BLOCKS = [(path, block) for path, blocks in reference_docs.BLOCKS.items() for block in blocks]

@@ -5,11 +5,11 @@ import json
 import pytest
 from cdk_synth import REPO_ROOT, synthesize, write_deployment
 
-import peagle.deployment_rules
+import peagle.planning.deployment_rules
 from peagle.catalog import HostDriver, load_catalog
-from peagle.config import config_from_overrides
-from peagle.errors import ConfigError
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import config_from_overrides
+from peagle.settings.errors import ConfigError
 
 AB_FILE = str(REPO_ROOT / "deployments" / "ab-test.yaml")
 ASYNC_FILE = str(REPO_ROOT / "deployments" / "async-summarization.yaml")
@@ -183,7 +183,7 @@ def test_batch_jobs_can_read_input_and_write_output_with_the_models_role(tmp_pat
         update={"transform_amis": {"al2023-example-batch-gpu-580": HostDriver(driver=580, cuda="13.0")}}
     )
     monkeypatch.setattr(
-        peagle.deployment_rules, "load_catalog", lambda: catalog.model_copy(update={"runtime": runtime})
+        peagle.planning.deployment_rules, "load_catalog", lambda: catalog.model_copy(update={"runtime": runtime})
     )
     default_synth = synthesize(tmp_path / "out", deployment=write_deployment(tmp_path, "batch: {enabled: true}\n"))
     outputs = default_synth.templates["PeagleEndpoint"]["Outputs"]

@@ -10,10 +10,10 @@ from aws_cdk.assertions import Match, Template
 from cdk_synth import REPO_ROOT
 
 from peagle.catalog import load_catalog
-from peagle.config import parse_deployment_config
-from peagle.container_env import container_environment
-from peagle.errors import ConfigError, PlanError
-from peagle.planner import plan_deployment, routing_threshold
+from peagle.planning.container_env import container_environment
+from peagle.planning.planner import plan_deployment, routing_threshold
+from peagle.settings import parse_deployment_config
+from peagle.settings.errors import ConfigError, PlanError
 
 PREFIX_AWARE_FILE = REPO_ROOT / "deployments" / "prefix-aware.yaml"
 
@@ -118,7 +118,7 @@ def test_prefix_aware_routing_turns_caching_on_over_the_card_and_fills_the_thres
     )
     assert plan.prefix_caching is True
     assert "over the drafter card's off" in plan.prefix_caching_why
-    assert plan.routing.concurrency_threshold == plan.max_num_seqs == routing_threshold(plan.max_num_seqs, None)
+    assert plan.routing.concurrency_threshold == plan.max_num_seqs == routing_threshold(plan.max_num_seqs, plan.units)
     env = container_environment(plan, variant_name="Primary", endpoint_name="e")
     assert env["SM_VLLM_ENABLE_PREFIX_CACHING"] == "true"
     lines = "\n".join(plan.summary_lines())
@@ -131,7 +131,7 @@ def test_a_given_threshold_is_kept_and_components_count_every_copy_on_an_instanc
     components = yaml.safe_load((REPO_ROOT / "deployments" / "scale-to-zero.yaml").read_text())
     components["endpoint"]["routing"] = _prefix_aware()["routing"]
     plan = plan_deployment(parse_deployment_config(components, source="test"))
-    copies = plan.components.copies_per_instance
+    copies = plan.units.replicas_per_instance
     assert copies > 1
     assert plan.routing.concurrency_threshold == min(plan.max_num_seqs * copies, 1024)
 

@@ -1,4 +1,4 @@
-"""SageMaker's deployment rules (peagle/deployment_rules.py): the GPU host's driver vs the
+"""SageMaker's deployment rules (peagle/planning/deployment_rules.py): the GPU host's driver vs the
 image's CUDA, rollout limits, container environment limits, transform types; checked
 on the real synthesized templates and through `peagle plan` / `cdk synth`."""
 
@@ -13,15 +13,15 @@ from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.catalog import instance_family, load_catalog
 from peagle.cli import main
-from peagle.config import config_from_overrides, load_deployment_config
-from peagle.deployment_rules import (
+from peagle.planning.deployment_rules import (
     DeploymentPlans,
     DeploymentRuleError,
     check_deployment,
     plan_checked_deployment,
     transform_problems,
 )
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import config_from_overrides, load_deployment_config
 
 RUNTIME = load_catalog().runtime
 IMAGE_AMI = RUNTIME.serving_image.inference_ami_version

@@ -23,10 +23,10 @@ from aws_cdk.assertions import Template
 from cdk_synth import REPO_ROOT, write_deployment
 
 from peagle.access.policy_eval import Policy, Request, evaluate
-from peagle.config import parse_deployment_config
-from peagle.errors import ConfigError
+from peagle.cloud_assembly import StackTemplate
 from peagle.preflight.rules import CheckContext, Severity, check_transition
-from peagle.preflight.template import StackTemplate
+from peagle.settings import parse_deployment_config
+from peagle.settings.errors import ConfigError
 from peagle_cdk import ModelWeights, PeagleEndpoint
 from peagle_cdk.endpoint_props import INFERENCE_IMAGE_DIR, ServingImage
 from peagle_cdk.serving_image_build import (

@@ -8,8 +8,8 @@ from cdk_synth import write_deployment
 
 from peagle.catalog import ProfileName, load_catalog
 from peagle.cli import main
-from peagle.config import ConfigError, load_deployment_config
-from peagle.planner import plan_deployment
+from peagle.planning.planner import plan_deployment
+from peagle.settings import ConfigError, load_deployment_config
 from peagle.slo import RequestTiming, SloError, as_goodput_argument, attainment, parse_goodput
 
 

@@ -6,10 +6,10 @@ import pytest
 from cdk_synth import REPO_ROOT, synthesize, write_deployment
 
 from peagle.cli import main
-from peagle.config import config_from_overrides, load_deployment_config
-from peagle.deployment_rules import DeploymentRuleError, plan_checked_deployment
-from peagle.errors import ConfigError, PeagleError
-from peagle.planner import plan_ab_baseline, plan_deployment
+from peagle.planning.deployment_rules import DeploymentRuleError, plan_checked_deployment
+from peagle.planning.planner import plan_ab_baseline, plan_deployment
+from peagle.settings import config_from_overrides, load_deployment_config
+from peagle.settings.errors import ConfigError, PeagleError
 from peagle_serve.contract import DRAFTER_DIR, speculative_config
 
 DYNAMIC_K_FILE = REPO_ROOT / "deployments" / "dynamic-k.yaml"

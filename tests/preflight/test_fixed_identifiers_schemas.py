@@ -11,8 +11,8 @@ from importlib.resources import files
 import pytest
 from conftest import DEPLOYMENTS
 
+from peagle.cloud_assembly import StackTemplate, at_pointer
 from peagle.preflight.fixed_identifiers import CFN_LINT, FIXED_IDENTIFIERS
-from peagle.preflight.template import StackTemplate, at_pointer
 
 SCHEMAS = files("cfnlint") / "data" / "schemas"
 ROWS = sorted(FIXED_IDENTIFIERS)

@@ -12,6 +12,7 @@ import pytest
 from test_preflight_stack import StubbedAccount, aws  # noqa: F401 - the fixture, for the first-deploy test
 from test_preflight_transitions import preflight
 
+from peagle.cloud_assembly import StackTemplate
 from peagle.preflight.rules import (
     CheckContext,
     Finding,
@@ -22,8 +23,7 @@ from peagle.preflight.rules import (
     fixed_names,
     physical_name_reused,
 )
-from peagle.preflight.template import StackTemplate
-from peagle.setting_refs import Door
+from peagle.settings.refs import Door
 
 SECRET = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/dockerhub-AbCdEf"
 NEW_SECRET = "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/dockerhub-XyZ123"

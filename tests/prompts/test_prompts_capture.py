@@ -201,7 +201,9 @@ def test_s3_access_denied_names_the_permission(monkeypatch, tmp_path, capsys):
         http_status_code=403,
         expected_params={"Bucket": "capture-bucket", "Prefix": "datacapture/"},
     )
-    assert main(["prompts", "s3://capture-bucket/datacapture/", "--out", str(tmp_path / "p.jsonl")]) == 1
+    assert (
+        main(["prompts", "s3://capture-bucket/datacapture/", "--out", str(tmp_path / "p.jsonl")]) == 3
+    )  # ExitCode.AWS, as every command that calls AWS
     assert "s3:ListBucket on arn:aws:s3:::capture-bucket" in capsys.readouterr().err
 
 

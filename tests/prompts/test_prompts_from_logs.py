@@ -142,7 +142,7 @@ def test_days_reads_the_last_days_until_now(monkeypatch, tmp_path):
 def test_access_denied_names_the_permissions(monkeypatch, tmp_path, capsys):
     logs = StubbedLogs(monkeypatch)
     logs.stubber.add_client_error("filter_log_events", service_error_code="AccessDeniedException", http_status_code=400)
-    assert main(_argv(tmp_path)) == 1
+    assert main(_argv(tmp_path)) == 3  # ExitCode.AWS, as every command that calls AWS
     err = capsys.readouterr().err
     assert f"logs:FilterLogEvents on the log group {GROUP}" in err and "kms:Decrypt" in err
 

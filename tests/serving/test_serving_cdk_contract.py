@@ -1,7 +1,7 @@
 """The container environment the CDK app writes is one the launcher accepts.
 
 The launcher refuses unknown PEAGLE_* variables and launcher-owned vLLM options, so a
-name drift between peagle.container_env (CDK side) and peagle_serve (container side)
+name drift between peagle.planning.container_env (CDK side) and peagle_serve (container side)
 would only show on a GPU at deploy time. Here the real environment of each example
 deployment goes through the launcher's own validation and command-line builder, with
 the SageMaker mount (/opt/ml/model) pointed at the tiny pair, which has the same
@@ -13,9 +13,9 @@ import json
 import pytest
 from local_engine import REPO_ROOT
 
-from peagle.config import load_deployment_config
-from peagle.container_env import container_environment
-from peagle.deployment_rules import plan_checked_deployment
+from peagle.planning.container_env import container_environment
+from peagle.planning.deployment_rules import plan_checked_deployment
+from peagle.settings import load_deployment_config
 from peagle_serve.contract import MODEL_MOUNT
 from peagle_serve.launch_plan import build_launch_plan
 from peagle_serve.settings import load_settings

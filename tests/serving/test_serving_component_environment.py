@@ -13,9 +13,9 @@ import pytest
 from local_engine import REPO_ROOT, free_port, spawn
 from serving_requests import post_json
 
-from peagle.config import load_deployment_config
-from peagle.container_env import container_environment
-from peagle.deployment_rules import plan_checked_deployment
+from peagle.planning.container_env import container_environment
+from peagle.planning.deployment_rules import plan_checked_deployment
+from peagle.settings import load_deployment_config
 from peagle_serve.contract import MODEL_MOUNT
 
 pytestmark = pytest.mark.engine

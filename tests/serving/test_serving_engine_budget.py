@@ -1,4 +1,4 @@
-"""The token budget's rule against the pinned vLLM itself (peagle/engine_budget.py reads its source), and local
+"""The token budget's rule against the pinned vLLM itself (peagle/planning/engine_budget.py reads its source), and local
 mode giving the engine the budget by the same rule as a GPU plan."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from peagle import engine_budget
 from peagle.cli import build_parser
 from peagle.local.cli import LOCAL_MAX_NUM_SEQS, local_environment
+from peagle.planning import engine_budget
 
 
 def test_vllms_cpu_default_is_the_local_prefill_chunk():

@@ -21,10 +21,10 @@ from aws_cdk.assertions import Match, Template
 
 import peagle_cdk
 from peagle.cli import main
-from peagle.config import AutoscalingSettings, InferenceComponentSettings, MeasuredCapacity, ScheduledScaling
-from peagle.errors import ConfigError
-from peagle.props_values import autoscaling_value, components_value, rollout_value, routing_value
-from peagle.setting_refs import Door
+from peagle.settings import AutoscalingSettings, InferenceComponentSettings, MeasuredCapacity, ScheduledScaling
+from peagle.settings.errors import ConfigError
+from peagle.settings.props_values import autoscaling_value, components_value, rollout_value, routing_value
+from peagle.settings.refs import Door
 from peagle.simulate.scenarios import SETTING_KEYS
 from peagle_cdk import Autoscaling, ModelWeights, PeagleEndpoint, ScheduledCapacity
 from peagle_cdk.endpoint_props import Rollout, Routing

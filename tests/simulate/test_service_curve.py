@@ -12,9 +12,9 @@ import pytest
 
 from peagle.capacity.replay import send_offsets
 from peagle.catalog import Slo
-from peagle.config import load_deployment_config
-from peagle.planner import plan_deployment
-from peagle.preflight.template import parse_template
+from peagle.cloud_assembly import parse_template
+from peagle.planning.planner import plan_deployment
+from peagle.settings import load_deployment_config
 from peagle.simulate.scenarios import base_assumptions, run
 from peagle.simulate.service import Assumptions, Endpoint, UnitShape
 from peagle.simulate.service_curve import ServiceCurveError, curve_from_levels, load_curve
@@ -163,8 +163,8 @@ def test_without_a_curve_the_estimates_bounds_judge_the_slo_only_where_they_agre
 
 
 def test_the_estimate_is_used_only_where_it_has_figures_and_a_measured_curve_replaces_it():
-    from peagle.config import load_deployment_config
-    from peagle.planner import plan_deployment
+    from peagle.planning.planner import plan_deployment
+    from peagle.settings import load_deployment_config
 
     default = plan_deployment(load_deployment_config("deployments/default.yaml", {}))
     large = plan_deployment(

@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from peagle.catalog import load_catalog
 from peagle.catalog.roofline import TargetFigures, load_roofline_figures
-from peagle.config import load_deployment_config
-from peagle.planner import _kv_bytes_per_token_per_gpu, plan_deployment
+from peagle.planning.planner import _kv_bytes_per_token_per_gpu, plan_deployment
+from peagle.settings import load_deployment_config
 from peagle.simulate import service_estimate as estimate
 
 

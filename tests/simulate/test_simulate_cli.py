@@ -12,8 +12,8 @@ from aws_cdk import aws_s3 as s3
 
 from peagle.catalog import load_catalog
 from peagle.cli import main
-from peagle.plan_record import METADATA_KEY
-from peagle.setting_refs import CLOSE, OPEN, Door
+from peagle.planning.plan_record import METADATA_KEY
+from peagle.settings.refs import CLOSE, OPEN, Door
 from peagle.simulate.scenarios import SETTING_KEYS
 from peagle_cdk import Autoscaling, ModelWeights, PeagleEndpoint
 
@@ -262,7 +262,7 @@ def test_a_library_apps_template_is_simulated_with_its_own_plan_and_advised_in_p
     ],
 )
 def test_the_advice_names_each_setting_as_the_door_that_made_the_endpoint_does(kind, key, value, file, props):
-    """The file's key, spelled for the props from the settings model's metadata (peagle/setting_refs.py); a setting
+    """The file's key, spelled for the props from the settings model's metadata (peagle/settings/words.py); a setting
     named without a value is words, not code with a `...` to fill in. (With the app's recorded plan, a props value is
     the whole prop: tests/simulate/test_printed_snippets_run.py.)"""
     keys = SETTING_KEYS[kind]

@@ -10,9 +10,9 @@ import math
 import pytest
 from conftest import EXAMPLE_DEPLOYMENTS
 
-from peagle.config import load_deployment_config
-from peagle.planner import plan_deployment
-from peagle.preflight.template import parse_template
+from peagle.cloud_assembly import parse_template
+from peagle.planning.planner import plan_deployment
+from peagle.settings import load_deployment_config
 from peagle.simulate.outcomes import outcome
 from peagle.simulate.report import scenarios, summary
 from peagle.simulate.scenarios import ALL_READINGS, base_assumptions, run, setups

@@ -13,12 +13,12 @@ from pathlib import Path
 import yaml
 
 from peagle.cli import main
-from peagle.config import load_deployment_config
-from peagle.planner import plan_deployment
-from peagle.preflight.template import parse_template
+from peagle.cloud_assembly import parse_template
+from peagle.planning.planner import plan_deployment
+from peagle.settings import load_deployment_config
+from peagle.simulate.oscillation import REVERSAL_COST_SHARE, reversal_cost_usd, reversals
 from peagle.simulate.scenarios import base_assumptions, run, setups
 from peagle.simulate.traffic import Trace, from_csv
-from peagle.simulate.verdicts import REVERSAL_COST_SHARE, reversal_cost_usd, reversals
 
 TRACES = Path(__file__).resolve().parents[2] / "examples" / "traces"
 NOISY_DAY, QUIET_DAY = TRACES / "noisy-working-day.csv", TRACES / "working-day.csv"

@@ -9,7 +9,7 @@ import json
 
 from test_simulate_deployments import _plan
 
-from peagle.preflight.template import parse_template
+from peagle.cloud_assembly import parse_template
 from peagle.simulate.placement import Placement, placement_of
 from peagle.simulate.report import summary
 from peagle.simulate.scenarios import run, setups

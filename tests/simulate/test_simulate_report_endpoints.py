@@ -11,8 +11,8 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 
 from peagle.cli import main
-from peagle.plan_record import read_records
-from peagle.planner import describe_slo
+from peagle.planning.plan_record import read_records
+from peagle.planning.planner import describe_slo
 from peagle.simulate.report import ENDPOINTS_HEADER
 from peagle.simulate.scenarios import base_assumptions
 from peagle_cdk import Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint

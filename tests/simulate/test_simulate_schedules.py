@@ -1,5 +1,5 @@
 """Scheduled actions: the simulator runs a template's at the times they name (Application Auto Scaling's
-semantics, peagle/simulate/schedules.py), and on a day-shaped trace proposes a schedule that meets the SLO for
+semantics, peagle/settings/schedules.py), and on a day-shaped trace proposes a schedule that meets the SLO for
 less than a floor all day; the proposal, applied to the deployment file, passes `peagle simulate`."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from peagle.cli import main
-from peagle.config import load_deployment_config
-from peagle.planner import plan_deployment
-from peagle.preflight.template import parse_template
+from peagle.cloud_assembly import parse_template
+from peagle.planning.planner import plan_deployment
+from peagle.settings import load_deployment_config
+from peagle.settings.schedules import ScheduledAction, ScheduleError
 from peagle.simulate.scaling_template import SCALABLE_TARGET, SimulationInputError, scaling_of
 from peagle.simulate.scenarios import run
-from peagle.simulate.schedules import ScheduledAction, ScheduleError
 from peagle.simulate.traffic import DEFAULT_START, Trace, TrafficError, from_csv
 
 ONE_READING = ["--conflicts", "largest", "--cooldown", "counted", "--updates", "at-once", "--refused-counted", "yes"]
@@ -168,7 +168,7 @@ def test_on_a_day_shaped_trace_a_schedule_is_proposed_for_less_than_the_all_day_
 def test_a_schedule_aws_would_refuse_fails_the_deployment_file_with_what_to_write(
     tmp_path, schedule, time_zone, message
 ):
-    from peagle.errors import ConfigError
+    from peagle.settings.errors import ConfigError
 
     settings = yaml.safe_load((Path(__file__).resolve().parents[2] / "deployments" / "default.yaml").read_text())
     floor = {"name": "Morning", "schedule": schedule, "min_capacity": 2, "max_capacity": 3}

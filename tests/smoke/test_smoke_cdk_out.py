@@ -11,7 +11,7 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_s3 as s3
 
 from peagle.cli import build_parser, main
-from peagle.plan_record import METADATA_KEY
+from peagle.planning.plan_record import METADATA_KEY
 from peagle.smoke.cli import KPI_INTERVALS_TO_WAIT, resolve_options
 from peagle_cdk import AbBaseline, Autoscaling, EndpointMode, ModelWeights, PeagleEndpoint, Speculation
 

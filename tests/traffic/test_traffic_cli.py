@@ -414,9 +414,9 @@ def test_a_trace_from_cloudwatch_replays_a_deployments_schedule_at_its_wall_cloc
     whose schedule raises the floor at 07:00 UTC; the trace starts at 06:00, so the floor rises at its minute 60."""
     import yaml
 
-    from peagle.config import load_deployment_config
-    from peagle.planner import plan_deployment
-    from peagle.preflight.template import load_template_file
+    from peagle.cloud_assembly import load_template_file
+    from peagle.planning.planner import plan_deployment
+    from peagle.settings import load_deployment_config
     from peagle.simulate.scenarios import run
 
     repo = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 Mean TTFT by prompt length with speculation off and on, on the `partial` pair (`peagle local --pair partial
 -k K --max-model-len 2048 -- --no-enable-prefix-caching`, which sets the plan's token budget,
-peagle/engine_budget.py), measured by vLLM's own load tester and by `peagle bench` on the same prompts:
+peagle/planning/engine_budget.py), measured by vLLM's own load tester and by `peagle bench` on the same prompts:
 8 prompts of 64, 256, 512 and 1024 tokens per point (random letters, one token each in the pair's byte
 tokenizer; new prompts every round, the same ones for every K), one JSONL that `vllm bench serve` reads with
 `--dataset-name custom --skip-chat-template` and `peagle bench` with `--prompts-file`, 32 output tokens,

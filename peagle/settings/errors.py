@@ -1,12 +1,13 @@
 """Errors a user can act on. Each message says what was given, what is allowed and
 what to do; the CLI and the CDK app print it as is and exit 2.
 
-A message names settings as references (peagle/setting_refs.py): ``str()`` spells them as the
+A message names settings as references (peagle/settings/refs.py): ``str()`` spells them as the
 deployment file does; ``in_words(door)`` as the construct's props or `peagle plan`'s flags do."""
 
 from __future__ import annotations
 
-from peagle.setting_refs import Door, in_words
+from peagle.settings.refs import Door
+from peagle.settings.words import in_words
 
 
 class PeagleError(Exception):

@@ -1,12 +1,10 @@
-"""Read a CloudFormation template (JSON, or YAML with the short-form intrinsic tags) and
-answer the questions the preflight rules ask of it, by resource *type*, never by logical
-id: which endpoints, with which variants and rollout settings; which variants, and which
-inference components' copy counts, are registered with Application Auto Scaling; which
-log groups have explicit names; where each Model reads its weights.
+"""One CloudFormation template (JSON, or YAML with the short-form intrinsic tags) and the questions preflight,
+simulate and smoke ask of it, by resource *type*, never by logical id: which endpoints, with which variants and
+rollout settings; which variants, and which inference components' copy counts, are registered with Application
+Auto Scaling; which log groups have explicit names; where each Model reads its weights.
 
-Values in a template may be intrinsic functions. ``resolve`` turns the simple ones
-(literals, ``Fn::Join``, ``Fn::Sub``, ``Ref`` to pseudo parameters, ``Fn::GetAtt`` of a
-name attribute the template itself sets) into strings; anything else stays unresolved.
+Values in a template may be intrinsic functions: ``resolve`` turns them into the text the template fixes, through
+the one resolver in its concrete mode (peagle/cloud_assembly/modes.py); anything else stays unresolved.
 """
 
 from __future__ import annotations
@@ -20,7 +18,10 @@ from typing import Any
 
 import yaml
 
-from peagle.errors import PeagleError
+from peagle.cloud_assembly.intrinsics import Resolver
+from peagle.cloud_assembly.manifest import AssemblyStack
+from peagle.cloud_assembly.modes import ConcreteMode
+from peagle.settings.errors import PeagleError
 
 ENDPOINT = "AWS::SageMaker::Endpoint"
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
@@ -47,12 +48,6 @@ VARIANT_INSTANCE_COUNT = "sagemaker:variant:DesiredInstanceCount"
 _COMPONENT_RESOURCE_ID = re.compile(r"^inference-component/(?P<component>[^/]+)$")
 COMPONENT_COPY_COUNT = "sagemaker:inference-component:DesiredCopyCount"
 
-# Fn::GetAtt attributes that return the value of the same-named property when the
-# template sets it (the physical names the SageMaker and Logs resources take).
-_ECHOED_ATTRIBUTES = frozenset(
-    {"EndpointName", "EndpointConfigName", "ModelName", "LogGroupName", "InferenceComponentName"}
-)
-_SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]*)\}")
 # Pseudo parameters whose value one stack keeps across updates: its account, partition, region, URL suffix, name
 # and id (AWS::NoValue and AWS::NotificationARNs are not names).
 STACK_CONSTANTS = frozenset(
@@ -160,6 +155,7 @@ class StackTemplate:
         self.resources: dict[str, Mapping[str, Any]] = {
             logical_id: resource for logical_id, resource in resources.items() if isinstance(resource, Mapping)
         }
+        self._stack = AssemblyStack(source, source, Path(source), body)
 
     @classmethod
     def empty(cls, *, source: str) -> StackTemplate:
@@ -172,7 +168,7 @@ class StackTemplate:
     def properties(self, logical_id: str) -> Mapping[str, Any]:
         return self.resources.get(logical_id, {}).get("Properties") or {}
 
-    # --- intrinsic functions ---------------------------------------------------------
+    # --- intrinsic functions: the one resolver, in its concrete mode (peagle/cloud_assembly/modes.py) -------------
 
     def resolve(
         self,
@@ -183,64 +179,8 @@ class StackTemplate:
     ) -> str | None:
         """The string ``value`` stands for, or None. ``pseudo`` gives AWS::* values;
         ``unresolved(name)`` may stand in for anything else (``render`` uses placeholders)."""
-        pseudo = pseudo or {}
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
-            return None
-        if not isinstance(value, Mapping):
-            return str(value)
-        if len(value) != 1:
-            return None
-        ((function, argument),) = value.items()
-        if function == "Ref" and isinstance(argument, str):
-            if argument in pseudo:
-                return pseudo[argument]
-            return unresolved(argument)
-        if function == "Fn::GetAtt":
-            logical_id, attribute = _get_att(argument)
-            if logical_id and attribute in _ECHOED_ATTRIBUTES and attribute in self.properties(logical_id):
-                return self.resolve(self.properties(logical_id)[attribute], pseudo, unresolved=unresolved)
-            return unresolved(f"{logical_id}.{attribute}") if logical_id else None
-        if function == "Fn::Join" and isinstance(argument, list) and len(argument) == 2:
-            separator, parts = argument
-            if not isinstance(separator, str) or not isinstance(parts, list):
-                return None
-            resolved = [self.resolve(part, pseudo, unresolved=unresolved) for part in parts]
-            return None if any(part is None for part in resolved) else separator.join(resolved)
-        if function == "Fn::Sub":
-            if isinstance(argument, str):
-                text, variables = argument, {}
-            elif isinstance(argument, list) and len(argument) == 2:
-                text, variables = argument
-            else:
-                return None
-            if not isinstance(text, str) or not isinstance(variables, Mapping):
-                return None
-            return self._substitute(text, variables, pseudo, unresolved)
-        return None
-
-    def _substitute(self, text, variables, pseudo, unresolved) -> str | None:
-        missing = False
-
-        def one(match: re.Match) -> str:
-            nonlocal missing
-            literal, name = match.groups()
-            if literal:  # ${!Name} is the literal text ${Name}
-                return "${" + name + "}"
-            if name in variables:
-                value = self.resolve(variables[name], pseudo, unresolved=unresolved)
-            elif "." in name:
-                value = self.resolve({"Fn::GetAtt": name.split(".", 1)}, pseudo, unresolved=unresolved)
-            else:
-                value = self.resolve({"Ref": name}, pseudo, unresolved=unresolved)
-            if value is None:
-                missing = True
-                return ""
-            return value
-
-        result = _SUB_VARIABLE.sub(one, text)
-        return None if missing else result
+        resolver = Resolver([self._stack], ConcreteMode(pseudo or {}, unresolved))
+        return resolver.resolve(self._stack, value)
 
     def fixed(self, value: Any) -> str | None:
         """The string ``value`` stands for when the template itself fixes it, or None when CloudFormation or another
@@ -284,6 +224,14 @@ class StackTemplate:
                 )
             )
         return endpoints
+
+    def unit_titles(self) -> dict[str, str]:
+        """The title of each serving unit the template's endpoints record, by its name in the template
+        (peagle.cloud_assembly.endpoint_stacks.unit_titles); {} when none records a plan (peagle/planning/plan_record.py)."""
+        from peagle.cloud_assembly.endpoint_stacks import unit_titles
+        from peagle.planning.plan_record import read_records
+
+        return unit_titles(read_records(self.body, source=self.source))
 
     def autoscaled_variants(self) -> set[tuple[str, str]]:
         """(endpoint name, variant name) of every variant registered as a scalable target."""
@@ -424,8 +372,10 @@ def _short_form(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> di
         value: Any = loader.construct_scalar(node)
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
-    else:
+    elif isinstance(node, yaml.MappingNode):
         value = loader.construct_mapping(node, deep=True)
+    else:
+        raise yaml.constructor.ConstructorError(None, None, f"unexpected node for !{tag_suffix}", node.start_mark)
     if tag_suffix == "Ref":
         return {"Ref": value}
     if tag_suffix == "GetAtt" and isinstance(value, str):

@@ -1,4 +1,4 @@
-"""The settings an app recorded (peagle/plan_record.py), written back as the PeagleEndpoint props that make them.
+"""The settings an app recorded (peagle/planning/plan_record.py), written back as the PeagleEndpoint props that make them.
 
 A suggestion for an app made with props (`peagle simulate`'s changes, `peagle preflight`'s safe sequences) is pasted
 over the prop it names. ``Autoscaling(max_capacity=5)`` pasted over ``Autoscaling(min_capacity=1, max_capacity=4,
@@ -13,14 +13,37 @@ it writes and comparing the prop's settings with the recorded section (tests/sim
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from peagle.setting_refs import duration
+from peagle.settings.autoscaling import AutoscalingSettings
+from peagle.settings.inference_components import InferenceComponentSettings
+from peagle.settings.refs import duration
+from peagle.settings.rollout import RolloutSettings
+from peagle.settings.routing import RoutingSettings
 
-if TYPE_CHECKING:
-    from peagle.planner import Plan
+
+class RecordedUnits(Protocol):
+    """A plan's serving units (peagle/planning/unit_plan.py): an inference-component pool's settings, or None for variants."""
+
+    @property
+    def component_settings(self) -> InferenceComponentSettings | None: ...
+
+
+class RecordedProps(Protocol):
+    """What a recorded plan holds of the props a suggestion writes whole (peagle.planning.planner.Plan is one): the settings
+    are the plan's, read back from the template (peagle/planning/plan_record.py)."""
+
+    @property
+    def autoscaling(self) -> AutoscalingSettings | None: ...
+    @property
+    def units(self) -> RecordedUnits: ...
+    @property
+    def rollout(self) -> RolloutSettings: ...
+    @property
+    def routing(self) -> RoutingSettings: ...
+
 
 # (the section's field, the prop's keyword, how the value is written); None: the field's value as Python writes it.
 _Keyword = tuple[str, str, Callable[[Any], str] | None]
@@ -144,12 +167,10 @@ def _changed(section: BaseModel, changes: Mapping[str, Any]) -> BaseModel:
     return type(section).model_validate({**section.model_dump(), **changes})
 
 
-def whole_prop(changes: Mapping[str, Any], plan: Plan) -> str | None:
+def whole_prop(changes: Mapping[str, Any], plan: RecordedProps) -> str | None:
     """The PeagleEndpoint keyword argument that sets each setting in ``changes`` (the deployment file's key -> its
     value, all of one prop) and keeps everything else ``plan`` records of that prop; None where the record does not
     hold the prop (the caller spells the setting alone)."""
-    from peagle.config import AutoscalingSettings
-
     sections = {path.rsplit(".", 1)[0] for path in changes}
     if len(sections) != 1:
         raise ValueError(f"one prop at a time: {sorted(changes)}")
@@ -160,14 +181,15 @@ def whole_prop(changes: Mapping[str, Any], plan: Plan) -> str | None:
             return "autoscaling=None"
         recorded = plan.autoscaling or AutoscalingSettings()
         return f"autoscaling={autoscaling_value(_changed(recorded, {**fields, 'enabled': True}))}"
-    if section == "endpoint.inference_components" and plan.components is not None:
-        return f"mode={components_value(_changed(plan.components.settings, fields))}"
+    components = plan.units.component_settings
+    if section == "endpoint.inference_components" and components is not None:
+        return f"mode={components_value(_changed(components, fields))}"
     if section == "rollout" and set(fields) == {"strategy"}:
         return f"rollout={rollout_value(_changed(plan.rollout, fields))}"
     return None
 
 
-def current_prop(path: str, plan: Plan) -> str | None:
+def current_prop(path: str, plan: RecordedProps) -> str | None:
     """The PeagleEndpoint keyword argument holding the setting at ``path`` as ``plan`` records it, for a message that
     names a prop without changing it; None where the record does not hold the prop."""
     if path == "endpoint.routing" or path.startswith("endpoint.routing."):
