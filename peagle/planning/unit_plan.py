@@ -185,22 +185,32 @@ class ComponentPool:
             f"{self.memory_mb_per_copy:,} MiB host memory (the memory lines above are one copy's)",
             f"scaling         copies {self.min_copies}..{self.max_copies} (deploy starts {self.initial_copies}), "
             f"instances {self.min_instances}..{self.max_instances} (managed instance scaling){idle}",
-            f"placement       {self.placement}: "
-            + (
-                "copies packed onto as few instances as hold them, so a scale-in empties instances and IDLE_RELEASE "
-                "releases them"
-                if self.placement == "BINPACK"
-                else "copies spread over the instances; after a scale-in an instance that still holds one copy is "
-                "kept and billed whole (IDLE_RELEASE releases only empty ones)"
-            )
-            + (
-                "; scale-in CONSOLIDATION: copies are also moved onto fewer instances to release more, after the "
-                "pool's cooldown"
-                if self.settings.scale_in_policy == "CONSOLIDATION"
-                else ""
-            ),
+            f"placement       {self.placement}: {self._placement_text()}",
             *cold_start,
         ]
+
+    def _placement_text(self) -> str:
+        """What placement and scale-in policy do together after a scale-in (peagle/simulate/placement.py quotes
+        SageMaker's definitions of both). The IDLE_RELEASE wording is the dashboard's since 0.1.0: kept as it was."""
+        if self.settings.scale_in_policy == "CONSOLIDATION":
+            copies = (
+                "packed onto as few instances as hold them"
+                if self.placement == "BINPACK"
+                else "spread over the instances"
+            )
+            return (
+                f"copies {copies}; scale-in CONSOLIDATION moves copies onto fewer instances and releases the freed "
+                "ones, after the pool's cooldown"
+            )
+        if self.placement == "BINPACK":
+            return (
+                "copies packed onto as few instances as hold them, so a scale-in empties instances and IDLE_RELEASE "
+                "releases them"
+            )
+        return (
+            "copies spread over the instances; after a scale-in an instance that still holds one copy is kept and "
+            "billed whole (IDLE_RELEASE releases only empty ones)"
+        )
 
     def with_idle_window(self, minutes: int) -> ComponentPool:
         return replace(self, scale_to_zero_after_idle_minutes=minutes)
