@@ -383,7 +383,10 @@ class CancelledStart:
 
 
 class Endpoint:
-    """Units with start times; ``set_desired`` is what Application Auto Scaling changes."""
+    """Units with start times on the instances that host them; ``set_desired`` is what Application Auto Scaling
+    changes. One model for both kinds: a variant's instance is a host of one unit (units_per_instance 1, no pool
+    minimum, no pool bound), so it starts with its unit and goes with it; a component's copies share hosts as the
+    shape's placement says. What differs is the shape's (peagle/simulate/unit_shape.py), never asked here."""
 
     def __init__(self, shape: UnitShape, assumptions: Assumptions, initial: int, slo: Slo | None = None) -> None:
         self.shape, self.assumptions, self.slo = shape, assumptions, slo
@@ -392,10 +395,9 @@ class Endpoint:
         self.hosts: list[Host] = [
             Host(0.0, 0.0 if index < hosting else math.inf) for index in range(max(shape.min_instances, hosting))
         ]
-        if shape.pooled:  # the deploy's copies fill its instances
-            for index, unit in enumerate(self.units):
-                unit.host = self.hosts[index // shape.units_per_instance]
-                unit.host.copies += 1
+        for index, unit in enumerate(self.units):  # the deploy's units fill its instances
+            unit.host = self.hosts[index // shape.units_per_instance]
+            unit.host.copies += 1
         self.last_change = 0  # the minute copies or instances last changed (a consolidation waits its cooldown)
         self.waiting: deque[Cohort] = deque()  # real-time requests refused "no capacity", retrying
         self.queue: deque[Cohort] = deque()  # asynchronous requests not served yet
@@ -416,7 +418,7 @@ class Endpoint:
 
     @property
     def instances(self) -> int:
-        return len(self.hosts) if self.shape.pooled else self.desired
+        return len(self.hosts)
 
     def set_desired(self, count: int, minute: int, by: str = "") -> None:
         if count != self.desired:
@@ -462,15 +464,13 @@ class Endpoint:
         return self.shape.instances_holding(units)
 
     def _started(self, minute: int) -> Unit:
-        """A new unit: an instance's, or a copy placed on an instance with room as the placement says (BINPACK: the
-        fullest, SPREAD: the emptiest, the oldest on a tie), on a new instance when none has room."""
+        """A new unit, placed on an instance with room as the placement says (BINPACK: the fullest, SPREAD: the
+        emptiest, the oldest on a tie), on a new instance when none has room (always, for a variant's unit)."""
         start = self.assumptions.startup_seconds / 60
         launch = self.assumptions.instance_launch_seconds / 60
-        if not self.shape.pooled:
-            return Unit(minute, minute + start + launch)
         room = [host for host in self.hosts if host.copies < self.shape.units_per_instance]
         if not room:
-            if len(self.hosts) >= self.shape.max_instances:
+            if self.shape.beyond_pool(len(self.hosts) + 1):
                 return Unit(minute, math.inf)  # no instance may be added: the copy waits for room that never comes
             # A new instance has no cache: its copy downloads, and the data is there once it serves.
             host = Host(minute + launch, minute + launch + start, copies=1)
@@ -488,10 +488,8 @@ class Endpoint:
         return Unit(minute, minute + ready, host)
 
     def _release_instances(self) -> None:
-        """The instances that host no copy go (IDLE_RELEASE, and CONSOLIDATION's idle instances), the newest first,
-        down to managed instance scaling's minimum; their cache goes with them."""
-        if not self.shape.pooled:
-            return
+        """The instances that host no unit go (a variant's with its unit; a pool's by IDLE_RELEASE, and CONSOLIDATION's
+        idle instances), the newest first, down to managed instance scaling's minimum; their cache goes with them."""
         self.hosts.sort(key=lambda host: host.ready_at)
         empty = [host for host in self.hosts if host.copies == 0]
         spare = max(0, len(self.hosts) - self.shape.min_instances)
@@ -502,7 +500,7 @@ class Endpoint:
         """CONSOLIDATION: once its cooldown has passed since the last change, empty up to its step of the emptiest
         instances onto the others with room and release them (placement.py says what is assumed)."""
         placement = self.shape.placement
-        if not self.shape.pooled or not placement.consolidates:
+        if not placement.consolidates:
             return
         if minute - self.last_change < placement.cooldown_minutes:
             return
