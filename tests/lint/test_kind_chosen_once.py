@@ -23,9 +23,11 @@ ALLOWED = {
 
 def _kind_tests(tree: ast.AST) -> list[int]:
     """Lines that test a kind: isinstance(x, <a unit plan or unit class>), ``<x>.components is [not] None`` (the plan's
-    old flag), ``<x>.shape.kind ==`` or ``is ComponentEndpoint``."""
+    old flag), ``<x>.shape.kind ==``, ``is ComponentEndpoint`` or a read of ``<x>.pooled`` (the shape's kind)."""
     found = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "pooled":
+            found.append(node.lineno)
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
             names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
             if names & UNIT_PLANS:
@@ -67,5 +69,6 @@ def test_the_check_finds_a_kind_test():
     code = (
         "if plan.components is not None:\n    pass\nif isinstance(units, ComponentPool):\n    pass\n"
         "if setup.shape.kind == 'copies':\n    pass\nif image.kind == 'mirror':\n    pass\n"
+        "if self.shape.pooled:\n    pass\n"
     )
-    assert _kind_tests(ast.parse(code)) == [1, 3, 5]
+    assert _kind_tests(ast.parse(code)) == [1, 3, 5, 9]
