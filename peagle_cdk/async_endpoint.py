@@ -73,7 +73,7 @@ class AsyncInferenceEndpoint(Construct):
             self,
             "Endpoint",
             endpoint_name=endpoint_name,
-            variants=[replace(variant, instance_count=1, weight=1.0)],
+            variants=[replace(variant, initial_instances=1, weight=1.0)],
             volume_key=volume_key,
             log_retention_days=log_retention_days,
             detailed_observability=detailed_observability,

@@ -621,17 +621,7 @@ class PeagleEndpoint(Construct):
         )
 
     def _variant_spec(self, name: str, model: PeagleModel, plan: Plan, weight: float) -> VariantSpec:
-        return VariantSpec(
-            name=name,
-            model=model,
-            instance_type=plan.instance_type,
-            instance_count=plan.instance_count,
-            weight=round(weight, 4),
-            container_startup_timeout_seconds=plan.container_startup_timeout_seconds,
-            model_download_timeout_seconds=plan.model_download_timeout_seconds,
-            inference_ami_version=plan.inference_ami_version,
-            routing=plan.routing,
-        )
+        return VariantSpec(name=name, model=model, plan=plan, weight=round(weight, 4))
 
     def _variant_endpoint(self) -> VariantEndpoint:
         """Production variants: one model replica per instance, instances scaled by Application Auto Scaling."""

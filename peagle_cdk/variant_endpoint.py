@@ -5,7 +5,7 @@ ServingUnits (peagle_cdk/serving_unit.py): each variant is a unit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Stack
@@ -25,7 +25,6 @@ from peagle_cdk.planned_scaling import scale_instances
 from peagle_cdk.rollout import RolloutPolicy
 from peagle_cdk.serving_metrics import SAGEMAKER_NAMESPACE, ServingMetrics
 from peagle_cdk.serving_unit import INVOKE_ACTIONS, ServingUnits
-from peagle_cdk.settings_model import RoutingSettings
 
 if TYPE_CHECKING:
     from peagle.planning.planner import Plan
@@ -33,20 +32,20 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class VariantSpec:
-    """One production variant. Keep ``name`` stable across updates: autoscaling and rollouts key on it."""
+    """One production variant: its model and its plan whole (instance type and count, timeouts, the GPU host image,
+    routing: the plan says them once), and its share of the endpoint's requests. Keep ``name`` stable across updates:
+    autoscaling and rollouts key on it."""
 
     name: str
     model: PeagleModel
-    instance_type: str
-    instance_count: int
+    plan: Plan
     weight: float
-    container_startup_timeout_seconds: int
-    model_download_timeout_seconds: int
-    # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it,
-    # which is too old for a CUDA 13 serving image; peagle/planning/deployment_rules.py picks and checks it.
-    inference_ami_version: str | None = None
-    # How SageMaker routes requests over the instances (real-time endpoints; the async endpoint's queue hands out work).
-    routing: RoutingSettings = field(default_factory=RoutingSettings)
+    # The instances it starts with, where it is not the plan's count (an async endpoint starts with one).
+    initial_instances: int | None = None
+
+    @property
+    def instance_count(self) -> int:
+        return self.plan.instance_count if self.initial_instances is None else self.initial_instances
 
 
 class VariantEndpoint(Construct, ServingMetrics):
@@ -241,14 +240,16 @@ def _production_variant(
     return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
         variant_name=variant.name,
         model_name=variant.model.model_name,
-        instance_type=variant.instance_type,
+        instance_type=variant.plan.instance_type,
         initial_instance_count=variant.instance_count,
         initial_variant_weight=variant.weight,
-        container_startup_health_check_timeout_in_seconds=variant.container_startup_timeout_seconds,
-        model_data_download_timeout_in_seconds=variant.model_download_timeout_seconds,
-        inference_ami_version=variant.inference_ami_version,
+        container_startup_health_check_timeout_in_seconds=variant.plan.container_startup_timeout_seconds,
+        model_data_download_timeout_in_seconds=variant.plan.model_download_timeout_seconds,
+        # The GPU host image (NVIDIA driver). SageMaker boots each family's default driver without it, which is too
+        # old for a CUDA 13 serving image; peagle/planning/deployment_rules.py picks and checks it.
+        inference_ami_version=variant.plan.inference_ami_version,
         # Real-time only: an async endpoint's queue hands out work itself.
-        routing_config=routing_config(variant.routing) if real_time else None,
+        routing_config=routing_config(variant.plan.routing) if real_time else None,
     )
 
 
