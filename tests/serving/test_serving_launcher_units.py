@@ -165,9 +165,12 @@ def test_the_launcher_gives_up_before_sagemaker_does(tiny_pair, monkeypatch, hea
     launched = clock.now
     monkeypatch.setattr(launcher, "time", clock)
     monkeypatch.setattr(self_check, "time", clock)
-    monkeypatch.setattr(
-        launcher._Supervisor, "_start", lambda self, ready_file: setattr(self, "process", _QuietEngine())
-    )
+
+    def quiet_start(self, ready_file):  # the supervisor's _start: the engine it started, kept for the signal handler
+        self.process = _QuietEngine()
+        return self.process
+
+    monkeypatch.setattr(launcher._Supervisor, "_start", quiet_start)
     monkeypatch.setattr(launcher._Supervisor, "_kill_leftovers", lambda self: None)
 
     def health(url, timeout):
