@@ -131,7 +131,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_plan_document(plan, config, args.peak_rps, fleet, environment), indent=2))
         return ExitCode.OK
-    print("\n".join(plan.summary_lines()))
+    print("\n".join(_summary_with_k_source(plan)))
     print(f"serving image   {image_path(config.image)}")
     if fleet is not None:
         print(_peak_fleet_line(plan, args.peak_rps, fleet))
@@ -140,6 +140,17 @@ def _plan(args: argparse.Namespace) -> int:
         for key, value in environment.items():
             print(f"  {key}={value}")
     return ExitCode.OK
+
+
+def _summary_with_k_source(plan: Plan) -> list[str]:
+    """The plan's summary with where K came from after its speculation line. Only here: the dashboard's copy of the
+    summary (peagle_cdk/endpoint_monitoring.py) and the template's recorded plan leave the source out, so a template
+    changes only when K does."""
+    lines = plan.summary_lines()
+    if plan.k_choice is None:
+        return lines
+    at = next(i for i, line in enumerate(lines) if line.startswith("speculation ")) + 1
+    return [*lines[:at], f"K source        {plan.k_choice.describe()}", *lines[at:]]
 
 
 def _config(args: argparse.Namespace) -> DeploymentConfig:
@@ -201,6 +212,8 @@ def _plan_document(
         "profile": plan.profile_name.value,
         "speculative_tokens": plan.speculative_tokens,
         "speculative_schedule": [list(band) for band in plan.speculative_schedule] or None,
+        # Where K came from: setting, model (K by load) or catalog (peagle/planning/speculation_choice.py).
+        "k_source": {"kind": plan.k_choice.kind, "text": plan.k_choice.text} if plan.k_choice else None,
         "tensor_parallel_size": plan.tensor_parallel_size,
         "max_model_len": plan.max_model_len,
         "max_num_seqs": plan.max_num_seqs,

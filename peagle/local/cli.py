@@ -16,6 +16,7 @@ from pathlib import Path
 from peagle.catalog.schema import ProfileName
 from peagle.cli_errors import ExitCode
 from peagle.cli_options import add_command, exclusive, option
+from peagle.local.measured_k import MEASURED_DEFAULTS
 from peagle.local.tiny_pair import DEFAULT_PAIR, PAIRS
 
 DEFAULT_MAX_MODEL_LEN = 1024
@@ -61,9 +62,14 @@ _OPTIONS = (
             "--speculative-tokens",
             "-k",
             type=_non_negative_int,
-            default=4,
+            default=None,
             metavar="K",
-            help="draft tokens per step (default 4; 0 turns speculation off)",
+            help="draft tokens per step; 0 turns speculation off. Default: the pair's measured choice "
+            "(peagle/local/measured_k.py): "
+            # argparse %-formats help: a source's own "%" is escaped.
+            + "; ".join(f"{name}: {default.describe()}" for name, default in sorted(MEASURED_DEFAULTS.items())).replace(
+                "%", "%%"
+            ),
         ),
         option(
             "--speculative-schedule",
@@ -128,10 +134,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
+def speculative_schedule(args: argparse.Namespace) -> list[tuple[int, int, int]] | None:
+    """--speculative-schedule, else the pair's measured schedule when neither flag is given, else None."""
+    if args.speculative_schedule or args.speculative_tokens is not None:
+        return args.speculative_schedule
+    return list(MEASURED_DEFAULTS[args.pair].schedule) or None
+
+
 def speculative_tokens(args: argparse.Namespace) -> int:
-    """K: the schedule's largest, else --speculative-tokens."""
-    schedule = args.speculative_schedule
-    return max(band[2] for band in schedule) if schedule else args.speculative_tokens
+    """K: the schedule's largest, else --speculative-tokens, else the pair's measured default."""
+    schedule = speculative_schedule(args)
+    if schedule:
+        return max(band[2] for band in schedule)
+    return (
+        MEASURED_DEFAULTS[args.pair].speculative_tokens if args.speculative_tokens is None else args.speculative_tokens
+    )
 
 
 def pair_memory_need(args: argparse.Namespace, pair):
@@ -202,7 +219,7 @@ def local_environment(args: argparse.Namespace, pair, base: dict[str, str]) -> d
     env.setdefault(contract.ENV_SELF_CHECK_SAMPLED_COLLAPSE, "fail")
     if args.kpi_interval_seconds is not None:
         env[contract.ENV_KPI_INTERVAL_SECONDS] = str(args.kpi_interval_seconds)
-    schedule = args.speculative_schedule
+    schedule = speculative_schedule(args)
     k = speculative_tokens(args)
     speculative = contract.speculative_config(str(pair.drafter_dir), k, schedule)
     speculative_name = contract.sm_vllm_name("speculative-config")

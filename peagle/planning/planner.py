@@ -20,7 +20,8 @@ from typing import Annotated
 from pydantic import ConfigDict, Field
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.planning import engine_budget, prefix_caching
+from peagle.planning import engine_budget, prefix_caching, speculation_choice
+from peagle.planning.speculation_choice import Engine, KChoice
 from peagle.planning.unit_plan import ComponentPool, UnitPlan, VariantUnits, plan_pool
 from peagle.settings import (
     AlarmSettings,
@@ -37,7 +38,6 @@ from peagle_serve.contract import (
     SELF_CHECK_TIMEOUT_SECONDS,
     STARTUP_MARGIN_SECONDS,
     ScheduleBand,
-    describe_schedule,
 )
 
 GIB = 1024**3
@@ -229,6 +229,9 @@ class Plan:
     # Environment variables the target needs on this instance's GPUs only (the pair's target.gpu_environment rules
     # that apply to its compute capability); peagle/planning/container_env.py writes them into the container.
     gpu_environment: dict[str, str] = field(default_factory=dict)
+    # Where K (or the schedule) came from, for `peagle plan` (peagle/planning/speculation_choice.py); None for plans
+    # built by hand. Left out of the template's record, whose readers need K, not why (so templates stay as they were).
+    k_choice: Annotated[KChoice | None, Field(exclude=True)] = field(default=None, compare=False)
 
     @property
     def speculation_enabled(self) -> bool:
@@ -305,18 +308,9 @@ class Plan:
     def summary_lines(self) -> list[str]:
         catalog = load_catalog()
         mem = self.memory
-        if not self.speculation_enabled:
-            spec = "off (K=0)"
-        elif self.speculative_schedule:
-            spec = (
-                f"P-EAGLE parallel drafting, K by batch size {describe_schedule(self.speculative_schedule)} "
-                f"(largest K={self.speculative_tokens} sizes memory; drafter trained for {self.pair.drafter.trained_k})"
-            )
-        else:
-            spec = (
-                f"P-EAGLE parallel drafting, K={self.speculative_tokens} "
-                f"(drafter trained for {self.pair.drafter.trained_k})"
-            )
+        spec = speculation_choice.speculation_line(
+            self.speculative_tokens, self.speculative_schedule, self.pair.drafter.trained_k
+        )
         lines = [
             f"model pair      {self.pair_id}: {self.pair.target.hf_id} + {self.pair.drafter.hf_id}",
             f"instance        {self.instance_count} x {self.instance_type} ({self.instance.describe()}, CC {self.instance.cc})",
@@ -424,25 +418,6 @@ def _resolve_profile(config: DeploymentConfig) -> Profile:
     return profile
 
 
-def _resolve_speculative_tokens(config: DeploymentConfig, pair: ModelPair) -> int:
-    if config.speculation.schedule:
-        # The config checked every band against the trained K and speculative_tokens against the largest.
-        return max(band.speculative_tokens for band in config.speculation.schedule)
-    k = config.speculation.speculative_tokens
-    recommended = pair.recommended_k.get(config.profile, min(pair.drafter.trained_k, 3))
-    if k is None:
-        return min(recommended, pair.drafter.trained_k)
-    if k > pair.drafter.trained_k:
-        raise PlanError(
-            f"{setting('speculation.speculative_tokens', k)} exceeds what the {config.model} drafter "
-            f"({pair.drafter.hf_id}) was trained for (K <= {pair.drafter.trained_k}); drafts past that "
-            f"position are rarely accepted and only cost compute. Use K 1..{pair.drafter.trained_k} "
-            f"(recommended for {config.profile.value}: {setting('speculation.speculative_tokens', recommended)}) or "
-            f"{setting('speculation.speculative_tokens', 0)} to turn speculation off"
-        )
-    return k
-
-
 def _check_instance_support(config: DeploymentConfig, pair: ModelPair, instance: InstanceType, tp: int) -> None:
     if instance.cc < MIN_COMPUTE_CAPABILITY:
         raise InstanceFitError(
@@ -548,16 +523,16 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
     pair = config.pair()
     instance = config.instance_facts()
     profile = _resolve_profile(config)
-    k = _resolve_speculative_tokens(config, pair)
-    # The kind of serving unit, decided here once (peagle/planning/unit_plan.py); everything after asks the unit plan.
-    units: VariantUnits | ComponentPool = VariantUnits()
-    if config.uses_inference_components:
-        tp, (memory, max_model_len, max_num_seqs, notes) = _component_fit(config, pair, instance, profile, k)
-        units = plan_pool(config, instance, tp)
-    else:
-        tp = instance.gpu_count
-        _check_instance_support(config, pair, instance, tp)
-        memory, max_model_len, max_num_seqs, notes = _plan_memory(config, pair, instance, profile, k, tp)
+    speculation = speculation_choice.given_or_catalog(config, pair)
+    k = speculation.speculative_tokens
+    tp, units, (memory, max_model_len, max_num_seqs, notes) = _fit(config, pair, instance, profile, k)
+    if speculation.choice.kind == "catalog":  # nothing set: K by load where the model can tell
+        engine = Engine(instance.gpu, tp, memory.kv_bytes_per_token, max_num_seqs)
+        speculation = speculation_choice.by_load(speculation, config.model, pair, (config.profile, profile), engine)
+        if speculation.speculative_tokens != k:  # memory is sized for the largest K
+            k = speculation.speculative_tokens
+            tp, units, (memory, max_model_len, max_num_seqs, notes) = _fit(config, pair, instance, profile, k)
+            speculation = speculation_choice.fitted(speculation, max_num_seqs)
     download, startup = _timeouts(config, pair, k)
     if isinstance(units, ComponentPool):
         given = config.endpoint.inference_components.scale_to_zero_after_idle_minutes
@@ -590,7 +565,8 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         inference_ami_version=config.instance.ami_version or catalog.runtime.serving_image.inference_ami_version,
         price_per_hour_usd=price,
         price_source=price_source,
-        speculative_schedule=tuple(band.as_tuple() for band in config.speculation.schedule or ()),
+        speculative_schedule=speculation.schedule,
+        k_choice=speculation.choice,
         units=units,
         scaling=scaling_target(config, max_num_seqs),
         autoscaling=_resolved_scaling(config, units),
@@ -639,7 +615,8 @@ def _plan_notes(
             f"container environment {' '.join(f'{k}={v}' for k, v in gpu_environment.items())} on {instance.gpu} "
             f"(compute capability {instance.cc}): {sources}"
         )
-    if k > 0 and k > pair.recommended_k.get(config.profile, k):
+    given = config.speculation.speculative_tokens is not None or config.speculation.schedule
+    if given and k > 0 and k > pair.recommended_k.get(config.profile, k):
         notes.append(
             f"K={k} is above the recommended {pair.recommended_k[config.profile]} for {config.profile.value}: "
             "measure with `peagle bench` before keeping it"
@@ -672,6 +649,18 @@ def _price(config: DeploymentConfig) -> tuple[float, str]:
 def _tensor_parallel_options(instance: InstanceType) -> list[int]:
     """GPUs per copy that split an instance evenly: 1, 2, 4, 8 (those that divide its GPU count)."""
     return [tp for tp in (1, 2, 4, 8) if tp <= instance.gpu_count and instance.gpu_count % tp == 0]
+
+
+def _fit(
+    config: DeploymentConfig, pair: ModelPair, instance: InstanceType, profile: Profile, k: int
+) -> tuple[int, VariantUnits | ComponentPool, tuple[MemoryFit, int, int, list[str]]]:
+    """The kind of serving unit, decided here once (peagle/planning/unit_plan.py; everything after asks the unit
+    plan), its GPUs and the memory plan on them."""
+    if config.uses_inference_components:
+        tp, fit = _component_fit(config, pair, instance, profile, k)
+        return tp, plan_pool(config, instance, tp), fit
+    _check_instance_support(config, pair, instance, instance.gpu_count)
+    return instance.gpu_count, VariantUnits(), _plan_memory(config, pair, instance, profile, k, instance.gpu_count)
 
 
 def _component_fit(

@@ -27,8 +27,9 @@ class SpeculationSettings(StrictModel):
         ge=0,
         le=64,
         json_schema_extra=spelled("Speculation.fixed(...)", flag="--speculative-tokens", **{"0": "Speculation.off()"}),
-        description="K, draft tokens per step; 0 turns speculation off; "
-        "unset = the pair's recommended K for the profile (or, with a schedule, its largest K)",
+        description="K, draft tokens per step; 0 turns speculation off; unset = the planner's default: K by load "
+        "where its roofline can tell (`peagle plan` prints the source), else the pair's recommended K for the profile "
+        "(or, with a schedule, its largest K)",
     )
     schedule: list[SpeculationBand] | None = Field(
         default=None,

@@ -5,14 +5,17 @@ memory-bandwidth roofline of vLLM's decode, calibrated to P-EAGLE's published fi
 it decides can be run both ways. ``estimated_curve(plan)`` returns a ``ServiceCurve`` of the same shape
 `peagle capacity` writes, or None where a figure it needs is missing (the simulator then keeps "not checked").
 
-The model, one engine of ``tensor_parallel_size`` GPUs (a unit):
+The model, one engine of ``tensor_parallel_size`` GPUs (a unit), is the roofline step of
+peagle/planning/roofline_step.py, which the planner's default K by load uses too:
 
 - a decode step reads the target's active weights once (a MoE: the non-expert weights and one token's routed
   experts, peagle/catalog/model_figures.yaml), the drafter's weights once when K > 0 (one parallel-drafting pass,
   pairs.yaml ``drafter.weight_bytes``), and each sequence's KV cache (the planner's KV bytes per token per GPU
   times the context), at the GPU's memory bandwidth (peagle/catalog/gpus.yaml), the weights split across the
-  tensor-parallel GPUs; or, if longer, the step's matmuls (2 x active parameters per token, K + 1 tokens per
-  sequence) at the GPU's dense BF16 throughput;
+  tensor-parallel GPUs; or, if longer, the step's matmuls (2 x active parameters per token, the tokens a
+  decoding request takes from the engine's budget per sequence, engine_budget.tokens_per_decode) at the GPU's dense
+  BF16 throughput; under a K-by-batch-size schedule the drafter runs at the schedule's largest K in every band
+  (roofline_step.py quotes vLLM);
 - a step yields the pair's acceptance length in tokens per sequence (K = 0: one), from the drafter card's figure
   at one K extended by a constant per-position acceptance (model_figures.yaml); TPOT = step / acceptance length;
 - TTFT = the prompt's prefill (2 x active parameters per prompt token at dense BF16, at least one read of the
@@ -38,11 +41,12 @@ for the curve's own SLO and, with p50 = p90, for any other (a point mass).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from peagle.catalog import ModelPair, Slo
-from peagle.catalog.roofline import AcceptanceFigure, GpuFigures, load_roofline_figures
+from peagle.catalog import Slo
+from peagle.catalog.roofline import load_roofline_figures
 from peagle.planning.planner import Plan
+from peagle.planning.roofline_step import DecodeModel, decode_model, mean_decode_context
 from peagle.simulate.service_curve import CurvePoint, ServiceCurve
 from peagle_serve.contract import describe_schedule
 
@@ -91,74 +95,6 @@ def _calibration(bound: str) -> float:
     return math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios))
 
 
-@dataclass(frozen=True)
-class DecodeModel:
-    """The roofline of one engine: what a step reads and computes, and what it yields (uncalibrated)."""
-
-    gpu: GpuFigures
-    tensor_parallel: int
-    target_bytes: float  # the target's active weights, whole model
-    drafter_bytes: float
-    kv_bytes_per_token_per_gpu: float
-    active_parameters: float
-    acceptance: AcceptanceFigure | None
-
-    def acceptance_length(self, k: int) -> float:
-        """Tokens a step yields per sequence at K (1 without speculation)."""
-        if k == 0:
-            return 1.0
-        if self.acceptance is None:
-            raise ValueError("no acceptance figure for this pair")
-        rate = _per_position_acceptance(self.acceptance.k, self.acceptance.acceptance_length)
-        return sum(rate**position for position in range(k + 1))
-
-    def step_seconds(self, batch: int, k: int, context_tokens: float) -> float:
-        weights = self.target_bytes + (self.drafter_bytes if k else 0.0)
-        read = weights / self.tensor_parallel + batch * context_tokens * self.kv_bytes_per_token_per_gpu
-        flops = 2.0 * self.active_parameters * batch * (k + 1) / self.tensor_parallel
-        return max(read / self.gpu.bytes_per_second, flops / self.gpu.bf16_flops)
-
-    def tpot_seconds(self, batch: int, k: int, context_tokens: float) -> float:
-        return self.step_seconds(batch, k, context_tokens) / self.acceptance_length(k)
-
-    def prefill_seconds(self, prompt_tokens: int) -> float:
-        flops = 2.0 * self.active_parameters * prompt_tokens / self.tensor_parallel
-        read = self.target_bytes / self.tensor_parallel
-        return max(flops / self.gpu.bf16_flops, read / self.gpu.bytes_per_second)
-
-
-def _per_position_acceptance(k: int, acceptance_length: float) -> float:
-    """The a with 1 + a + ... + a^k = acceptance_length (bisection; the sum grows with a)."""
-    low, high = 0.0, 1.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        if sum(middle**position for position in range(k + 1)) < acceptance_length:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
-
-
-def decode_model(
-    pair_id: str, pair: ModelPair, gpu: str, *, tensor_parallel: int, kv_bytes_per_token_per_gpu: float
-) -> DecodeModel | None:
-    """The roofline for a pair on a GPU; None when the GPU or the target has no figures."""
-    figures = load_roofline_figures()
-    gpu_figures = figures.gpus.get(gpu)
-    target = figures.targets.get(pair.target.hf_id)
-    if gpu_figures is None or target is None:
-        return None
-    return DecodeModel(
-        gpu=gpu_figures,
-        tensor_parallel=tensor_parallel,
-        target_bytes=target.active_weight_bytes,
-        drafter_bytes=pair.drafter.weight_bytes,
-        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu,
-        active_parameters=target.active_parameters,
-        acceptance=figures.acceptance.get(pair_id),
-    )
-
-
 def _k_at(plan: Plan, batch: int) -> int:
     for low, high, k in plan.speculative_schedule:
         if low <= batch <= high:
@@ -182,7 +118,7 @@ def estimated_curve(plan: Plan, *, bound: str = "central") -> ServiceCurve | Non
     target or (with K > 0 at some concurrency) the pair's acceptance has no figures here."""
     if bound not in BOUNDS:
         raise ValueError(f"bound {bound!r}: one of {', '.join(BOUNDS)}")
-    model = decode_model(
+    model: DecodeModel | None = decode_model(
         plan.pair_id,
         plan.pair,
         plan.instance.gpu,
@@ -204,12 +140,14 @@ def estimated_curve(plan: Plan, *, bound: str = "central") -> ServiceCurve | Non
     scale = _calibration(bound)
     profile = plan.profile
     prompt, tokens = profile.typical_context_tokens, profile.sampling.max_tokens
-    context = prompt + tokens / 2
+    context = mean_decode_context(profile)
     points = []
     for batch in levels:
         k = _k_at(plan, batch)
-        tpot = model.tpot_seconds(batch, k, context) * scale
-        ttft = (model.prefill_seconds(prompt) + model.step_seconds(batch, k, context)) * scale
+        # The drafter runs at the plan's K (a schedule's largest) whatever the band's K (roofline_step.py).
+        tpot = model.tpot_seconds(batch, k, context, drafter_k=plan.speculative_tokens) * scale
+        step = model.step_seconds(batch, k, context, drafter_k=plan.speculative_tokens)
+        ttft = (model.prefill_seconds(prompt) + step) * scale
         e2e = ttft + tpot * (tokens - 1)
         points.append(_point(batch, ttft, tpot, e2e, _meets(profile.slo, ttft, tpot, e2e)))
     return ServiceCurve(
