@@ -47,6 +47,7 @@ SERVING_TESTS := tests/serving \
 	tests/smoke/test_smoke_against_local_server.py \
 	tests/stage/test_stage_checkpoints_and_plan.py \
 	tests/tune/test_tune_choice.py \
+	tests/tune/test_tune_sweep_local.py \
 	tests/tune/test_tune_signals.py
 
 # One lane's pytest run. Exit code 5 (no test collected) passes only when PYTEST_ARGS select (-k NAME)

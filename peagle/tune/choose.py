@@ -13,12 +13,19 @@ Acceptance, and so the best K, depends on the sampling: a drafter's guesses matc
 greedy choice more often than a sample at the temperature users are served, so greedy decoding
 overstates what drafting pays. The candidates are compared per temperature, and the deployment
 is decided at the deployed (the profile's) temperature, never at greedy unless that is it.
+
+Every figure is a mean over the rounds (each round measured on its own prompt-and-arrival seed) with
+its 95% interval (peagle/bench/intervals.py), and two settings are told apart only beyond the interval
+of their difference, paired by round: a level whose winner does not beat the runner-up beyond it says
+"cannot tell", and lists the settings it cannot tell apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from peagle.bench.intervals import Interval, Verdict, compare, mean_interval, ratio_interval
 
 TOKENS, GOODPUT = "tokens_per_s", "goodput_rps"
 
@@ -30,19 +37,36 @@ class Candidate:
     label: str  # "K=4", "off", "schedule 1-2:4,3-16:0"
     speculative_tokens: int  # K, or the largest K of a schedule; 0 = off
     schedule: tuple[tuple[int, int, int], ...] | None  # (lo, hi, K) bands, or None for a static K
-    # level (a concurrency, or an open loop's request rate) -> output tokens/s (the median over repeated runs)
+    # level (a concurrency, or an open loop's request rate) -> output tokens/s (the mean over the rounds)
     tokens_per_s: dict[float, float]
-    tpot_p50_s: dict[float, float | None]  # level -> median time per output token
-    # level -> (lowest, highest) tokens/s over the repeated runs; empty for a single run
-    tokens_per_s_range: dict[float, tuple[float, float]] = field(default_factory=dict)
+    tpot_p50_s: dict[float, float | None]  # level -> mean over the rounds of the time per output token (p50)
     runs: int = 1
     # Open-loop runs: request rate -> goodput (requests/s meeting every SLO bound); then the levels of
     # tokens_per_s and tpot_p50_s are request rates too.
     goodput_rps: dict[float, float] = field(default_factory=dict)
+    # level -> round -> the figure of that round's run (its seed); empty: one run, the value above
+    tokens_by_round: dict[float, dict[int, float]] = field(default_factory=dict)
+    tpot_by_round: dict[float, dict[int, float]] = field(default_factory=dict)
+    goodput_by_round: dict[float, dict[int, float]] = field(default_factory=dict)
 
     def measure(self, objective: str) -> dict:
         """level -> the value ``objective`` ("tokens_per_s" or "goodput_rps") ranks by."""
         return self.goodput_rps if objective == GOODPUT else self.tokens_per_s
+
+    def samples(self, objective: str, level: float) -> dict[int, float]:
+        """round -> the ``objective`` measured at ``level`` in that round (one run: round 1)."""
+        by_round = self.goodput_by_round if objective == GOODPUT else self.tokens_by_round
+        return by_round.get(level) or {1: self.measure(objective)[level]}
+
+    def interval(self, objective: str, level: float) -> Interval:
+        return mean_interval(list(self.samples(objective, level).values()))
+
+    def tpot_interval(self, level: float) -> Interval | None:
+        by_round = self.tpot_by_round.get(level)
+        if by_round:
+            return mean_interval(list(by_round.values()))
+        tpot = self.tpot_p50_s.get(level)
+        return mean_interval([tpot]) if tpot else None
 
     @property
     def is_dynamic(self) -> bool:
@@ -54,9 +78,10 @@ class LevelChoice:
     concurrency: int  # the level: clients (closed loop) or a request rate (open loop)
     best: str  # label of the candidate with the most of the objective (tokens/s, or goodput)
     tokens_per_s: float  # the objective's value for ``best``
-    speedup_vs_off: float | None  # best / K=0 at this level
-    # the runner-up, when the two overlapped over repeated runs: the order may be noise
-    within_spread_of: str | None = None
+    speedup_vs_off: float | None  # best / K=0 at this level (the means)
+    # the settings the best does not beat beyond the paired interval, the best first; empty: the best is clear
+    cannot_tell: tuple[str, ...] = ()
+    speedup: Interval | None = None  # best / K=0, the per-round ratios' mean and interval (paired by round)
 
 
 @dataclass(frozen=True)
@@ -64,22 +89,23 @@ class Recommendation:
     levels: tuple[LevelChoice, ...]
     static: Candidate  # the static setting that loses least over the band
     worst_shortfall: float  # of the static choice against the best at any level (0.05 = 5 % less)
-    dynamic: Candidate | None  # recommended instead of `static` only when it won everywhere
+    dynamic: Candidate | None  # recommended instead of `static` only when it held up at every level
     dynamic_verdict: str  # why a measured schedule was or was not recommended
 
     @property
     def chosen(self) -> Candidate:
         return self.dynamic or self.static
 
+    @property
+    def undecided(self) -> tuple[LevelChoice, ...]:
+        """The levels whose best could not be told apart from another setting."""
+        return tuple(choice for choice in self.levels if choice.cannot_tell)
+
     def deployment_snippet(self) -> str:
         """The deployment-file lines that apply the choice."""
-        chosen = self.chosen
-        if chosen.schedule:
-            bands = "\n".join(
-                f"    - {{min_batch: {lo}, max_batch: {hi}, speculative_tokens: {k}}}" for lo, hi, k in chosen.schedule
-            )
-            return f"speculation:\n  schedule:\n{bands}\n"
-        return f"speculation:\n  speculative_tokens: {chosen.speculative_tokens}\n"
+        from peagle.tune.doors import deployment_snippet
+
+        return deployment_snippet(self.chosen.speculative_tokens, self.chosen.schedule)
 
 
 def _common_levels(candidates: Sequence[Candidate], objective: str = TOKENS) -> list:
@@ -89,19 +115,99 @@ def _common_levels(candidates: Sequence[Candidate], objective: str = TOKENS) -> 
     return sorted(levels)
 
 
-def _ranges_overlap(first: Candidate, second: Candidate, level: int) -> bool:
-    """Whether the lowest run of ``first`` was at or below the highest run of ``second``."""
-    if level not in first.tokens_per_s_range or level not in second.tokens_per_s_range:
-        return False
-    return first.tokens_per_s_range[level][0] <= second.tokens_per_s_range[level][1]
+def paired(first: Candidate, second: Candidate, objective: str, level: float) -> tuple[list[float], list[float]]:
+    """The two candidates' figures at ``level`` in the rounds both were measured in (same seeds), in round order."""
+    a, b = first.samples(objective, level), second.samples(objective, level)
+    rounds = sorted(set(a) & set(b))
+    return [a[r] for r in rounds], [b[r] for r in rounds]
+
+
+def verdict(first: Candidate, second: Candidate, objective: str, level: float) -> Verdict:
+    """``first`` against ``second`` at ``level`` beyond the paired interval (no shared round: cannot tell)."""
+    a, b = paired(first, second, objective, level)
+    return compare(a, b) if a else Verdict.CANNOT_TELL
+
+
+def ratio(first: Candidate, second: Candidate, objective: str, level: float) -> Interval | None:
+    """first / second at ``level``, paired by round; None when no round has both, or ``second`` measured 0."""
+    a, b = paired(first, second, objective, level)
+    return ratio_interval(a, b) if a and all(b) else None
+
+
+def _level_choice(candidates: Sequence[Candidate], off: Candidate | None, objective: str, level) -> LevelChoice:
+    value = {c.label: c.measure(objective)[level] for c in candidates}
+    ranked = sorted(candidates, key=lambda c: (value[c.label], -c.speculative_tokens), reverse=True)
+    winner = ranked[0]
+    close = [c.label for c in ranked[1:] if verdict(winner, c, objective, level) is not Verdict.FIRST]
+    speedup = value[winner.label] / value[off.label] if off and value[off.label] else None
+    return LevelChoice(
+        level,
+        winner.label,
+        value[winner.label],
+        speedup,
+        (winner.label, *close) if close else (),
+        ratio(winner, off, objective, level) if off and off is not winner else None,
+    )
+
+
+def band_k(schedule: Sequence[tuple[int, int, int]], batch_size: float) -> int | None:
+    """The K a schedule's band names for ``batch_size`` (None: no band covers it)."""
+    return next((k for low, high, k in schedule if low <= batch_size <= high), None)
+
+
+def schedule_falls_below(schedule: Candidate, static: Candidate, objective: str, level: float) -> bool:
+    """Whether the schedule delivered less than ``static`` at ``level``: beyond the paired interval when the rounds
+    give one; from a single run (no interval), by its value, so a schedule is never chosen on no evidence."""
+    a, b = paired(schedule, static, objective, level)
+    if len(a) < 2:
+        return schedule.measure(objective)[level] < static.measure(objective)[level]
+    return compare(a, b) is Verdict.SECOND
+
+
+def _schedule_references(schedule: Candidate, static: Candidate, statics, objective: str, level) -> list[Candidate]:
+    """What a schedule must not fall below at ``level``: the static choice, and (closed loop, where the level is a
+    batch size) the static K its band names, when measured."""
+    references = [static]
+    k = band_k(schedule.schedule or (), level) if objective == TOKENS else None
+    references += [s for s in statics if s.speculative_tokens == k and s is not static]
+    return references
+
+
+def _dynamic_choice(schedules, static, statics, levels, objective: str) -> tuple[Candidate | None, str]:
+    """The first schedule (smallest shortfall first) that fell below no reference at any level, and why."""
+    if not schedules:
+        return None, "no dynamic schedule was measured"
+    lost = {
+        schedule.label: [
+            level
+            for level in levels
+            if any(
+                schedule_falls_below(schedule, reference, objective, level)
+                for reference in _schedule_references(schedule, static, statics, objective, level)
+            )
+        ]
+        for schedule in schedules
+    }
+    for schedule in schedules:
+        if not lost[schedule.label]:
+            return schedule, (
+                f"{schedule.label} fell below neither the static choice nor the static K its band names at any level"
+            )
+    where = "concurrency" if objective == TOKENS else "request rates"
+    best = schedules[0]
+    return None, (
+        f"{best.label} lost to a static K at {where} {', '.join(f'{level:g}' for level in lost[best.label])} (below "
+        "the static choice or the static K its band names): not recommended"
+    )
 
 
 def recommend(
     candidates: Sequence[Candidate], band: tuple[float, float] | None = None, *, objective: str = TOKENS
 ) -> Recommendation:
     """Per-level winners over ``band`` (inclusive range of levels; default all levels measured by
-    every candidate), the static setting with the smallest worst-case shortfall against the per-level
-    best (ties: the smaller K, which drafts less), and a dynamic schedule only if it never lost.
+    every candidate), each with the settings it cannot be told from; the static setting with the smallest
+    worst-case shortfall of its mean against the per-level best (ties: the smaller K, which drafts less); and a
+    dynamic schedule only if it fell below neither that static setting nor its bands' static K at any level.
     ``objective``: output tokens/s (the default), or goodput, requests/s answered within the SLO."""
     if not candidates:
         raise ValueError("nothing was measured")
@@ -115,18 +221,8 @@ def recommend(
             + f" (levels measured: {measured}); compare runs that share a level, or measure the missing ones"
         )
     off = next((c for c in candidates if c.speculative_tokens == 0 and not c.is_dynamic), None)
-    choices = []
-    best_at: dict[int, float] = {}
-    for level in levels:
-        ranked = sorted(candidates, key=lambda c: (value[c.label][level], -c.speculative_tokens), reverse=True)
-        winner = ranked[0]
-        best_at[level] = value[winner.label][level]
-        speedup = value[winner.label][level] / value[off.label][level] if off and value[off.label][level] else None
-        # Repeated rounds record the spread of tokens/s only.
-        overlap = objective == TOKENS and len(ranked) > 1 and _ranges_overlap(winner, ranked[1], level)
-        choices.append(
-            LevelChoice(level, winner.label, value[winner.label][level], speedup, ranked[1].label if overlap else None)
-        )
+    choices = [_level_choice(candidates, off, objective, level) for level in levels]
+    best_at = {choice.concurrency: choice.tokens_per_s for choice in choices}
 
     def shortfall(candidate: Candidate) -> float:
         # No candidate met the SLO at a level (goodput 0 for all): that level decides nothing.
@@ -136,21 +232,9 @@ def recommend(
 
     statics = [c for c in candidates if not c.is_dynamic]
     static = min(statics, key=lambda c: (round(shortfall(c), 6), c.speculative_tokens))
-    dynamic, verdict = None, "no dynamic schedule was measured"
-    schedules = [c for c in candidates if c.is_dynamic]
-    if schedules:
-        best_schedule = min(schedules, key=shortfall)
-        lost = [
-            level for level in levels if any(value[best_schedule.label][level] < value[s.label][level] for s in statics)
-        ]
-        if lost:
-            verdict = (
-                f"{best_schedule.label} lost to a static K at concurrency {', '.join(map(str, lost))}: not recommended"
-            )
-        else:
-            dynamic = best_schedule
-            verdict = f"{best_schedule.label} delivered at least as much as every static K at every level"
-    return Recommendation(tuple(choices), static, shortfall(static), dynamic, verdict)
+    schedules = sorted((c for c in candidates if c.is_dynamic), key=shortfall)
+    dynamic, dynamic_verdict = _dynamic_choice(schedules, static, statics, levels, objective)
+    return Recommendation(tuple(choices), static, shortfall(static), dynamic, dynamic_verdict)
 
 
 def slo_verdict(by_goodput: Recommendation, by_tokens: Recommendation, slo_text: str) -> str:

@@ -151,7 +151,7 @@ def test_tune_serves_each_candidate_through_the_launcher_and_recommends_from_wha
     # test, which test_levels_measured_on_a_busy_machine_are_not_chosen_from and tests/bench cover.
     out = tmp_path / "tune"
     argv = ["tune", "--pair", "tiny", "--k", "0,2", "--concurrency", "1", "--requests", "2", "--max-tokens", "32"]
-    argv += ["--busy-limit", "1"]
+    argv += ["--busy-limit", "1", "--repeat", "1"]
     assert main([*argv, "--temperatures", "0.7,0", "--buckets", "short", "--out", str(out)]) == 0
     report = (out / "recommendation.md").read_text()
     assert "| off |" in report and "| K=2 |" in report and "Recommended: **" in report
@@ -163,9 +163,9 @@ def test_tune_serves_each_candidate_through_the_launcher_and_recommends_from_wha
     assert (out / "deployment-snippet.yaml").read_text().startswith("speculation:\n  speculative_tokens: ")
 
 
-def test_repeated_rounds_are_decided_on_medians_and_show_their_spread(tmp_path, capsys):
-    # Three interleaved rounds. One lucky K=4 run at c=1 (50 tok/s) would win on the mean or the
-    # best run; on the median K=2 wins there, and the overlap of the two is reported.
+def test_repeated_rounds_are_means_with_their_interval_and_a_lucky_run_cannot_decide(tmp_path, capsys):
+    # Three interleaved rounds. One lucky K=4 run at c=1 (50 tok/s) puts its mean above K=2's, but the paired
+    # interval of their difference (30, -3, -0.5) includes no difference: the level cannot tell them apart.
     rounds = {
         "off": [{1: 10.0}, {1: 11.0}, {1: 9.0}],
         "K=2": [{1: 20.0}, {1: 21.0}, {1: 19.5}],
@@ -182,9 +182,9 @@ def test_repeated_rounds_are_decided_on_medians_and_show_their_spread(tmp_path, 
     assert main(["tune", *files, "--out", str(out)]) == 0
     report = (out / "recommendation.md").read_text()
     assert "measured 3 times" in report
-    assert "| K=4 | 19.0 [18.0-50.0] |" in report and "| K=2 | 20.0 [19.5-21.0] |" in report
-    assert "Recommended: **K=2**" in report
-    assert "concurrency 1: K=2 (20.0 tok/s, 2.00x speculation off; its runs overlap K=4's" in report
+    assert "| K=4 | 29.0 ± 45.2 |" in report and "| K=2 | 20.2 ± 1.9 |" in report
+    assert "- concurrency 1: cannot tell: K=4, K=2, off (highest mean K=4, 29.0 tok/s" in report
+    assert "This rests on a cannot-tell at concurrency 1" in report
 
 
 def test_a_bad_repeat_is_refused(tmp_path, capsys):
@@ -222,7 +222,8 @@ def test_tune_measures_a_capture_turned_prompts_file_and_names_it(tmp_path, caps
     assert main(["prompts", str(capture), "--out", str(prompts), *drop]) == 0
     out = tmp_path / "tune"
     argv = ["tune", "--pair", "tiny", "--k", "0", "--concurrency", "1", "--requests", "2", "--max-tokens", "16"]
-    assert main([*argv, "--busy-limit", "1", "--prompts-file", str(prompts), "--out", str(out)]) == 0
+    argv += ["--busy-limit", "1", "--repeat", "1"]
+    assert main([*argv, "--prompts-file", str(prompts), "--out", str(out)]) == 0
     digest = hashlib.sha256(prompts.read_bytes()).hexdigest()[:12]
     named = f"{prompts} (sha256 {digest}, 2 prompts)"
     assert f"Prompts: {named}." in (out / "recommendation.md").read_text()

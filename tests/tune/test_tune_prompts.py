@@ -42,7 +42,8 @@ def test_every_run_measures_the_prompts_file_and_the_recommendation_names_it(ben
     prompts_file = tmp_path / "prompts.jsonl"
     prompts_file.write_text('{"prompt": "from production", "max_tokens": 32}\n')
     out = tmp_path / "tune"
-    assert main(["tune", "--pair", "tiny", "--k", "0,4", "--prompts-file", str(prompts_file), "--out", str(out)]) == 0
+    argv = ["tune", "--pair", "tiny", "--k", "0,4", "--repeat", "1", "--prompts-file", str(prompts_file)]
+    assert main([*argv, "--out", str(out)]) == 0
     assert benched == [("none", prompts_file), ("none", prompts_file)]
     digest = hashlib.sha256(prompts_file.read_bytes()).hexdigest()[:12]
     assert (
@@ -54,7 +55,7 @@ def test_every_run_measures_the_prompts_file_and_the_recommendation_names_it(ben
 
 def test_synthetic_prompts_are_named_and_noted(benched, tmp_path, capsys):
     out = tmp_path / "tune"
-    assert main(["tune", "--pair", "tiny", "--k", "0,4", "--out", str(out)]) == 0
+    assert main(["tune", "--pair", "tiny", "--k", "0,4", "--repeat", "1", "--out", str(out)]) == 0
     assert benched == [("short,long", None), ("short,long", None)]
     assert "Prompts: synthetic prompts (buckets short,long, seed 0)." in (out / "recommendation.md").read_text()
     assert "tune: note: synthetic prompts" in capsys.readouterr().err

@@ -201,7 +201,7 @@ def test_every_candidate_is_measured_at_every_temperature_interleaved_like_round
 
 def test_by_default_the_profiles_temperature_alone_is_measured(measured, tmp_path, capsys):
     _, benched = measured
-    argv = ["tune", "--pair", "tiny", "--k", "0,4", "--profile", "codegen", "--top-p", "0.8"]
+    argv = ["tune", "--pair", "tiny", "--k", "0,4", "--repeat", "1", "--profile", "codegen", "--top-p", "0.8"]
 
     assert main([*argv, "--out", str(tmp_path / "tune")]) == 0
 
