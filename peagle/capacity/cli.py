@@ -20,7 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from peagle.bench.host_conditions import add_busy_limit_argument
+from peagle.bench.intervals import CONFIDENCE
 from peagle.bench.prompts import BUCKET_WORDS
+from peagle.capacity.local_pair import k_text, served_pair, speculation_refusal
+from peagle.capacity.seeds import prompts_by_repeat, seeds_note
 from peagle.cli_errors import ExitCode
 from peagle.cli_options import add_command, added_by, exclusive, option
 from peagle.client.cli import (
@@ -32,7 +35,7 @@ from peagle.client.cli import (
     instance_price,
     sampling_error,
 )
-from peagle.local.served import LocalServerFailed, serve_local
+from peagle.local.served import LocalServerFailed
 from peagle.local.tiny_pair import PAIRS
 from peagle.settings import DEFAULT_HEADROOM
 from peagle.simulate.service_curve import FILE_NAME as SERVICE_CURVE_FILE
@@ -47,7 +50,11 @@ DEFAULT_MIN_LEVEL_SECONDS = 15.0
 # The ramp, in unloaded request latencies: in flight climbs to its steady count over about one loaded
 # latency, which is longer than an unloaded one.
 RAMP_LATENCIES = 1.5
-LOCAL_K_DEFAULT = 4  # `peagle local`'s --speculative-tokens default
+# Each deciding rate's levels, each on its own seed: at 2 the 95% t quantile is 12.706 (one degree of freedom),
+# so any two levels that differ at all cannot tell; at 3 it is 4.303 (NIST/SEMATECH e-Handbook of Statistical
+# Methods, 1.3.6.7.2, https://www.itl.nist.gov/div898/handbook/eda/section3/eda3672.htm, the "0.975" column;
+# peagle/bench/intervals.py computes them).
+DEFAULT_REPEATS = 3
 
 
 class BadArguments(ValueError):
@@ -89,7 +96,13 @@ _OPTIONS = (
         type=int,
         default=None,
         metavar="K",
-        help=f"with --pair: draft tokens per step (default {LOCAL_K_DEFAULT}, `peagle local`'s; 0: speculation off)",
+        help="with --pair: draft tokens per step (default: the pair's measured default, `peagle local --help`; 0: off)",
+    ),
+    option(
+        "--speculative-schedule",
+        metavar="LO-HI:K,...",
+        help="with --pair: K by batch size instead of one K, e.g. 1-2:4,3-16:0 (`peagle local --speculative-schedule`, "
+        "vLLM's num_speculative_tokens_per_batch_size); measured as a K is, and recorded where K is",
     ),
     option(
         "--deployment",
@@ -112,7 +125,14 @@ _OPTIONS = (
         default=0.10,
         help="stop bisecting once first fail / last pass <= 1 + this (default 0.10)",
     ),
-    option("--repeats", type=int, default=2, help="measurements of each deciding level, pooled (default 2)"),
+    option(
+        "--repeats",
+        type=int,
+        default=None,
+        help="levels at each deciding rate (with --sweep: at each rate), repeat i on seed + i (synthetic prompts and "
+        f"arrivals; a --prompts-file's arrivals only), pooled and judged by their {CONFIDENCE:.0%}% interval "
+        f"(default {DEFAULT_REPEATS}; with --sweep 1)",
+    ),
     option("--requests-per-level", type=int, default=24, help="requests per level, at least (default 24)"),
     option(
         "--min-level-seconds",
@@ -152,7 +172,13 @@ _OPTIONS = (
         "format: one {'prompt': ...} or {'messages': [...]} per line; a line's max_tokens and sampling keys "
         "override the run's); the report names the file and a sha256 of its content",
     ),
-    option("--seed", type=int, default=0, help="seed of the prompts and arrivals (default 0)"),
+    option(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the prompts and arrivals (default 0); a rate's repeat i uses seed + i, so two runs with the "
+        "same seed compare level by level",
+    ),
     option(
         "--no-ignore-eos",
         dest="ignore_eos",
@@ -178,8 +204,9 @@ _OPTIONS = (
     option(
         "--sweep",
         metavar="RATES",
-        help="measure these request rates (comma-separated, requests/s, in that order) once each instead of "
-        "searching: the levels a service curve needs across the load, below and past the knee",
+        help="measure these request rates (comma-separated, requests/s, in that order) once each (--repeats times "
+        "each, on seed + i, when given) instead of searching: the levels a service curve needs across the load, below "
+        "and past the knee, or the levels two settings are compared at (--compare)",
     ),
     option(
         "--replay",
@@ -197,6 +224,15 @@ _OPTIONS = (
         metavar="FILE",
         help="with --replay: predict from this service-curve.json (an earlier `peagle capacity --out`'s) instead of "
         "searching first",
+    ),
+    option(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("FIRST", "SECOND"),
+        help="serve nothing: compare two earlier runs' capacity.json (or their --out folders) measured on the same "
+        "seeds, prompts, sampling and SLO, rate by rate and paired by seed: each figure's difference with its "
+        "interval, and 'cannot tell' where the interval includes zero (comparison.md and comparison.json in --out)",
     ),
     option("--out", type=Path, required=True, help="output folder (created)"),
 )
@@ -234,6 +270,8 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
+    if args.compare:
+        return _compare_only(args)
     _check_target(args)
     slo, slo_source, profile, sampling = _slo_and_sampling(args)
     template = _request_template(args, profile, sampling)
@@ -252,6 +290,7 @@ def _capacity(args: argparse.Namespace) -> int:
             date=datetime.now(UTC).strftime("%Y-%m-%d"),
             target=description,
             speculative_tokens=_k_found(args, search),
+            speculative_schedule=args.speculative_schedule,
             slo_text=describe_slo(slo),
             slo_source=slo_source,
             sampling=template_description(template, profile),
@@ -267,7 +306,8 @@ def _capacity(args: argparse.Namespace) -> int:
                 if args.instances > 1
                 else []
             )
-            + prompts_notes,
+            + prompts_notes
+            + [seeds_note(from_file=args.prompts_file is not None, seed=args.seed)],
             prompts=prompts_source,
         )
         paths = write_report(search, context, args.out)
@@ -279,6 +319,25 @@ def _capacity(args: argparse.Namespace) -> int:
         elif args.replay:
             print("capacity: no level is usable as a service curve: nothing to replay against", file=sys.stderr)
         return _print_answer(search, context, args, paths)
+
+
+def _compare_only(args: argparse.Namespace) -> int:
+    """--compare: two stored runs compared level by level, paired by seed; nothing is served."""
+    from peagle.capacity.compare import load_run, workload_problems, write_comparison
+
+    given = [
+        flag for flag, value in (("--url", args.url), ("--endpoint", args.endpoint), ("--pair", args.pair)) if value
+    ]
+    if given:
+        raise BadArguments(f"--compare reads two stored runs and serves nothing: drop {', '.join(given)}")
+    first, second = (load_run(path) for path in args.compare)
+    problems = workload_problems(first, second)
+    if problems:
+        raise BadArguments("; ".join(problems))
+    paths, lines = write_comparison(first, second, args.out)
+    print("\n".join(f"capacity: {line}" for line in lines))
+    print("written: " + ", ".join(str(path) for path in paths))
+    return ExitCode.OK
 
 
 def _checked_settings(args: argparse.Namespace, slo):
@@ -293,7 +352,7 @@ def _checked_settings(args: argparse.Namespace, slo):
         start_rate=args.start_rate,
         growth=args.growth,
         tolerance=args.tolerance,
-        repeats=args.repeats,
+        repeats=_repeats(args),
         max_rate=args.max_rate,
         min_rate=min(args.start_rate, 0.01) if args.start_rate > 0 else 0.01,
         min_level_seconds=args.min_level_seconds,
@@ -327,9 +386,16 @@ def _checked_settings(args: argparse.Namespace, slo):
     return settings, busy_limit
 
 
+def _repeats(args: argparse.Namespace) -> int:
+    """--repeats, else 3 for a search and 1 for a --sweep (a service curve's levels across the load, once each)."""
+    if args.repeats is not None:
+        return args.repeats
+    return 1 if args.sweep else DEFAULT_REPEATS
+
+
 def _k_found(args: argparse.Namespace, search) -> str:
     """K in words: a local --pair's, else the largest the server reported."""
-    k = _k_text(args)
+    k = k_text(args)
     if k is not None:
         return k
     observed = {step.measured.detail.speculative_tokens for step in search.steps} - {None}
@@ -347,7 +413,7 @@ def _report_settings(args: argparse.Namespace, search, template, prompts_source:
         "start rate": args.start_rate,
         "growth": args.growth,
         "tolerance": args.tolerance,
-        "repeats": args.repeats,
+        "repeats": search.settings.repeats,
         "time budget s": args.time_budget,
         "ramp s": search.settings.ramp_seconds,
         "ignore_eos": args.ignore_eos,
@@ -372,9 +438,21 @@ def _print_answer(search, context, args: argparse.Namespace, paths: list[Path]) 
     elif found is None:
         print(f"capacity: no measured rate met the SLO ({context.slo_text})", file=sys.stderr)
     else:
+        attained = found.spread["attainment"]
+        spread = (
+            f", mean {attained['mean']:.1%} ± {(attained['high'] - attained['low']) / 2:.1%} over {found.levels} levels"
+            if attained["low"] is not None
+            else ", one level: no interval"
+        )
         print(
             f"capacity: {found.rate_per_instance:.3f} requests/s per {'copy' if args.inference_component else 'instance'} "
-            f"at {context.slo_text} (attainment {found.attainment:.1%}, {found.concurrency_per_instance:.2f} in flight)"
+            f"at {context.slo_text} (attainment {found.attainment:.1%}{spread}, {found.concurrency_per_instance:.2f} "
+            "in flight)"
+            + (
+                f"; could not tell at {', '.join(f'{rate:g}' for rate in search.cannot_tell)} req/s"
+                if search.cannot_tell
+                else ""
+            )
         )
     print("written: " + ", ".join(str(path) for path in paths))
     if search.stop_reason == INTERRUPTED:
@@ -400,10 +478,9 @@ def _check_target(args: argparse.Namespace) -> None:
             raise BadArguments("--instances counts an --endpoint's instances; a --url server or --pair is one")
     if args.instances < 1:
         raise BadArguments(f"--instances {args.instances}: at least 1")
-    if args.speculative_tokens is not None and not args.pair:
-        raise BadArguments("--speculative-tokens sets the K of a local --pair; a running server keeps its own")
-    if args.speculative_tokens is not None and args.speculative_tokens < 0:
-        raise BadArguments(f"--speculative-tokens {args.speculative_tokens}: 0 (off) or more")
+    refused = speculation_refusal(args)
+    if refused:
+        raise BadArguments(refused)
     if args.deployment and args.profile:
         raise BadArguments("--deployment gives the profile; drop --profile or --deployment")
 
@@ -483,7 +560,7 @@ def _prompts(args: argparse.Namespace):
             else []
         )
         return prompts, describe_prompts_file(args.prompts_file, prompts), notes
-    buckets = [bucket.strip() for bucket in (args.buckets or DEFAULT_BUCKETS).split(",") if bucket.strip()]
+    buckets = _buckets(args)
     try:
         prompts = synthetic_prompts(buckets, seed=args.seed)
     except ValueError as error:
@@ -492,11 +569,8 @@ def _prompts(args: argparse.Namespace):
     return prompts, describe_synthetic_prompts(buckets, args.seed), [SYNTHETIC_PROMPTS_NOTE]
 
 
-def _k_text(args: argparse.Namespace) -> str | None:
-    if not args.pair:
-        return None
-    k = LOCAL_K_DEFAULT if args.speculative_tokens is None else args.speculative_tokens
-    return "0 (off)" if k == 0 else str(k)
+def _buckets(args: argparse.Namespace) -> list[str]:
+    return [bucket.strip() for bucket in (args.buckets or DEFAULT_BUCKETS).split(",") if bucket.strip()]
 
 
 @contextmanager
@@ -505,7 +579,7 @@ def _target(args: argparse.Namespace):
     from peagle.client.cli import build_client
 
     if args.pair:
-        with _served_pair(args) as url, build_client(url, None, args) as client:
+        with served_pair(args) as url, build_client(url, None, args) as client:
             yield client, url, f"local pair {args.pair} (peagle local)"
         return
     if args.url:
@@ -523,18 +597,6 @@ def _target(args: argparse.Namespace):
         yield client, None, description
 
 
-@contextmanager
-def _served_pair(args: argparse.Namespace):
-    """`peagle local --pair` on a free port, started and stopped as peagle tune serves its candidates."""
-    k = LOCAL_K_DEFAULT if args.speculative_tokens is None else args.speculative_tokens
-    args.out.mkdir(parents=True, exist_ok=True)
-    options = ["--pair", args.pair, "--speculative-tokens", str(k)]
-    with serve_local(
-        options, log_path=args.out / "server.log", label=f"pair {args.pair} K={k}", parent="capacity"
-    ) as url:
-        yield url
-
-
 def _search(client, metrics_url, prompts, template, slo, settings, args, busy_limit):
     from dataclasses import replace
     from statistics import median
@@ -543,12 +605,14 @@ def _search(client, metrics_url, prompts, template, slo, settings, args, busy_li
     from peagle.capacity.levels import measure_level
     from peagle.capacity.search import find_capacity
 
-    bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=prompts, request_template=template)
     latencies = _warm_up(client, prompts, template, args.warmup)
     ramp = args.ramp_seconds if args.ramp_seconds is not None else RAMP_LATENCIES * median(latencies)
     settings = replace(settings, ramp_seconds=round(ramp, 1))
+    prompts_at = prompts_by_repeat(prompts, buckets=None if args.prompts_file else _buckets(args), seed=args.seed)
 
     def measure(rate: float, repeat: int):
+        cases, prompts_seed = prompts_at(repeat)
+        bench = BenchSettings(concurrency=[1], requests_per_level=1, prompts=cases, request_template=template)
         return measure_level(
             client,
             build_requests(bench, settings.requests_at(rate)),
@@ -560,6 +624,7 @@ def _search(client, metrics_url, prompts, template, slo, settings, args, busy_li
             metrics_url=metrics_url,
             ramp_seconds=settings.ramp_seconds,
             busy_limit=busy_limit,
+            prompts_seed=prompts_seed,
         )
 
     def progress(line: str) -> None:

@@ -64,6 +64,9 @@ class LevelRecord:
     e2el_mean: float | None = None
     sent: int = 0  # requests sent, the ramp's included
     host: HostConditions | None = None  # what the machine did meanwhile (peagle/bench/host_conditions.py)
+    # The seed its synthetic prompts were drawn from (a repeat's own); None for a --prompts-file's, and in
+    # files written before repeats drew their own prompts. ``seed`` is the arrivals'.
+    prompts_seed: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -127,14 +130,14 @@ def measure_level(
     ramp_seconds: float = 0.0,
     on_done: Callable[[RequestRecord], None] = lambda record: None,
     busy_limit: BusyLimit = DEFAULT_BUSY_LIMIT,
+    prompts_seed: int | None = None,
 ) -> Measured:
     """Send ``requests`` open loop at ``rate`` and judge those scheduled after ``ramp_seconds``; a repeat
-    gets its own arrival seed.
+    gets its own arrival seed (``prompts_seed``: the seed the caller drew the requests' prompts from, kept).
 
-    The ramp is left out because a level starts on an idle server: the requests in flight climb to
-    their steady count over about one request's latency, and the first requests see a lighter load
-    than the rate gives (measured on the partial pair: a 24-request level at 1.19 req/s carried 8 in
-    flight and met the SLO; 48 requests at the same rate carried 11 and 50% met it).
+    The ramp is left out because a level starts on an idle server: the requests in flight climb to their steady
+    count over about one request's latency, so the first requests see a lighter load than the rate gives (on the
+    partial pair a 24-request level at 1.19 req/s carried 8 in flight and met the SLO; 48 at that rate, 11 and 50%).
     """
     level_seed = seed + repeat
     with HostWatch(metrics_url) as watch, GaugeSampler(metrics_url) as gauges:
@@ -182,6 +185,7 @@ def measure_level(
         e2el_mean=e2el.mean if e2el else None,
         sent=len(run.records),
         host=host,
+        prompts_seed=prompts_seed,
         **gauges.summary(after_seconds=ramp),
     )
     return Measured(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 
+from peagle.bench.intervals import CONFIDENCE
 from peagle.bench.stats import cost_per_million_output_tokens
 from peagle.capacity.levels import LevelRecord
 from peagle.capacity.search import (
@@ -20,6 +21,7 @@ from peagle.capacity.search import (
     TIME_BUDGET,
     CapacitySearch,
 )
+from peagle.capacity.spread import rate_spread, rates_table, spreads
 
 SCHEMA = "peagle-capacity/1"
 HOURS_PER_MONTH = 730  # AWS pricing's month: 365 x 24 / 12
@@ -31,8 +33,8 @@ _STOPPED = {
     MIN_RATE: "no level down to --min-rate met the SLO",
     MACHINE_BUSY: "the machine was busy: a level stayed noisy when measured again, so no capacity is published "
     "from a machine that was measuring its other work",
-    SWEPT: "--sweep: each rate given measured once, without a search; the capacity is the highest of them that met "
-    "the SLO, so it is as fine as the rates given",
+    SWEPT: "--sweep: each rate given measured (--repeats times), without a search; the capacity is the highest of them "
+    "that passed, so it is as fine as the rates given",
 }
 _NOTHING_MET = {
     **_STOPPED,
@@ -47,7 +49,7 @@ class Context:
 
     date: str
     target: str  # e.g. "local pair partial (peagle local)", "http://...", "endpoint E variant V"
-    speculative_tokens: str  # "4", "0 (off)", "not reported"
+    speculative_tokens: str  # "4", "0 (off)", "schedule 1-2:4,3-16:0", "not reported"
     slo_text: str  # planner.describe_slo
     slo_source: str
     sampling: str
@@ -60,6 +62,7 @@ class Context:
     price_source: str | None = None
     notes: list[str] = field(default_factory=list)
     prompts: str = ""  # which prompts: a file with its sha256, or "synthetic prompts (buckets ..., seed ...)"
+    speculative_schedule: str | None = None  # a local pair's K by batch size (--speculative-schedule), as given
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ class Answer:
     vllm_running_mean: float | None
     vllm_waiting_mean: float | None
     levels: int
+    # The rate's figures over its levels (peagle/capacity/spread.py): verdict, runs, seeds, and each figure
+    # pooled and as the mean with its 95% interval. Not divided by the instances.
+    spread: dict = field(default_factory=dict)
 
 
 def answer(search: CapacitySearch, instances: int) -> Answer | None:
@@ -106,6 +112,7 @@ def answer(search: CapacitySearch, instances: int) -> Answer | None:
         vllm_running_mean=gauge("vllm_running_mean"),
         vllm_waiting_mean=gauge("vllm_waiting_mean"),
         levels=len(records),
+        spread=rate_spread(search, rate).as_dict(),
     )
 
 
@@ -177,6 +184,7 @@ def _json(search: CapacitySearch, context: Context, found: Answer | None) -> str
         "date": context.date,
         "target": context.target,
         "speculative_tokens": context.speculative_tokens,
+        "speculative_schedule": context.speculative_schedule,
         "slo": context.slo_text,
         "slo_source": context.slo_source,
         "sampling": context.sampling,
@@ -187,6 +195,10 @@ def _json(search: CapacitySearch, context: Context, found: Answer | None) -> str
         "elapsed_seconds": search.elapsed_seconds,
         "capacity": None if found is None else found.__dict__,
         "first_fail_rate": search.first_fail,
+        # Each rate's verdict and figures over its levels, pooled and as a mean with its interval.
+        "confidence": CONFIDENCE,
+        "cannot_tell_rates": search.cannot_tell,
+        "rates": [spread.as_dict() for spread in spreads(search)],
         "points": [
             {"phase": step.phase, "elapsed_seconds": step.elapsed_seconds, **step.measured.detail.as_dict()}
             for step in search.steps
@@ -214,7 +226,11 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
     lines += [
         f"Search: {len(search.steps)} levels in {search.elapsed_seconds:.0f} s; stopped: "
         f"{(_STOPPED if found else _NOTHING_MET)[search.stop_reason]}."
-        + (f" First failing rate: {search.first_fail:g} requests/s offered." if search.first_fail is not None else ""),
+        + (
+            f" Lowest rate that did not pass (failed, or could not tell): {search.first_fail:g} requests/s offered."
+            if search.first_fail is not None
+            else ""
+        ),
         "",
         f"SLO: {context.slo_text} ({context.slo_source}); a request meets it as `vllm bench serve --goodput` counts "
         "(peagle/slo.py). Sampling: "
@@ -223,6 +239,8 @@ def _markdown(search: CapacitySearch, context: Context, found: Answer | None, pl
         + (f" Prompts: {context.prompts}." if context.prompts else ""),
         "",
     ]
+    lines += _rate_lines(search)
+    lines += ["", "Every level:", ""]
     lines += _levels_table(search, found)
     lines += _machine_lines(search)
     lines += ["", "Settings: " + "; ".join(f"{key} {value}" for key, value in context.settings.items()) + "."]
@@ -259,6 +277,7 @@ def _answer_lines(found: Answer, context: Context) -> list[str]:
         + ".",
         f"- Goodput {found.goodput_per_instance:.3f} requests/s, {found.output_tokens_per_s_per_instance:.1f} "
         f"output tokens/s per {per}.",
+        _how_sure(found),
     ]
     if context.instances > 1:
         lines.append(
@@ -266,6 +285,43 @@ def _answer_lines(found: Answer, context: Context) -> list[str]:
             f"by {context.instances} (--instances), which assumes SageMaker spreads the load evenly."
         )
     return lines + _cost_lines(found, context, per)
+
+
+def _how_sure(found: Answer) -> str:
+    """The answer's levels: their seeds and the interval of their attainments, or that there is none."""
+    seeds = ", ".join(str(seed) for seed in found.spread.get("seeds", []))
+    attained = found.spread.get("attainment", {})
+    if attained.get("low") is None:
+        return (
+            f"- How sure: measured once (arrival seed {seeds}), so no interval: the verdict rests on one level "
+            "(give --repeats 3 or more, and the time budget for them)."
+        )
+    half = (attained["high"] - attained["low"]) / 2
+    return (
+        f"- How sure: its {found.levels} levels ran on arrival seeds {seeds}; their attainments' mean is "
+        f"{attained['mean']:.1%} ± {half:.1%} ({CONFIDENCE:.0%} interval, Student t), at or above the target."
+    )
+
+
+def _rate_lines(search: CapacitySearch) -> list[str]:
+    """Each rate's figures over its levels, and the rates whose levels could not tell."""
+    lines = [
+        f"Per rate, its levels pooled; in brackets their mean ± the {CONFIDENCE:.0%} interval (Student t over the "
+        "levels, each on its own seed; peagle/bench/intervals.py) where a rate has two or more. A rate passes when "
+        "its pooled attainment meets the target and the interval lies at or above it, fails when both lie below, "
+        "and otherwise the levels cannot tell:",
+        "",
+        *rates_table(spreads(search)),
+    ]
+    if search.cannot_tell:
+        lines += [
+            "",
+            "**Could not tell** whether these rates meet the target: "
+            + ", ".join(f"{rate:g}" for rate in search.cannot_tell)
+            + " requests/s (their levels' attainment interval straddles it); the capacity is the highest rate that "
+            "passed. More --repeats or --requests-per-level narrow the interval.",
+        ]
+    return lines
 
 
 def _levels_table(search: CapacitySearch, found: Answer | None) -> list[str]:

@@ -4,8 +4,13 @@ meets the target, from measurements the caller makes (``measure(rate, repeat)``)
 It grows the rate geometrically from ``start_rate`` until a level fails (or, when the first level
 already fails, shrinks it until one passes), then bisects the bracket (geometric midpoint) until
 ``first fail / last pass <= 1 + tolerance``. The two points that decide the answer, the last pass and
-the first fail, are measured ``repeats`` times and judged on their pooled requests, so one lucky or
-unlucky level does not pick the answer; a re-measured point that changes its verdict moves the bracket
+the first fail, are measured ``repeats`` times (the caller gives each repeat its own prompt and arrival
+seed) and judged by the 95% interval of their attainments (peagle/bench/intervals.py: Student t over the
+repeats), so one lucky or unlucky level does not pick the answer. A rate passes when its pooled attainment
+meets the target and the interval lies at or above it, fails when the pooled attainment misses and the
+interval lies below it, and otherwise the search cannot tell, which is no pass: the capacity is the highest
+rate that passes. A rate measured once has no interval: its pooled value decides, provisionally, until it
+becomes a deciding point and is repeated. A re-measured point that changes its verdict moves the bracket
 and the search goes on. A fail that is clearly saturated (attainment far below the target, or the
 achieved rate well below the offered one) is not repeated: noise does not turn it into a pass. A
 level whose sender fell that far behind its schedule is never a pass, whatever its attainment: the
@@ -31,6 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from peagle.bench.intervals import Interval, mean_interval
+
 # Why the search stopped.
 CONVERGED = "converged"
 TIME_BUDGET = "time budget"
@@ -38,7 +45,12 @@ INTERRUPTED = "interrupted"
 MAX_RATE = "max rate"
 MIN_RATE = "min rate"
 MACHINE_BUSY = "machine busy"
-SWEPT = "swept"  # --sweep: every rate given measured once, no search
+SWEPT = "swept"  # --sweep: every rate given measured (``repeats`` times), no search
+
+# A rate's verdict against the target attainment.
+PASS = "pass"
+FAIL = "fail"
+CANNOT_TELL = "cannot tell"  # the interval of its repeats' attainments straddles the target
 
 # Clearly saturated: attainment below this share of the target, or the achieved rate below this share of
 # the offered one (the server, or the sender, no longer keeps up).
@@ -134,12 +146,36 @@ class CapacitySearch:
         requests = sum(point.requests for point in points)
         return sum(point.good_requests for point in points) / requests if requests else 0.0
 
+    def attainment_interval(self, rate: float) -> Interval:
+        """The mean of the levels' attainments at ``rate`` and its 95% interval over them."""
+        return mean_interval([point.attainment for point in self.at(rate)])
+
+    def verdict(self, rate: float) -> str:
+        """PASS, FAIL or CANNOT_TELL. A level whose sender fell far behind its schedule measured a lower rate
+        than the one it is filed under: the rate fails outright. Otherwise the pooled attainment says which
+        side of the target the rate is on, and the interval of the levels' attainments whether the repeats
+        are sure of it (one level has no interval: its value decides)."""
+        points = self.at(rate)
+        if not points or any(_sender_behind(point) for point in points):
+            return FAIL
+        target = self.settings.target_attainment
+        meets = self.pooled_attainment(rate) >= target
+        interval = self.attainment_interval(rate)
+        if interval.low is None or interval.high is None:
+            return PASS if meets else FAIL
+        if meets and interval.low >= target:
+            return PASS
+        if not meets and interval.high < target:
+            return FAIL
+        return CANNOT_TELL
+
     def passes(self, rate: float) -> bool:
-        """The pooled requests met the target, and the rate was really offered: a level whose sender fell
-        far behind its schedule measured a lower rate than the one it is filed under."""
-        return self.pooled_attainment(rate) >= self.settings.target_attainment and not any(
-            _sender_behind(point) for point in self.at(rate)
-        )
+        return self.verdict(rate) == PASS
+
+    @property
+    def cannot_tell(self) -> list[float]:
+        """The rates whose repeats could not say whether they meet the target."""
+        return [rate for rate in self.rates if self.verdict(rate) == CANNOT_TELL]
 
     def saturated(self, rate: float) -> bool:
         return any(_saturated(point, self.settings) for point in self.at(rate))
@@ -150,6 +186,7 @@ class CapacitySearch:
 
     @property
     def first_fail(self) -> float | None:
+        """The lowest rate that did not pass: it failed, or its repeats could not tell."""
         return next((rate for rate in self.rates if not self.passes(rate)), None)
 
     @property
@@ -166,6 +203,16 @@ class CapacitySearch:
     def bracket_width(self) -> float | None:
         low, high = self.last_pass, self.first_fail
         return high / low - 1 if low and high else None
+
+
+_VERDICT_WORDS = {PASS: "meets", FAIL: "misses", CANNOT_TELL: "cannot tell whether it meets"}
+
+
+def _spread(search: CapacitySearch, rate: float) -> str:
+    """ ", mean 95.8% ± 17.9% over 3 levels": the levels' attainments at ``rate`` and their interval."""
+    interval = search.attainment_interval(rate)
+    half = interval.half_width
+    return "" if half is None else f", mean {interval.mean:.1%} ± {half:.1%} over {interval.runs} levels"
 
 
 def _sender_behind(point: Measured) -> bool:
@@ -267,8 +314,8 @@ def find_capacity(
                 )
                 break
             search.steps.append(Step(rate, repeat, phase, measured, clock() - started))
-            verdict = "meets" if search.passes(rate) else "misses"
-            pooled = f", pooled {search.pooled_attainment(rate):.1%}" if repeat else ""
+            verdict = _VERDICT_WORDS[search.verdict(rate)]
+            pooled = f", pooled {search.pooled_attainment(rate):.1%}{_spread(search, rate)}" if repeat else ""
             if _sender_behind(measured):
                 why = " (the sender fell behind its schedule: the rate was not offered, so it counts as a miss)"
             else:
@@ -286,6 +333,8 @@ def find_capacity(
 
 
 def _swept(search: CapacitySearch, rates: Sequence[float]) -> tuple[float, str] | str:
-    """--sweep: the next of ``rates`` not measured yet, in the order given; SWEPT when each has been."""
+    """--sweep: the next of ``rates`` not measured yet, in the order given, each ``repeats`` times in a row (each
+    on its own seed); SWEPT when each has been."""
+    levels = [rate for rate in rates for _ in range(search.settings.repeats)]
     done = len(search.steps)
-    return (rates[done], "sweep") if done < len(rates) else SWEPT
+    return (levels[done], "sweep") if done < len(levels) else SWEPT

@@ -129,3 +129,18 @@ def test_the_baseline_knee_holds_in_vllms_own_tool_and_half_again_fails():
         assert searched["capacity"] is None and min(p["offered_rate"] for p in searched["points"]) <= 0.125
         assert good(f"K{k}-vllm-bench-serve-0.5-capacity-prompts") < 0.95
     assert good("K4-vllm-bench-serve-0.5-random64") >= 0.95
+
+
+def test_a_schedule_is_served_and_measured_as_a_k_is(tmp_path, capsys):
+    """`peagle capacity --pair tiny --speculative-schedule 1-2:4,3-16:0` starts `peagle local` with that schedule
+    (its own server, not the session's) and measures it: one short sweep level is enough to see it served, and the
+    report records the schedule where it records K."""
+    out = tmp_path / "schedule"
+    argv = ["capacity", "--pair", "tiny", "--speculative-schedule", "1-2:4,3-16:0", "--out", str(out), *SLO_ARGS]
+    argv += ["--sweep", "1", "--min-level-seconds", "6", "--requests-per-level", "8", "--busy-limit", "1"]
+    assert main(argv) in (0, 1), capsys.readouterr().err  # 1: the level missed the SLO; the run itself is the subject
+    document = json.loads((out / "capacity.json").read_text())
+    assert document["speculative_tokens"] == "schedule 1-2:4,3-16:0"
+    assert document["speculative_schedule"] == "1-2:4,3-16:0"
+    assert document["points"] and document["points"][0]["requests"] >= 8
+    assert (out / "server.log").is_file()

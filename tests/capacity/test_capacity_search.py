@@ -68,7 +68,7 @@ def test_finds_the_knee_within_the_tolerance():
 def test_a_sweep_measures_each_rate_given_once_in_order_and_searches_nothing():
     """--sweep: the levels a service curve needs, below and past the knee, not the knee's bracket."""
     server = FakeServer(knee=3.7)
-    search = find_capacity(server.measure, settings(), clock=server.clock, rates=[6.0, 1.0, 3.0, 5.0])
+    search = find_capacity(server.measure, settings(repeats=1), clock=server.clock, rates=[6.0, 1.0, 3.0, 5.0])
     assert search.stop_reason == SWEPT
     assert [(step.rate, step.repeat, step.phase) for step in search.steps] == [
         (6.0, 0, "sweep"),
