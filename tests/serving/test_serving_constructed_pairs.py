@@ -55,7 +55,8 @@ def built(name: str) -> TinyPair:
     return ensure_tiny_pair(default_models_dir(name), PAIRS[name])
 
 
-def serve(pair: TinyPair) -> Iterator[LocalServer]:
+def serve(pair: TinyPair, *setting: str) -> Iterator[LocalServer]:
+    """`peagle local --pair` as a user starts it, with ``setting`` (default ``--speculative-tokens K``)."""
     port = free_port()
     server = spawn(
         peagle_local_command(
@@ -65,8 +66,7 @@ def serve(pair: TinyPair) -> Iterator[LocalServer]:
             str(pair.root),
             "--port",
             str(port),
-            "--speculative-tokens",
-            str(K),
+            *(setting or ("--speculative-tokens", str(K))),
             "--kpi-interval-seconds",
             str(TEST_KPI_INTERVAL_SECONDS),
         ),

@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from local_engine import TEST_KPI_INTERVAL_SECONDS, LocalServer, free_port, peagle_local_command, spawn
+from local_engine import LocalServer
 from serving_requests import GREEDY, completion, metrics
 from speculation_model import chain
+from test_serving_constructed_pairs import serve
 
 from peagle.local.cli import default_models_dir
 from peagle.local.tiny_pair import PAIRS, ensure_tiny_pair, target_rule_for
@@ -36,28 +37,9 @@ TOKENS = 48
 
 @pytest.fixture(scope="module")
 def scheduled_server() -> Iterator[LocalServer]:
-    pair = ensure_tiny_pair(default_models_dir("partial"), PAIRS["partial"])
-    port = free_port()
-    server = spawn(
-        peagle_local_command(
-            "--pair",
-            "partial",
-            "--models-dir",
-            str(pair.root),
-            "--port",
-            str(port),
-            "--speculative-schedule",
-            SCHEDULE,
-            "--kpi-interval-seconds",
-            str(TEST_KPI_INTERVAL_SECONDS),
-        ),
-        port=port,
+    yield from serve(
+        ensure_tiny_pair(default_models_dir("partial"), PAIRS["partial"]), "--speculative-schedule", SCHEDULE
     )
-    try:
-        server.wait_until_ready()
-        yield server
-    finally:
-        server.stop()
 
 
 def _answers(url: str, prompts: list[str], at_once: int) -> tuple[list[list[int]], float]:
