@@ -220,7 +220,8 @@ class Speculation:
 
     @staticmethod
     def recommended() -> Speculation:
-        """The pair's recommended K for the profile (peagle/catalog/pairs.yaml)."""
+        """The planner's default K: K by load from its roofline where the GPU and pair have the figures, else the
+        pair's recommended K for the profile (peagle/catalog/pairs.yaml); `peagle plan` prints which and why."""
         return Speculation()
 
     @staticmethod

@@ -124,7 +124,8 @@ VALUE_TYPES: dict[type, tuple[tuple[str, ...], str]] = {
     ),
     Speculation: (
         ("recommended", "fixed", "off", "by_batch_size"),
-        "the pair's recommended K for the profile; a fixed K; the target alone (K=0); K by batch size, "
+        "the planner's default K (K by load where modelled, else the pair's recommended K; `peagle plan` says "
+        "which); a fixed K; the target alone (K=0); K by batch size, "
         "`[(min_batch, max_batch, k), ...]` ([speculation.md](speculation.md#k-by-batch-size))",
     ),
     Rollout: (
