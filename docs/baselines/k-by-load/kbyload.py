@@ -4,7 +4,8 @@ One speculation setting of the local partial pair (`peagle local --pair partial 
 `--speculative-tokens 4` or `--speculative-schedule 1-2:4,3-16:0`) measured with vLLM's own load tester
 (`vllm bench serve`) at the levels issue 46 asks for: closed loop at concurrency 1, 4 and 8, and open loop at
 Poisson 0.5 and 1.0 requests/s, once per seed. A seed picks the prompt set (peagle bench's synthetic `short`
-prompts, about 64 tokens, `synthetic_prompts(["short"], per_bucket=8, seed=SEED)`) and the arrival times
+prompts, 147-187 tokens on the constructed pairs' one-token-per-character vocabulary,
+`synthetic_prompts(["short"], per_bucket=8, seed=SEED)`, cycled over a level's requests) and the arrival times
 (`vllm bench serve --seed SEED`), so two settings run on the same seeds are compared paired by seed
 (peagle/bench/intervals.py). Sampling is the chatbot profile's (temperature 0.7, top_p 0.9), 64 output tokens with
 ignore_eos, goodput under `ttft:1000 tpot:100` (milliseconds), as the issue's figures were. One server serves
@@ -35,6 +36,8 @@ LEVELS = [
     ("r0.5", None, "0.5", 20),
     ("r1.0", None, "1.0", 30),
 ]
+# KBYLOAD_LEVELS=c4,c8 measures only those levels (the no-prefix-cache runs).
+LEVELS = [level for level in LEVELS if level[0] in os.environ.get("KBYLOAD_LEVELS", level[0]).split(",")]
 out.mkdir(parents=True, exist_ok=True)
 repo = Path(__file__).resolve().parents[3]
 env = {**os.environ, "PYTHONPATH": str(repo / "inference_image")}

@@ -83,7 +83,11 @@ for setting in settings:
             figure = "request_goodput_rps" if level.startswith("r") else "output_tokens_per_s"
             first, second = values(setting, level, figure, seeds), values(other, level, figure, seeds)
             verdict = compare(first, second).value
-            print(f"  {setting} / {other} at {level} ({figure}): {ratio_interval(first, second).text(2)}; {verdict}")
+            try:
+                ratio = ratio_interval(first, second).text(2)
+            except ValueError:  # a run of the second setting at 0: the difference still decides
+                ratio = "no ratio (a run at 0)"
+            print(f"  {setting} / {other} at {level} ({figure}): {ratio}; {verdict}")
 for setting, bands in schedules.items():
     for level, batch in (("c1", 1), ("c4", 4), ("c8", 8)):
         other = static_name(k_of_band(bands, batch))
