@@ -8,7 +8,9 @@ level against the SLO (peagle/slo.py, vllm bench serve's definitions) and search
 to --out.
 
 Exit 0 with a capacity; 1 when the target could not be served or no rate met the SLO; 2 bad
-arguments; 130 interrupted (Ctrl-C), after writing what was measured.
+arguments; 3 AWS refused a call (the SageMaker benchmark job's, --sagemaker-benchmark --submit and
+--sagemaker-results: peagle/capacity/sagemaker_benchmark*.py); 130 interrupted (Ctrl-C), after writing what
+was measured.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from peagle.bench.host_conditions import add_busy_limit_argument
 from peagle.bench.intervals import CONFIDENCE
 from peagle.bench.prompts import BUCKET_WORDS
 from peagle.capacity.local_pair import k_text, served_pair, speculation_refusal
+from peagle.capacity.sagemaker_benchmark import OPTIONS as SAGEMAKER_BENCHMARK_OPTIONS
 from peagle.capacity.seeds import prompts_by_repeat, seeds_note
 from peagle.cli_errors import ExitCode
 from peagle.cli_options import add_command, added_by, exclusive, option
@@ -234,6 +237,7 @@ _OPTIONS = (
         "seeds, prompts, sampling and SLO, rate by rate and paired by seed: each figure's difference with its "
         "interval, and 'cannot tell' where the interval includes zero (comparison.md and comparison.json in --out)",
     ),
+    SAGEMAKER_BENCHMARK_OPTIONS,
     option("--out", type=Path, required=True, help="output folder (created)"),
 )
 
@@ -251,11 +255,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "knee.png and capacity-snippet.yaml (autoscaling targets at --headroom) to --out. Progress on stderr; "
         "Ctrl-C writes what was measured. A level measured on a busy machine (--busy-limit) is measured again, "
         "and when it stays noisy the search stops without a capacity. Exit 0 ok, 1 target failed, no rate met "
-        "the SLO or the machine was busy, 2 bad arguments, 130 interrupted.",
+        "the SLO or the machine was busy, 2 bad arguments, 3 AWS refused a call, 130 interrupted. "
+        "--sagemaker-benchmark writes (and --submit sends) a SageMaker AI benchmark job for the endpoint instead; "
+        "--sagemaker-results reads a finished one beside a local run.",
     )
 
 
 def run_capacity(args: argparse.Namespace) -> int:
+    from peagle.aws import AwsCallError
     from peagle.cli_errors import run_reporting_errors
     from peagle.settings.errors import PeagleError
 
@@ -263,6 +270,7 @@ def run_capacity(args: argparse.Namespace) -> int:
         _capacity,
         args,
         [
+            (AwsCallError, ExitCode.AWS),
             ((CapacityFailed, LocalServerFailed), ExitCode.FAILED),
             ((BadArguments, PeagleError, ValueError), ExitCode.BAD_INPUT),
         ],
@@ -270,6 +278,15 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
+    if args.sagemaker_benchmark or args.sagemaker_results:  # a job SageMaker runs: nothing served here
+        from peagle.capacity.sagemaker_benchmark_results import read_job_results, write_job_requests
+
+        slo, slo_source, profile, sampling = _slo_and_sampling(args)
+        if args.sagemaker_results:
+            return read_job_results(args, slo, slo_source)
+        return write_job_requests(
+            args, slo, _request_template(args, profile, sampling).max_tokens or DEFAULT_MAX_TOKENS
+        )
     if args.compare:
         return _compare_only(args)
     _check_target(args)
@@ -462,6 +479,10 @@ def _print_answer(search, context, args: argparse.Namespace, paths: list[Path]) 
 
 
 def _check_target(args: argparse.Namespace) -> None:
+    from peagle.capacity.sagemaker_benchmark import stray_options
+
+    if stray_options(args):
+        raise BadArguments("; ".join(stray_options(args)))
     if not (args.url or args.endpoint or args.pair):
         raise BadArguments(
             "no target: give --url URL, --endpoint NAME or --pair PAIR (" + ", ".join(sorted(PAIRS)) + ")"
