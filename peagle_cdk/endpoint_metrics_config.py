@@ -28,6 +28,22 @@ https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-enhanced-m
 publishes with them is not documented and not verified on AWS. Enhanced metrics stay at their default there (False):
 stating True would ask for a feature documented for real-time endpoints only.
 
+Where SageMaker scrapes the container (detailed observability): "If this configuration is not provided, the default path
+/metrics on port 8080 is used with a default publishing frequency of 60 seconds" (ContainerMetricsConfig, botocore
+1.44.5; its MetricsEndpoint has a path, "If not specified, defaults to /metrics", and a frequency, "Valid values: 10,
+30, 60, 120, 180, 240, 300. Defaults to 60", but no port). vLLM itself listens on 8080 in the container
+(inference_image/peagle_serve/settings.py, "SageMaker requires 8080") and serves its Prometheus metrics at /metrics
+there, so the default is where they are, and no template states it:
+- a production variant's container cannot: botocore's ContainerDefinition has ContainerMetricsConfig, but
+  CloudFormation's AWS::SageMaker::Model (cfn-lint 1.58.0, f713429cd3f0c181.json) and CfnModel.ContainerDefinitionProperty
+  have no such property, and no API is called behind CloudFormation's back (docs/catalog.md, "What waits on
+  CloudFormation");
+- an inference component could (Specification.Container.ContainerMetricsConfig is in its schema, eddb9f584c0b6de8.json),
+  but its Specification names the Model (ModelName), and whether SageMaker accepts ModelName together with a Container
+  holding only ContainerMetricsConfig is documented nowhere (botocore's InferenceComponentSpecification and the schema
+  neither allow nor forbid it). Stating it would gain only a publish frequency other than 60 s and could fail a deploy
+  that works today: not stated until that is verified on AWS.
+
 Changing any field replaces the endpoint config ("/properties/MetricsConfig" is among the createOnlyProperties of
 AWS::SageMaker::EndpointConfig in that schema) and updates the endpoint onto the new one: `peagle preflight` says so
 (peagle/preflight/rules.py, rule metrics-config).

@@ -505,6 +505,8 @@ class Autoscaling:
     max_requests_per_second: float | None = _AUTOSCALING.max_requests_per_second
     headroom: float = _AUTOSCALING.headroom  # share of max_requests_per_second the invocations target aims at
     gpu_utilization_percent: float | None = _AUTOSCALING.gpu_utilization_target_percent
+    scale_on_queue: bool = _AUTOSCALING.scale_on_queue  # also scale out on vLLM's requests waiting per unit
+    target_requests_waiting: float | None = _AUTOSCALING.target_requests_waiting
     latency_step_scaling: bool = _AUTOSCALING.latency_step_scaling
     scale_in_cooldown: Duration = Duration.seconds(_AUTOSCALING.scale_in_cooldown_seconds)
     scale_out_cooldown: Duration = Duration.seconds(_AUTOSCALING.scale_out_cooldown_seconds)

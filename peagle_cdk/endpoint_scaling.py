@@ -151,6 +151,45 @@ class _SageMakerCapacity(appscaling.BaseScalableAttribute):
         )
         return target
 
+    def scale_on_requests_waiting(
+        self,
+        id: str,
+        *,
+        metric: cloudwatch.IMetric,
+        target_per_unit: float,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        disable_scale_in: bool = False,
+    ) -> None:
+        """Track vLLM's queue, requests waiting per unit (``metric``, the KPI lines' Average), beside the concurrency
+        (or invocations) policy.
+
+        Application Auto Scaling asks of a customized metric: "Choose a metric that changes proportionally with
+        capacity. The value of the metric should increase or decrease in inverse proportion to the number of
+        capacity units" (API reference, CustomizedMetricSpecification; botocore 1.44.5). The queue falls as units
+        are added, but not in proportion: it is 0 on every unit that is not full, however light the load, so on its
+        own this policy would always be ready to scale in, to the floor. Beside another target-tracking policy that
+        scales in, that is harmless and useful: Application Auto Scaling "will scale in only if all of the target
+        tracking policies (with the scale-in portion enabled) are ready to scale in", and then "scales based on the
+        policy that provides the largest capacity for both scale in and scale out" (Application Auto Scaling User
+        Guide, "How target tracking scaling for Application Auto Scaling works", Multiple scaling policies,
+        https://docs.aws.amazon.com/autoscaling/application/userguide/target-tracking-scaling-policy-overview.html):
+        the other policy decides how far in, and this one holds it back while requests wait. With its scale-in off,
+        the concurrency policy removed, a minute later, the unit this one had just added for a queue (its metric had
+        been under 90 % of its target all along: `peagle simulate`, docs/scaling.md). ``disable_scale_in`` where no
+        other target-tracking policy scales in (a component that scales to zero: its step policies do), or this one
+        would scale in alone whenever nothing waits ("If the value is true, scale in is disabled and the target
+        tracking scaling policy won't remove capacity from the scalable target",
+        TargetTrackingScalingPolicyConfiguration.DisableScaleIn)."""
+        self._do_scale_to_track_metric(
+            id,
+            target_value=target_per_unit,
+            custom_metric=metric,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in or None,
+        )
+
     def scale_on_schedule(
         self, id: str, *, schedule: appscaling.Schedule, min_capacity: int, max_capacity: int, time_zone=None
     ) -> None:

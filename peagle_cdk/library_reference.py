@@ -146,8 +146,9 @@ VALUE_TYPES: dict[type, tuple[tuple[str, ...], str]] = {
         "instances of the variant, or copies of the component (`min_capacity` 0 scales the component to zero); the "
         "target is `target_concurrency` per unit if given, else `measured_capacity`'s (what `peagle capacity` "
         "measured in flight at the SLO, times its headroom: the `TargetValue` of the tracking policy), else the "
-        "planner's stated guess; `max_requests_per_second` tracks invocations instead (variants only); the keywords "
-        "are the deployment file's `autoscaling` fields ([scaling.md](scaling.md))",
+        "planner's stated guess; `max_requests_per_second` tracks invocations instead (variants only); "
+        "`scale_on_queue` also tracks vLLM's requests waiting per unit ([scaling.md](scaling.md#scaling-on-the-queue)); "
+        "the keywords are the deployment file's `autoscaling` fields ([scaling.md](scaling.md))",
     ),
     ScheduledCapacity: (
         (),

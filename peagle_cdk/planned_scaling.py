@@ -15,6 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from peagle.planning.planner import Plan, ScalingTarget
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
+from peagle_serve.contract import ENDPOINT_NAME_DIMENSION, KPI_METRIC_NAMES, KPI_NAMESPACE, VARIANT_NAME_DIMENSION
 
 if TYPE_CHECKING:
     from peagle.planning.unit_plan import ComponentPool
@@ -89,6 +90,55 @@ def _scale_on_latency(
         )
 
 
+def queue_target(plan: Plan) -> float:
+    """Requests waiting per unit the queue policy aims at: ``autoscaling.target_requests_waiting``, else the queue
+    one unit admits within the profile's TTFT bound (our estimate, not an AWS or vLLM rule). vLLM admits a waiting
+    request when a running one finishes; with max_num_seqs running, each for the plan's request time T (half the p90
+    latency SLA, Plan.request_seconds_estimate), slots free at max_num_seqs / T a second, so W waiting requests are
+    all admitted within W x T / max_num_seqs seconds, and W = max_num_seqs x TTFT / T keeps that within the TTFT
+    bound. At least 1: below it the Average says the unit was full only part of the minute. Where the KV cache
+    holds fewer than max_num_seqs requests (long prompts) slots free more slowly and the wait is longer: set a
+    measured target then. Without a TTFT bound in the SLO: 1."""
+    given = _autoscaling(plan).target_requests_waiting
+    if given is not None:
+        return given
+    ttft = plan.profile.slo.ttft_seconds
+    if ttft is None:
+        return 1.0
+    return max(1.0, round(plan.max_num_seqs * ttft / plan.request_seconds_estimate, 2))
+
+
+def requests_waiting_metric(endpoint_name: str, unit_name: str) -> cloudwatch.Metric:
+    """vLLM's requests waiting (vllm:num_requests_waiting) per unit, from the KPI lines' metric filter
+    (peagle_cdk/kpi_metrics.py): each serving unit writes one line per KPI interval with the gauge at that moment,
+    so a minute's Average over the unit's dimensions is the mean queue of a serving unit. Not the metric SageMaker's
+    detailed observability publishes from the same gauge: that one is an OpenTelemetry metric read with PromQL, and
+    Application Auto Scaling's CustomizedMetricSpecification names a CloudWatch metric by namespace, name and
+    dimensions (botocore 1.44.5, TargetTrackingMetric), which it has not (docs/observability.md)."""
+    return cloudwatch.Metric(
+        namespace=KPI_NAMESPACE,
+        metric_name=KPI_METRIC_NAMES["requests_waiting"],
+        dimensions_map={ENDPOINT_NAME_DIMENSION: endpoint_name, VARIANT_NAME_DIMENSION: unit_name},
+        statistic="Average",
+        period=Duration.minutes(1),
+    )
+
+
+def _scale_on_queue(
+    endpoint: ServingUnits, scaling: ScalableUnitCapacity, plan: Plan, unit_name: str, *, disable_scale_in: bool
+) -> None:
+    """The queue policy (``autoscaling.scale_on_queue``); ``disable_scale_in`` where no other target-tracking policy
+    scales in (peagle_cdk/endpoint_scaling.py, scale_on_requests_waiting, says why)."""
+    if _autoscaling(plan).scale_on_queue:
+        scaling.scale_on_requests_waiting(
+            "RequestsWaitingPerUnit",
+            metric=requests_waiting_metric(endpoint.endpoint_name, unit_name),
+            target_per_unit=queue_target(plan),
+            disable_scale_in=disable_scale_in,
+            **_cooldowns(plan),
+        )
+
+
 def scale_instances(endpoint: InstanceUnits, name: str, plan: Plan) -> ScalableInstanceCount:
     """The primary variant's instance count: on requests in flight (or invocations), GPU use, latency over
     the SLA and schedules."""
@@ -121,6 +171,7 @@ def scale_instances(endpoint: InstanceUnits, name: str, plan: Plan) -> ScalableI
             gpu_count=plan.gpus_per_metric,
             **cooldowns,
         )
+    _scale_on_queue(endpoint, scaling, plan, name, disable_scale_in=False)
     _scale_on_latency(endpoint, scaling, plan, {})
     for schedule in autoscaling.schedules:
         scaling.scale_on_schedule(
@@ -157,6 +208,7 @@ def scale_copies(endpoint: CopyUnits, name: str, plan: Plan, components: Compone
             disable_scale_in=True,  # scale-in is the step policies' (ScalableCopyCount's docstring)
             **cooldowns,
         )
+    _scale_on_queue(endpoint, scaling, plan, name, disable_scale_in=to_zero)
     _scale_on_latency(endpoint, scaling, plan, unit)
     if to_zero:
         minute = Duration.minutes(1)

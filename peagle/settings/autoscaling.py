@@ -138,6 +138,23 @@ class AutoscalingSettings(StrictModel):
         "set, the target is its concurrency x headroom",
         json_schema_extra=spelled("Autoscaling(measured_capacity=...)"),
     )
+    scale_on_queue: bool = Field(
+        default=False,
+        description="also scale on vLLM's queue: target tracking on requests waiting per unit (the KPI line's "
+        "RequestsWaiting, Average per minute), beside the concurrency (or invocations) policy, which decides how far "
+        "in (this one only holds a scale-in back while requests wait; off where copies scale to zero). It scales out "
+        "where requests wait before concurrency reaches its target, e.g. long prompts whose KV cache holds fewer "
+        "requests than the concurrency target; needs observability.kpi_interval_seconds <= 60",
+        json_schema_extra=spelled("Autoscaling(scale_on_queue=...)"),
+    )
+    target_requests_waiting: float | None = Field(
+        default=None,
+        gt=0,
+        description="requests waiting per unit the queue policy aims at (scale_on_queue); unset: the queue one unit "
+        "admits within the profile's TTFT bound, max_num_seqs x TTFT / the plan's request time (half the p90 "
+        "latency SLA), at least 1",
+        json_schema_extra=spelled("Autoscaling(target_requests_waiting=...)"),
+    )
     gpu_utilization_target_percent: float | None = Field(
         default=80,
         gt=0,

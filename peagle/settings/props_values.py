@@ -84,6 +84,8 @@ AUTOSCALING: tuple[_Keyword, ...] = (
     ("max_requests_per_second", "max_requests_per_second", None),
     ("headroom", "headroom", None),
     ("gpu_utilization_target_percent", "gpu_utilization_percent", None),
+    ("scale_on_queue", "scale_on_queue", None),
+    ("target_requests_waiting", "target_requests_waiting", None),
     ("latency_step_scaling", "latency_step_scaling", None),
     ("scale_in_cooldown_seconds", "scale_in_cooldown", _seconds),
     ("scale_out_cooldown_seconds", "scale_out_cooldown", _seconds),

@@ -99,6 +99,7 @@ def deployment_problems(config: DeploymentSections) -> list[str]:
     if config.model in pairs:
         problems += _speculation_problems(config)
     problems += _scaling_problems(config)
+    problems += _queue_scaling_problems(config)
     if config.ab_test.enabled and config.rollout.strategy == "rolling" and not config.uses_inference_components:
         problems.append(
             f"{setting('rollout.strategy', 'rolling')} is not supported on multi-variant endpoints "
@@ -245,6 +246,29 @@ _CAPTURE_NEEDS_VARIANTS = (
     f"either mode), or {setting('endpoint.mode', 'variants')} to capture requests, or turn capture off "
     f"({setting('capture.enabled', False)}) in inference_components mode"
 )
+
+
+def _queue_scaling_problems(config: DeploymentSections) -> list[str]:
+    """The queue policy (peagle_cdk/planned_scaling.py) tracks the KPI lines' RequestsWaiting in one-minute datapoints:
+    a line less often than once a minute leaves minutes without one, and "If the metric is missing data points, this
+    causes the CloudWatch alarm state to change to INSUFFICIENT_DATA. When this happens, Application Auto Scaling
+    cannot scale your scalable target until new data points are found" (Application Auto Scaling User Guide, "How
+    target tracking scaling for Application Auto Scaling works", Considerations,
+    https://docs.aws.amazon.com/autoscaling/application/userguide/target-tracking-scaling-policy-overview.html)."""
+    scaling, interval = config.autoscaling, config.observability.kpi_interval_seconds
+    problems = []
+    if scaling.enabled and scaling.scale_on_queue and interval > 60:
+        problems.append(
+            f"{setting('autoscaling.scale_on_queue', True)} tracks the KPI lines' requests waiting each minute, but "
+            f"{setting('observability.kpi_interval_seconds', interval)} writes one every {interval} s: minutes "
+            "without a datapoint stop target tracking; set the interval to 60 s or less, or turn the queue policy off"
+        )
+    if scaling.target_requests_waiting is not None and not scaling.scale_on_queue:
+        problems.append(
+            f"{setting('autoscaling.target_requests_waiting')} is the queue policy's target, which is off: set "
+            f"{setting('autoscaling.scale_on_queue', True)} too, or remove the target"
+        )
+    return problems
 
 
 def _component_problems(config: DeploymentSections) -> list[str]:

@@ -92,6 +92,13 @@ _OPTIONS = (
         help="mean time a request holds a vLLM slot (default: half the profile's p90 SLA)",
     ),
     option(
+        "--context-tokens",
+        type=float,
+        help="tokens each request holds in the KV cache (prompt + answer): a unit then runs at most the requests its "
+        "KV cache holds (the plan's KV-cache tokens over this), the rest wait in vLLM's queue; long prompts make "
+        "that fewer than max_num_seqs (default: max_num_seqs whatever the length)",
+    ),
+    option(
         "--service-curve",
         action="append",
         metavar="[ENDPOINT=]FILE",
@@ -165,6 +172,7 @@ def _simulate(args: argparse.Namespace) -> int:
     for name, value in (
         ("--instance-launch-seconds", args.instance_launch_seconds),
         ("--request-seconds", args.request_seconds),
+        ("--context-tokens", args.context_tokens),
         ("--output-tokens", args.output_tokens),
         ("--cold-start-wait", args.cold_start_wait),
     ):
@@ -206,6 +214,7 @@ def _simulate(args: argparse.Namespace) -> int:
             startup_basis="--startup" if startup_seconds is not None else None,
             instance_launch_seconds=args.instance_launch_seconds,
             request_seconds=args.request_seconds,
+            context_tokens=args.context_tokens,
             output_tokens=args.output_tokens,
             clients=args.clients,
             cold_start_wait_seconds=args.cold_start_wait,

@@ -151,6 +151,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 max_instances=components.max_instances,
                 min_instances=components.min_instances,
                 gpus_per_unit=components.accelerators_per_copy,
+                kv_cache_tokens=plan.memory.kv_cache_tokens,
                 data_cache=target.name in cached,
                 data_cache_forced=cached.get(target.name) == "instance type",
                 placement=placement_of(template, target.name),
@@ -170,6 +171,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
                 max_instances=target.max_capacity,
                 min_instances=0,
                 gpus_per_unit=plan.instance.gpu_count,
+                kv_cache_tokens=plan.memory.kv_cache_tokens,
                 asynchronous=per_instance is not None,
             )
             initial = max(target.min_capacity, plan.instance_count if target.min_capacity else 1)

@@ -197,6 +197,12 @@ class Assumptions:
     # Without a measured curve: the roofline estimate's low and high bounds (peagle/simulate/service_estimate.py),
     # each minute's requests judged against the SLO by both; empty where the estimate has no figures.
     estimates: tuple[ServiceCurve, ...] = ()
+    # Tokens one request holds in the KV cache (prompt + output) where requests are long: a unit then runs at most
+    # the requests its KV cache holds (UnitShape.kv_cache_tokens / this), fewer than max_num_seqs when prompts are
+    # long, and the rest wait in vLLM's queue (RequestsWaiting). None: the slots are max_num_seqs (the planner sizes
+    # the KV cache for max_num_seqs requests of the profile's typical context). Fixed slots only: a measured service
+    # curve already holds what the KV cache did to the measured unit.
+    context_tokens: float | None = None
     # Output tokens per answered request, for the cost per 1M output tokens; default: half max_tokens.
     output_tokens: float = 512.0
     # Clients refused "no capacity" retry as peagle.client does (its cold-start backoff, 5-30 s between
@@ -279,8 +285,13 @@ class Assumptions:
             if self.estimates
             else "the SLO's TTFT and TPOT are not checked"
         )
+        held = (
+            f", at most the requests its KV cache holds at {self.context_tokens:g} tokens each"
+            if self.context_tokens is not None
+            else ""
+        )
         return (
-            f"a unit is a fixed number of slots (vLLM's max_num_seqs), each request holding one for "
+            f"a unit is a fixed number of slots (vLLM's max_num_seqs{held}), each request holding one for "
             f"{self.request_seconds:g} s whatever the load (the planner's estimate: half the profile's p90 latency "
             f"SLA, not measured): answered within the timeout is judged, {judged}; give a measured curve with "
             "--service-curve (`peagle capacity --out DIR` writes DIR/service-curve.json)"
@@ -658,6 +669,10 @@ class Endpoint:
             else None
         )
         gpu_share = min(1.0, record.in_flight_per_unit / shape.max_num_seqs) * 100 if serving else None
+        # vLLM's requests waiting per serving unit, as the KPI lines report it (their RequestsWaiting, Average): what is
+        # in flight beyond the requests a unit runs at once. A minute's requests no slot takes time out and count as
+        # in flight for the whole minute (Little's law above), so they are the queue.
+        waiting = max(0.0, record.in_flight_per_unit - running_slots(shape, assumptions)) if serving else None
         in_flight = record.served * record.request_seconds / 60
         backlog = record.waiting + in_flight
         return {
@@ -666,6 +681,7 @@ class Endpoint:
             "InvocationsPerInstance": per_unit_invocations,
             "ConcurrentRequestsPerCopy": concurrency,
             "ConcurrentRequestsPerModel": concurrency,
+            "RequestsWaiting": waiting,
             "NoCapacityInvocationFailures": record.refused_sends or None,
             "GPUUtilizationNormalized": gpu_share,
             "GPUUtilization": None if gpu_share is None else gpu_share * shape.gpus_per_unit,
@@ -676,12 +692,22 @@ class Endpoint:
         }
 
 
+def running_slots(shape: UnitShape, assumptions: Assumptions) -> float:
+    """Requests one unit runs at once: vLLM's max_num_seqs, or fewer where the KV cache holds fewer requests of
+    ``Assumptions.context_tokens`` each: vLLM's scheduler takes a request only when ``kv_cache_manager.allocate_slots``
+    finds its blocks ("# The request cannot be scheduled." otherwise; vllm/v1/core/sched/scheduler.py, Scheduler.schedule),
+    so the rest wait. A measured curve holds its own limit."""
+    if assumptions.context_tokens is None or shape.kv_cache_tokens is None or shape.asynchronous:
+        return float(shape.max_num_seqs)
+    return float(max(1, min(shape.max_num_seqs, int(shape.kv_cache_tokens // assumptions.context_tokens))))
+
+
 def unit_rpm(shape: UnitShape, assumptions: Assumptions) -> float:
     """Requests a minute one unit answers at most: the highest rate its service curve measured (a real-time unit),
-    else every vLLM slot busy for the fixed request time."""
+    else every slot it runs (``running_slots``) busy for the fixed request time."""
     if assumptions.service is not None and not shape.asynchronous:
         return assumptions.service.max_rps * 60
-    return shape.max_num_seqs * 60 / assumptions.request_seconds
+    return running_slots(shape, assumptions) * 60 / assumptions.request_seconds
 
 
 MODELLED_METRICS = frozenset(
@@ -691,6 +717,7 @@ MODELLED_METRICS = frozenset(
         "InvocationsPerInstance",
         "ConcurrentRequestsPerCopy",
         "ConcurrentRequestsPerModel",
+        "RequestsWaiting",
         "NoCapacityInvocationFailures",
         "ModelLatency",
         "GPUUtilizationNormalized",

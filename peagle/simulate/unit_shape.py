@@ -37,6 +37,9 @@ class UnitShape:
     # the ``data_cache`` reading.
     data_cache: bool = False
     data_cache_forced: bool = False  # cached by the instance type although the template says EnableCaching false
+    # Tokens one unit's KV cache holds (the plan's MemoryFit.kv_cache_tokens, a whole replica); None: not known, the
+    # slots are max_num_seqs whatever the requests' lengths (service.running_slots).
+    kv_cache_tokens: int | None = None
     # Copies: the placement strategy and scale-in policy the template states (peagle/simulate/placement.py).
     placement: Placement = field(default_factory=Placement)
 
