@@ -12,7 +12,8 @@ from peagle.cli_options import add_command, option
 from peagle.cli_table import table_lines
 from peagle.planning.container_env import container_environment
 from peagle.planning.deployment_rules import plan_checked_deployment
-from peagle.planning.planner import describe_slo
+from peagle.planning.planner import describe_slo, plan_type
+from peagle.planning.pool_plans import PoolTypePlan, pool_type_plans
 from peagle.settings import CONTEXT_OVERRIDES, DeploymentConfig, config_from_overrides, load_deployment_config
 from peagle.settings.errors import PeagleError
 from peagle.settings.refs import Door
@@ -123,16 +124,23 @@ def _in_cli_words(error: Exception) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     config = _config(args)
+    # An instance pool: every type's plan, the refused ones too, before the first refusal stops the command.
+    pool = pool_type_plans(config, plan_type) if config.instance.fallback_types else []
+    if any(each.refused for each in pool) and not args.json:
+        print("\n".join(_pool_lines(pool)) + "\n")
     plans = plan_checked_deployment(config)
     plan = plans.plan
     fleet = _peak_fleet(plan, args.peak_rps)
     endpoint_name, unit, _ = plans.variant_plans()[0]  # the primary variant, or component
     environment = container_environment(plan, variant_name=unit, endpoint_name=endpoint_name)
     if args.json:
-        print(json.dumps(_plan_document(plan, config, args.peak_rps, fleet, environment), indent=2))
+        document = _plan_document(plan, config, args.peak_rps, fleet, environment)
+        print(json.dumps({**document, "instance_pool": _pool_document(pool) or None}, indent=2))
         return ExitCode.OK
     print("\n".join(_summary_with_k_source(plan)))
     print(f"serving image   {image_path(config.image)}")
+    if pool:
+        print("\n".join(["", *_pool_lines(pool)]))
     if fleet is not None:
         print(_peak_fleet_line(plan, args.peak_rps, fleet))
     if args.env:
@@ -140,6 +148,48 @@ def _plan(args: argparse.Namespace) -> int:
         for key, value in environment.items():
             print(f"  {key}={value}")
     return ExitCode.OK
+
+
+def _pool_lines(pool: list[PoolTypePlan]) -> list[str]:
+    """One line per pool type, by priority: the plan the variant runs on that type, or why the type is refused."""
+    rows = []
+    for each in pool:
+        plan = each.plan
+        if plan is None:
+            rows.append((each.priority, each.instance_type, "-", "-", "-", "-", "-", "refused"))
+            continue
+        rows.append((
+            each.priority,
+            each.instance_type,
+            plan.tensor_parallel_size,
+            plan.max_num_seqs,
+            f"{plan.max_num_batched_tokens:,}",
+            plan.speculative_tokens,
+            f"{plan.price_per_hour_usd:,.2f}",
+            "fits",
+        ))  # fmt: skip
+    header = ("priority", "type", "TP", "max_num_seqs", "token budget", "K", "$/hour", "")
+    lines = ["instance pool (SageMaker tries the types by priority, 1 first, and releases the last first):"]
+    lines += table_lines(header, rows, right={0, 2, 3, 4, 5, 6}, indent="  ")
+    lines += [f"  priority {each.priority} refused: {each.refused}" for each in pool if each.refused]
+    return lines
+
+
+def _pool_document(pool: list[PoolTypePlan]) -> list[dict[str, Any]]:
+    """`peagle plan --json`'s instance pool: each type's priority and plan figures, or why it is refused."""
+    return [
+        {
+            "priority": each.priority,
+            "instance_type": each.instance_type,
+            "tensor_parallel_size": each.plan.tensor_parallel_size if each.plan else None,
+            "max_num_seqs": each.plan.max_num_seqs if each.plan else None,
+            "max_num_batched_tokens": each.plan.max_num_batched_tokens if each.plan else None,
+            "speculative_tokens": each.plan.speculative_tokens if each.plan else None,
+            "price_per_hour_usd": each.plan.price_per_hour_usd if each.plan else None,
+            "refused": each.refused,
+        }
+        for each in pool
+    ]
 
 
 def _summary_with_k_source(plan: Plan) -> list[str]:

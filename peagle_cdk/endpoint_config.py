@@ -32,6 +32,13 @@ def endpoint_settings(
         instance["ami_version"] = props["inference_ami_version"]
     if props["price_per_hour_usd"] is not None:
         instance["price_per_hour_usd"] = props["price_per_hour_usd"]
+    if props["fallback_instance_types"] is not None:
+        instance["fallback_types"] = list(props["fallback_instance_types"])
+    provision = whole(owner, "instance_provision_timeout", props["instance_provision_timeout"], "seconds")
+    if provision is not None:
+        instance["provision_timeout_seconds"] = provision
+    if props["ml_reservation_arn"] is not None:
+        instance["ml_reservation_arn"] = props["ml_reservation_arn"]
     sections: dict[str, Any] = {
         "name": props["name"],
         "model": props["model"],

@@ -16,6 +16,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from peagle.planning.pool_plans import pool_pricing_note
 from peagle_cdk.component_endpoint import id_suffix
 from peagle_cdk.endpoint_alarms import AlarmFactory, AlarmTopic, rate_percent
 from peagle_cdk.endpoint_scaling import MICROSECONDS_PER_SECOND
@@ -143,7 +144,7 @@ class EndpointMonitoring(Construct):
         self.gpu_memory_alarm = self._gpu_memory_alarm(endpoint)
         self.acceptance_alarm = self._acceptance_alarm(endpoint) if plan.speculation_enabled else None
         self.kpi_missing_alarm = self._kpi_missing_alarm(endpoint)
-        self.cost_alarm = self._cost_alarm(self._thresholds.max_cost_per_million_output_tokens_usd)
+        self.cost_alarm = self._cost_alarm(self._thresholds.max_cost_per_million_output_tokens_usd, plan)
         self.unhealthy = factory.composite(
             "EndpointUnhealthy",
             alarms=[self.error_5xx_alarm, self.kpi_missing_alarm, self.latency_alarm],
@@ -231,7 +232,7 @@ class EndpointMonitoring(Construct):
             "line: the container is not reporting (no alarm while scaled to zero)",
         )
 
-    def _cost_alarm(self, budget_usd: float | None) -> cloudwatch.Alarm | None:
+    def _cost_alarm(self, budget_usd: float | None, plan: Plan) -> cloudwatch.Alarm | None:
         """The whole fleet's cost per 1M output tokens (every unit's, the A/B baseline's too) above the
         budget for COST_ALARM_HOURS hours in a row. Idle hours have no datapoint (no tokens: metric math
         drops a division by zero) and do not breach. Not a rollback alarm: spending is no failed deploy."""
@@ -251,7 +252,7 @@ class EndpointMonitoring(Construct):
             description=f"cost per 1M output tokens over ${budget_usd:g} for {COST_ALARM_HOURS} hours in a row "
             "(on-demand instance price, idle hours not counted): serve the load with fewer or cheaper instances, raise "
             "their utilisation (a higher scaling target, a lower autoscaling minimum), or turn speculation off if "
-            "its acceptance rate is low",
+            "its acceptance rate is low" + pool_pricing_note(plan),
         )
 
     def _roll_back_on_alarms(self, endpoint: PeagleEndpoint) -> None:
@@ -327,7 +328,7 @@ class EndpointMonitoring(Construct):
         each), from the units' KPI lines and the plan's on-demand price (peagle_cdk/fleet_metrics.py)."""
         fleet = self._fleet
         # The placement and scale-in the template states decide how many instances copies hold (fleet_metrics.py).
-        share = fleet.units[0].pricing_note()
+        share = fleet.units[0].pricing_note() + pool_pricing_note(plan)
         dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown=f"## Cost (on-demand price, ${plan.price_per_hour_usd:,g}/instance-hour, "

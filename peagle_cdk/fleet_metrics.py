@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
+from peagle.planning.pool_plans import most_expensive
 from peagle_cdk.costed_unit import CostedUnit
 from peagle_cdk.kpi_metrics import KPI_REPORTS_METRIC
 
@@ -108,9 +109,10 @@ class FleetMetrics:
         self._endpoint = endpoint
         self.interval_seconds = endpoint.kpi_interval_seconds
         plans = [endpoint.plan, endpoint.baseline_plan]
-        # Each serving unit prices itself (its strategy knows what one unit holds: peagle_cdk/unit_strategy.py).
+        # Each serving unit prices itself (its strategy knows what one unit holds: peagle_cdk/unit_strategy.py); an
+        # instance pool at its most expensive type, where CloudWatch cannot tell which types run (pool_pricing_note).
         self.units = [
-            endpoint.endpoint.costed_unit(name, plan.price_per_hour_usd)
+            endpoint.endpoint.costed_unit(name, most_expensive(plan).price_per_hour_usd)
             for name, plan in zip(endpoint.unit_names, plans, strict=False)
             if plan is not None
         ]

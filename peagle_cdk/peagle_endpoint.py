@@ -96,7 +96,8 @@ class PeagleEndpoint(Construct):
 
     Child ids are a contract (a rename replaces the resource): ExecutionRole, PeagleModel, BaselineModel,
     VolumeKey, DataCapture (the capture bucket, with capture on; DataCaptureKey, a key given by ARN),
-    PeagleEndpoint (the endpoint, its config, logs and scaling), KpiMetrics, AsyncModel, AsyncInference. Give
+    PeagleEndpoint (the endpoint, its config, logs and scaling), KpiMetrics, AsyncModel, AsyncInference, and a
+    Model's own per instance pool type, <Model>Pool<priority> (PeagleModelPool2). Give
     the construct the id "Default" to keep a stack's own logical ids: CDK leaves a path component named Default
     out of logical ids ("Resources with this ID are complete hidden from the
     logical ID calculation", aws/aws-cdk packages/aws-cdk-lib/core/lib/private/uniqueid.ts).
@@ -115,6 +116,11 @@ class PeagleEndpoint(Construct):
         plan's cost and EndpointMonitoring's cost widgets and alarm; default: the catalog's price (or
         ``instance_facts``').
     :param inference_ami_version: the GPU host (NVIDIA driver); default: the one the image needs.
+    :param fallback_instance_types: instance types SageMaker falls back to, in priority order, when
+        ``instance_type`` has no capacity (an instance pool, at most 4 besides it; each planned as its own type).
+    :param instance_provision_timeout: how long SageMaker tries to get capacity across the pool's types (5-60
+        minutes); default: 10 minutes with ``fallback_instance_types``, else SageMaker's.
+    :param ml_reservation_arn: an ML capacity reservation to launch into, and only into; default: none.
     :param profile: chatbot | codegen | batch (sampling, lengths, SLO).
     :param profile_overrides: single fields of the profile changed.
     :param slo: single fields of the profile's SLO changed.
@@ -172,6 +178,9 @@ class PeagleEndpoint(Construct):
         instance_count: int = _FILE.instance.count,
         price_per_hour_usd: float | None = None,
         inference_ami_version: str | None = None,
+        fallback_instance_types: Sequence[str] | None = None,
+        instance_provision_timeout: Duration | None = None,
+        ml_reservation_arn: str | None = None,
         profile: str = _FILE.profile.value,
         profile_overrides: ProfileOverrides | None = None,
         slo: SloSettings | None = None,
@@ -601,17 +610,31 @@ class PeagleEndpoint(Construct):
         self, construct_id: str, plan: Plan, unit: str, endpoint_name: str | None = None, *, log_requests: bool = True
     ) -> PeagleModel:
         # The KPI lines name the unit (their VariantName dimension): the variant, or the component.
-        return PeagleModel(
-            self,
-            construct_id,
-            environment=container_environment(
-                plan,
+        def environment(of: Plan) -> dict[str, str]:
+            return container_environment(
+                of,
                 variant_name=unit,
                 endpoint_name=endpoint_name or self.endpoint_name,
                 request_log_sampling_percentage=self._config.capture.request_log_sampling_percentage
                 if log_requests
                 else 0,
-            ),
+            )
+
+        model = self._peagle_model(construct_id, plan, environment(plan))
+        # An instance pool's fallback type runs its own Model where its container differs (peagle/planning/pool_plans.py).
+        model.pool_models = tuple(
+            None
+            if environment(each) == model.environment
+            else self._peagle_model(f"{construct_id}Pool{n}", each, environment(each))
+            for n, each in enumerate(plan.fallbacks, start=2)
+        )
+        return model
+
+    def _peagle_model(self, construct_id: str, plan: Plan, environment: dict[str, str]) -> PeagleModel:
+        return PeagleModel(
+            self,
+            construct_id,
+            environment=environment,
             artifacts=self._weights.location,
             image=self._image,
             execution_role=self.execution_role,

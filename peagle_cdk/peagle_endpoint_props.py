@@ -116,6 +116,16 @@ PROPS: tuple[Prop, ...] = (
          "`EndpointMonitoring`'s cost widgets and cost alarm", default_words="the catalog's (or `instance_facts`') price"),
     Prop("inference_ami_version", "str | None", _TEXT, None, "the GPU host (NVIDIA driver)",
          default_words="the one the image needs"),
+    Prop("fallback_instance_types", "Sequence[str] | None", _instance((list, tuple), "a list of instance types"),
+         None, "instance types SageMaker falls back to, in priority order, when `instance_type` has no capacity (an "
+         "instance pool, at most 4 besides it; each planned as its own type) "
+         "([deployment.md](deployment.md#instance-pools-and-reservations))", default_words="none: one type"),
+    Prop("instance_provision_timeout", "Duration | None", _duration("Duration.minutes(10)"), None,
+         "how long SageMaker tries to get capacity across the pool's types (5-60 minutes, whole seconds)",
+         default_words="10 minutes with `fallback_instance_types`, else SageMaker's"),
+    Prop("ml_reservation_arn", "str | None", _TEXT, None,
+         "an ML capacity reservation to launch into, and only into (one instance type: not with "
+         "`fallback_instance_types`)", default_words="none: on-demand capacity"),
     Prop("profile", "str", _TEXT, DEFAULTS.profile.value, "`chatbot`, `codegen` or `batch`: sampling, lengths, SLO"),
     Prop("profile_overrides", "ProfileOverrides | None", _instance(ProfileOverridesSection, "a peagle_cdk.ProfileOverrides"),
          None, "single fields of the profile changed"),

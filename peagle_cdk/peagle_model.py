@@ -37,6 +37,12 @@ class PeagleModel(Construct):
         :param subnet_ids: private subnets to run in (default: SageMaker's managed network).
         """
         super().__init__(scope, id)
+        self.environment = dict(environment)
+        # An instance pool's fallback types, priority 2 on: the Model each runs where its plan's container differs
+        # from this one's (ProductionVariant.InstancePools' ModelNameOverride: "Use this to deploy a different model
+        # optimized for the instance type in this pool", SageMaker API Reference, InstancePool); None: this Model.
+        # PeagleEndpoint fills it (peagle/planning/pool_plans.py plans each type).
+        self.pool_models: tuple[PeagleModel | None, ...] = ()
         self.image = image
         self.execution_role = execution_role
         self.artifacts = artifacts

@@ -237,10 +237,17 @@ class VariantEndpoint(Construct, ServingMetrics):
 def _production_variant(
     variant: VariantSpec, *, real_time: bool
 ) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+    plan = variant.plan
     return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
         variant_name=variant.name,
         model_name=variant.model.model_name,
-        instance_type=variant.plan.instance_type,
+        # A pool: "you replace the InstanceType parameter in your production variant with an InstancePools list"
+        # ("Deploy to multiple instance types with instance pools", SageMaker developer guide).
+        instance_type=None if plan.fallbacks else plan.instance_type,
+        instance_pools=_instance_pools(variant) or None,
+        # Stated with a pool (peagle/planning/pool_plans.py picks the default); unset otherwise, unless given.
+        variant_instance_provision_timeout_in_seconds=plan.provision_timeout_seconds,
+        capacity_reservation_config=_capacity_reservation(plan.ml_reservation_arn),
         initial_instance_count=variant.instance_count,
         initial_variant_weight=variant.weight,
         container_startup_health_check_timeout_in_seconds=variant.plan.container_startup_timeout_seconds,
@@ -250,6 +257,36 @@ def _production_variant(
         inference_ami_version=variant.plan.inference_ami_version,
         # Real-time only: an async endpoint's queue hands out work itself.
         routing_config=routing_config(variant.plan.routing) if real_time else None,
+    )
+
+
+def _instance_pools(variant: VariantSpec) -> list[sagemaker.CfnEndpointConfig.InstancePoolProperty]:
+    """The variant's types by priority, "1 to 5, where 1 is the highest" (SageMaker API Reference, InstancePool);
+    a fallback whose plan's container differs from the variant's runs its own Model (ModelNameOverride)."""
+    plan, models = variant.plan, variant.model.pool_models
+    if not plan.fallbacks:
+        return []
+    if len(models) != len(plan.fallbacks):
+        raise ValueError(f"variant {variant.name!r}: {len(plan.fallbacks)} fallback types, {len(models)} pool models")
+    primary = sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=plan.instance_type, priority=1)
+    return [primary] + [
+        sagemaker.CfnEndpointConfig.InstancePoolProperty(
+            instance_type=fallback.instance_type,
+            priority=priority,
+            model_name_override=model.model_name if model is not None else None,
+        )
+        for priority, (fallback, model) in enumerate(zip(plan.fallbacks, models, strict=True), start=2)
+    ]
+
+
+def _capacity_reservation(arn: str | None) -> sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty | None:
+    # "capacity-reservations-only: SageMaker AI launches instances only into an ML capacity reservation. If no
+    # capacity is available, the instances fail to launch" (SageMaker API Reference,
+    # ProductionVariantCapacityReservationConfig): the one preference the API takes.
+    if arn is None:
+        return None
+    return sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
+        capacity_reservation_preference="capacity-reservations-only", ml_reservation_arn=arn
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ from peagle.settings.errors import PeagleError
 ENDPOINT = "AWS::SageMaker::Endpoint"
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
 MODEL = "AWS::SageMaker::Model"
+# A production variant's capacity settings (instance pools, the provision timeout, an ML capacity reservation).
+CAPACITY_KEYS = ("InstancePools", "VariantInstanceProvisionTimeoutInSeconds", "CapacityReservationConfig")
 # The in-account image build's custom resource (peagle_cdk/serving_image_build.py), and the one of cdklabs'
 # deploy-time-build that earlier releases used (still in templates deployed by them).
 IMAGE_BUILDS = ("Custom::PeagleServingImageBuild", "Custom::CDKContainerImageBuild")
@@ -66,6 +68,23 @@ class Variant:
     model_id: str | None  # logical id of the AWS::SageMaker::Model it serves, if referenced
     routing: Any = None  # its RoutingConfig as written; None when absent
     managed_scaling: Any = None  # its ManagedInstanceScaling as written (inference components' pool); None when absent
+    # Its capacity settings as written, those present of InstancePools, VariantInstanceProvisionTimeoutInSeconds and
+    # CapacityReservationConfig (peagle/preflight/rules.py, rule instance-capacity); empty when none is.
+    capacity: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def first_instance_type(self) -> Any:
+        """InstanceType, or with an instance pool (which replaces it) the type of priority 1."""
+        pools = self.capacity.get("InstancePools")
+        if self.instance_type is not None or not isinstance(pools, list):
+            return self.instance_type
+        first = min((p for p in pools if isinstance(p, Mapping)), key=_priority, default={})
+        return first.get("InstanceType")
+
+
+def _priority(pool: Mapping[str, Any]) -> int:
+    priority = pool.get("Priority")
+    return priority if isinstance(priority, int) else 99
 
 
 @dataclass(frozen=True)
@@ -208,6 +227,7 @@ class StackTemplate:
                     model_id=self._referenced(variant.get("ModelName"), MODEL),
                     routing=variant.get("RoutingConfig"),
                     managed_scaling=variant.get("ManagedInstanceScaling"),
+                    capacity={key: variant[key] for key in CAPACITY_KEYS if key in variant},
                 )
                 for variant in config.get("ProductionVariants") or []
                 if isinstance(variant, Mapping)

@@ -75,6 +75,11 @@ class DeploymentPlans:
             variants.append((config.async_endpoint_name, DEFAULT_VARIANT_NAME, self.plan))
         return variants
 
+    def type_plans(self) -> list[tuple[str, str, Plan]]:
+        """``variant_plans`` and, after each, the plan of each of its instance pool's fallback types (the same
+        variant on another instance type: peagle/planning/pool_plans.py)."""
+        return [(e, v, each) for e, v, plan in self.variant_plans() for each in (plan, *plan.fallbacks)]
+
 
 # --- GPU host: NVIDIA driver vs the image's CUDA ---------------------------------------------
 
@@ -113,7 +118,7 @@ def _gpu_driver(plans: DeploymentPlans) -> list[Violation]:
     image = runtime.serving_image
     working = [name for name, host in runtime.inference_amis.items() if host.cuda_version >= cuda_version(image.cuda)]
     violations = []
-    for endpoint, variant, plan in plans.variant_plans():
+    for endpoint, variant, plan in plans.type_plans():
         ami = plan.inference_ami_version
         if ami not in runtime.inference_amis:
             violations.append(
@@ -189,7 +194,7 @@ VARIANT_TIMEOUT_RANGE_SECONDS = (60, 3600)
 def _timeouts(plans: DeploymentPlans) -> list[Violation]:
     low, high = VARIANT_TIMEOUT_RANGE_SECONDS
     violations = []
-    for endpoint, variant, plan in plans.variant_plans():
+    for endpoint, variant, plan in plans.type_plans():
         for what, value in (
             ("ContainerStartupHealthCheckTimeoutInSeconds", plan.container_startup_timeout_seconds),
             ("ModelDataDownloadTimeoutInSeconds", plan.model_download_timeout_seconds),
@@ -252,7 +257,7 @@ def environment_problems(environment: Mapping[str, str], limits: EnvironmentLimi
 
 def _container_environment(plans: DeploymentPlans) -> list[Violation]:
     violations = []
-    for endpoint, variant, plan in plans.variant_plans():
+    for endpoint, variant, plan in plans.type_plans():
         environment = container_environment(plan, variant_name=variant, endpoint_name=endpoint)
         violations += [
             Violation("model-environment", f"{endpoint}/{variant}: {p}") for p in environment_problems(environment)
@@ -268,7 +273,7 @@ def _launcher_settings(plans: DeploymentPlans) -> list[Violation]:
     from peagle_serve.settings import load_settings
 
     violations = []
-    for endpoint, variant, plan in plans.variant_plans():
+    for endpoint, variant, plan in plans.type_plans():
         environment = container_environment(plan, variant_name=variant, endpoint_name=endpoint)
         try:
             load_settings(environment)

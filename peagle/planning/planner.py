@@ -14,13 +14,15 @@ layers); a plan that fits here leaves headroom on the GPU.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
-from peagle.planning import engine_budget, prefix_caching, speculation_choice
+from peagle.planning import engine_budget, pool_plans, prefix_caching, speculation_choice
+from peagle.planning.instance_price import instance_price
 from peagle.planning.speculation_choice import Engine, KChoice
 from peagle.planning.unit_plan import ComponentPool, UnitPlan, VariantUnits, plan_pool
 from peagle.settings import (
@@ -232,6 +234,11 @@ class Plan:
     # Where K (or the schedule) came from, for `peagle plan` (peagle/planning/speculation_choice.py); None for plans
     # built by hand. Left out of the template's record, whose readers need K, not why (so templates stay as they were).
     k_choice: Annotated[KChoice | None, Field(exclude=True)] = field(default=None, compare=False)
+    # An instance pool (peagle/planning/pool_plans.py): each fallback type's own plan, priority 2 on; the provision
+    # timeout and the ML capacity reservation the variant states. Left out of the template's record when unset.
+    fallbacks: Annotated[tuple[Plan, ...], Field(exclude_if=lambda value: not value)] = field(default=())
+    provision_timeout_seconds: Annotated[int | None, Field(exclude_if=lambda value: value is None)] = None
+    ml_reservation_arn: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
 
     @property
     def speculation_enabled(self) -> bool:
@@ -291,9 +298,8 @@ class Plan:
         """The longest a new copy or instance may take before it serves: an instance's launch (our
         allowance), then the model download and the container start-up (their timeouts). Scaling
         policies wait this long for the capacity they added before they add more."""
-        return (
-            INSTANCE_LAUNCH_ALLOWANCE_S + self.model_download_timeout_seconds + self.container_startup_timeout_seconds
-        )
+        launch = self.provision_timeout_seconds or INSTANCE_LAUNCH_ALLOWANCE_S  # SageMaker's own bound, where stated
+        return launch + self.model_download_timeout_seconds + self.container_startup_timeout_seconds
 
     @property
     def cold_start_wait_seconds(self) -> int:
@@ -335,9 +341,11 @@ class Plan:
             f"GPU host        {self.inference_ami_version} (driver {self._driver_text()}), image "
             f"{catalog.runtime.serving_image.base} (CUDA {catalog.runtime.serving_image.cuda})",
             f"timeouts        model download {self.model_download_timeout_seconds} s, "
-            f"container start-up {self.container_startup_timeout_seconds} s",
+            f"container start-up {self.container_startup_timeout_seconds} s"
+            + (f", instances provisioned within {self.provision_timeout_seconds} s" if self.provision_timeout_seconds else ""),
             f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand ({self.price_source})"
             + self.units.cost_note(self.price_per_hour_usd),
+            *pool_plans.reservation_lines(self.ml_reservation_arn),
         ]
         lines[-1:-1] = self.units.summary_lines(self)
         lines += [f"note            {note}" for note in self.notes]
@@ -541,7 +549,7 @@ def _plan_exactly(config: DeploymentConfig) -> Plan:
         )
     notes = [*notes, *_plan_notes(config, pair, instance, k, units.notes(config.instance.type, instance))]
     gpu_environment = pair.target.environment_for(instance.cc)
-    price, price_source = _price(config)
+    price, price_source = instance_price(config)
     caching = prefix_caching.decide(
         pair_id=config.model, pair=pair, routing_strategy=config.endpoint.routing.strategy, vllm_args=config.vllm_args
     )
@@ -628,22 +636,6 @@ def _resolved_rollout(config: DeploymentConfig) -> RolloutSettings:
     """The rollout settings with the blue/green traffic shifting resolved against the instance count."""
     green = config.rollout.blue_green.model_copy(update={"traffic": config.blue_green_traffic()})
     return config.rollout.model_copy(update={"blue_green": green})
-
-
-def _price(config: DeploymentConfig) -> tuple[float, str]:
-    """The price per instance-hour and where it comes from: the file's override, a custom_instances row,
-    or the catalog (with the region and date its prices were read for)."""
-    if config.instance.price_per_hour_usd is not None:
-        return config.instance.price_per_hour_usd, "instance.price_per_hour_usd"
-    if config.instance.type in config.custom_instances:
-        return config.instance_facts().price_per_hour_usd, f"custom_instances.{config.instance.type}"
-    catalog = load_catalog()
-    facts = config.instance_facts()
-    return (
-        facts.price_per_hour_usd,
-        f"catalog, {catalog.price_region}, prices of {catalog.price_date}"
-        + ("" if facts.price_verified else "; this type's price is an unverified estimate"),
-    )
 
 
 def _tensor_parallel_options(instance: InstanceType) -> list[int]:
@@ -740,7 +732,14 @@ def _resolved_scaling(config: DeploymentConfig, units: VariantUnits | ComponentP
 
 
 def plan_deployment(config: DeploymentConfig) -> Plan:
-    """Plan the deployment, or raise PlanError naming the cheapest instance type that works."""
+    """Plan the deployment, or raise PlanError naming the cheapest instance type that works; each instance pool
+    type is planned as its own (peagle/planning/pool_plans.py)."""
+    return pool_plans.with_pool(config, plan_type(config), plan_type)
+
+
+def plan_type(config: DeploymentConfig, *, fix: Callable[[str], str] | None = None) -> Plan:
+    """One instance type's plan, or PlanError naming the cheapest type that works; ``fix``: what to set to it
+    (default: instance.type)."""
     try:
         return _plan_exactly(config)
     except InstanceFitError as error:  # other PlanErrors (K, profile) no instance type would fix
@@ -768,9 +767,13 @@ def plan_deployment(config: DeploymentConfig) -> Plan:
                 )
             hint = (
                 f"Smallest that fits: {suggestion} ({instance.describe()}, ${instance.price_per_hour_usd:g}/hour"
-                f"{estimated}){also}; set {setting('instance.type', suggestion)}"
+                f"{estimated}){also}; " + (fix or _set_instance_type)(suggestion)
             )
         raise PlanError(f"{message}. {hint}") from None
+
+
+def _set_instance_type(name: str) -> str:
+    return f"set {setting('instance.type', name)}"
 
 
 def plan_ab_baseline(config: DeploymentConfig) -> Plan | None:

@@ -123,10 +123,18 @@ def autoscaled_variant_update(old: StackTemplate, new: StackTemplate, context: C
             replacement = after.variant(variant.name)
             if replacement is None:
                 findings.append(_autoscaled_variant_removed(before, variant.name, context))
-            elif canonical(replacement.instance_type) != canonical(variant.instance_type):
+            elif canonical(replacement.first_instance_type) != canonical(variant.first_instance_type):
+                # An instance pool's type of priority 1 stands for the variant's type (rule instance-capacity says what
+                # else a pool change does).
                 findings.append(
                     _autoscaled_instance_type(
-                        old, new, before, variant.instance_type, replacement.instance_type, variant.name, context
+                        old,
+                        new,
+                        before,
+                        variant.first_instance_type,
+                        replacement.first_instance_type,
+                        variant.name,
+                        context,
                     )
                 )
     return findings
@@ -632,6 +640,80 @@ def metrics_config_change(old: StackTemplate, new: StackTemplate, context: Check
     return findings
 
 
+# --- instance pools, provision timeout, capacity reservation ---------------------------------
+
+# CloudFormation resource schema of AWS::SageMaker::EndpointConfig (cfn-lint 1.58.0's copy,
+# src/cfnlint/data/schemas/resources/3529e18613d41f86.json): "/properties/ProductionVariants" is one of its
+# createOnlyProperties, and InstancePools, VariantInstanceProvisionTimeoutInSeconds and CapacityReservationConfig are
+# ProductionVariant's: adding, removing or reordering a pool type, or changing the timeout or the reservation, creates a
+# new endpoint config and updates the endpoint onto it. How SageMaker provisions the new fleet's types: "Deploy to
+# multiple instance types with instance pools" (below).
+INSTANCE_POOLS = "https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html"
+
+
+def _capacity_words(template: StackTemplate, capacity: Any) -> str:
+    pools = capacity.get("InstancePools")
+    words = []
+    if isinstance(pools, list):
+        ordered = sorted((p for p in pools if isinstance(p, dict)), key=lambda p: str(p.get("Priority")))
+        words.append("pool " + " > ".join(template.render(p.get("InstanceType")) for p in ordered))
+    if "VariantInstanceProvisionTimeoutInSeconds" in capacity:
+        words.append(f"provision timeout {template.render(capacity['VariantInstanceProvisionTimeoutInSeconds'])} s")
+    reservation = capacity.get("CapacityReservationConfig")
+    if isinstance(reservation, dict):
+        words.append(f"reservation {template.render(reservation.get('MlReservationArn'))}")
+    return ", ".join(words) or "one instance type, on demand"
+
+
+def _capacity_shape(capacity: Any) -> Any:
+    """What a change is judged on: the pool's types by priority (not the override Models' generated names: a Model
+    replaced replaces the config anyway), the timeout, the reservation."""
+    pools = capacity.get("InstancePools")
+    types = (
+        sorted((str(p.get("Priority")), canonical(p.get("InstanceType"))) for p in pools if isinstance(p, dict))
+        if isinstance(pools, list)
+        else None
+    )
+    rest = {key: canonical(value) for key, value in capacity.items() if key != "InstancePools"}
+    return (types, sorted(rest.items()))
+
+
+def capacity_change(old: StackTemplate, new: StackTemplate, context: CheckContext) -> list[Finding]:
+    """A variant's instance pool, provision timeout or capacity reservation changes: the endpoint config is replaced
+    and the endpoint updated onto it, its new fleet provisioned by the new pool's priorities."""
+    findings = []
+    registered = old.autoscaled_variants()
+    for before, after in updated_in_place(old, new):
+        for variant in after.variants:
+            previous = before.variant(variant.name)
+            if previous is None or _capacity_shape(previous.capacity) == _capacity_shape(variant.capacity):
+                continue
+            scaled = (
+                " The variant is registered with Application Auto Scaling, which fails an update that changes "
+                "a scaled model's instance type; whether a changed pool counts as one is not documented (not "
+                "checked): deploy it when a failed update is acceptable, or follow rule autoscaled-instance-type's "
+                "sequence"
+                if (before.name, variant.name) in registered
+                else ""
+            )
+            findings.append(
+                Finding(
+                    rule="instance-capacity",
+                    severity=Severity.WARN if scaled else Severity.NOTE,
+                    what=f"{label(after)}: variant {variant.name} {_capacity_words(old, previous.capacity)} -> "
+                    f"{_capacity_words(new, variant.capacity)} ({setting('instance.fallback_types')}, "
+                    f"{setting('instance.provision_timeout_seconds')}, {setting('instance.ml_reservation_arn')})",
+                    why="ProductionVariants are create-only on AWS::SageMaker::EndpointConfig: CloudFormation creates "
+                    f"a new endpoint config and updates the endpoint onto it, {_config_update_words(before, after)}. "
+                    'The new fleet is provisioned by priority ("If SageMaker AI encounters an insufficient capacity '
+                    'error (ICE) for the current instance type, it automatically falls back to the next pool")'
+                    + scaled,
+                    source=INSTANCE_POOLS,
+                )
+            )
+    return findings
+
+
 RULES: tuple[Rule, ...] = (
     variant_set_under_guardrails,
     endpoint_mode_switch,
@@ -645,6 +727,7 @@ RULES: tuple[Rule, ...] = (
     image_source,
     routing_change,
     metrics_config_change,
+    capacity_change,
 )
 
 

@@ -10,6 +10,7 @@ import re
 import warnings
 
 from peagle.catalog import load_catalog
+from peagle.settings.instance_pools import pool_problems
 from peagle.settings.observability import LOG_RETENTION_DAYS
 from peagle.settings.refs import setting
 from peagle.settings.sections import DeploymentSections
@@ -110,6 +111,7 @@ def deployment_problems(config: DeploymentSections) -> list[str]:
     problems += _component_problems(config)
     problems += _request_log_problems(config)
     problems += _artifacts_problems(config)
+    problems += pool_problems(config)
     if config.async_inference.min_instances > config.async_inference.max_instances:
         problems.append(
             f"async_inference.min_instances {config.async_inference.min_instances} > max_instances "

@@ -167,6 +167,7 @@ def _readings(args: argparse.Namespace) -> list[dict]:
 def _simulate(args: argparse.Namespace) -> int:
     from peagle.cloud_assembly import load_template_file, template_to_deploy
     from peagle.simulate import report, scenarios
+    from peagle.simulate.pool_fallback import with_fallbacks
     from peagle.simulate.traffic import SHAPES, TrafficError, from_csv, parse_start
 
     for name, value in (
@@ -205,7 +206,8 @@ def _simulate(args: argparse.Namespace) -> int:
         traces = [replace(trace, start=start) for trace in traces]
     curves = _service_curves(args.service_curve or [], [endpoint for _, _, endpoint in planned])
     results, endpoints = [], []
-    for plan, door, endpoint in planned:
+    # An instance pool's next type is a named reading of its own (peagle/simulate/pool_fallback.py).
+    for plan, door, endpoint, suffix in with_fallbacks(planned):
         before = len(results)
         base = scenarios.base_assumptions(
             plan,
@@ -218,7 +220,8 @@ def _simulate(args: argparse.Namespace) -> int:
             output_tokens=args.output_tokens,
             clients=args.clients,
             cold_start_wait_seconds=args.cold_start_wait,
-            service=curves.get(endpoint, curves.get(None)),
+            # A measured curve is the measured type's: a fallback reading runs on its own type's estimate.
+            service=None if suffix else curves.get(endpoint, curves.get(None)),
         )
         results += scenarios.run(
             template,
@@ -231,9 +234,10 @@ def _simulate(args: argparse.Namespace) -> int:
             readings=_readings(args),
             attainment=args.attainment,
             start=start,
+            name_suffix=suffix,
         )
         # Each endpoint's section of the report states its own SLO, price and assumptions (report.EndpointResults).
-        endpoints.append(report.EndpointResults(endpoint, results[before:]))
+        endpoints.append(report.EndpointResults(endpoint and endpoint + suffix, results[before:]))
     path = report.write(results, args.out, source=str(template_path), plots=not args.no_plots, endpoints=endpoints)
     _print_results(results, endpoints)
     print(f"timelines, plots and the summary: {path}")

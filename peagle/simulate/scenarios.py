@@ -123,10 +123,13 @@ SETTING_KEYS: dict[str, SettingKeys] = {
 }
 
 
-def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint: str | None = None) -> list[Setup]:
+def setups(
+    template: StackTemplate, plan: Plan, *, door: str = "file", endpoint: str | None = None, name_suffix: str = ""
+) -> list[Setup]:
     """The template's scalable targets with the plan's unit shapes; ``endpoint``: only those of the endpoint of
     that name and its components (a template with several endpoints, each with its own plan); ``door``: the words
-    of the suggested changes (``file`` keys or ``props``)."""
+    of the suggested changes (``file`` keys or ``props``); ``name_suffix``: after each target's name (an instance
+    pool's fallback reading, peagle/simulate/pool_fallback.py)."""
     targets = [
         target for target in scaling_of(template) if endpoint is None or _of_endpoint(template, target, endpoint)
     ]
@@ -182,7 +185,7 @@ def setups(template: StackTemplate, plan: Plan, *, door: str = "file", endpoint:
         found.append(
             Setup(
                 target=target,
-                name=name,
+                name=name + name_suffix,
                 shape=shape,
                 initial_units=min(max(initial, target.min_capacity), target.max_capacity),
                 traffic_share=share,
@@ -287,6 +290,7 @@ def run(
     readings: Sequence[dict] | None = None,
     attainment: float | None = None,
     start: datetime | None = None,
+    name_suffix: str = "",
 ) -> list[Result]:
     """Every target x trace x reading (``readings``: default every combination of the open rules,
     ``ALL_READINGS``; ``[{}]``: ``assumptions`` alone). ``attainment``: the share of requests that must
@@ -294,7 +298,7 @@ def run(
     base = assumptions or base_assumptions(plan)
     variants = [base.but(**choice) for choice in (ALL_READINGS if readings is None else readings)]
     results = []
-    for setup in setups(template, plan, door=door, endpoint=endpoint):
+    for setup in setups(template, plan, door=door, endpoint=endpoint, name_suffix=name_suffix):
         if attainment is not None:
             setup = replace(setup, slo_attainment=attainment)
         chosen_variants = _applicable(variants, setup)

@@ -249,6 +249,10 @@ def test_every_field_the_props_set_is_named_by_its_prop():
         instance_count=1,
         price_per_hour_usd=2.0,
         inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
+        # Variants only (refused in this mode); named in props words: tests/infra/test_instance_pools.py.
+        fallback_instance_types=None,
+        instance_provision_timeout=None,
+        ml_reservation_arn=None,
         profile="chatbot",
         profile_overrides=None,
         slo=None,

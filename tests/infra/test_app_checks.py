@@ -20,6 +20,11 @@ VARIANTS = {
     "prefix-aware": {"deployment": str(REPO_ROOT / "deployments" / "prefix-aware.yaml")},
     # SageMaker Data Capture on (off in every example): its bucket, key and grants go through cdk-nag and cfn-lint too.
     "data-capture": {"deployment": str(REPO_ROOT / "tests" / "infra" / "deployments" / "data-capture.yaml")},
+    # An instance pool (InstancePools, a Model per differing type) and an ML capacity reservation (issue 47).
+    "instance-pool": {"deployment": str(REPO_ROOT / "deployments" / "instance-pool.yaml")},
+    "capacity-reservation": {
+        "deployment": str(REPO_ROOT / "tests" / "infra" / "deployments" / "capacity-reservation.yaml")
+    },
 }
 
 

@@ -18,7 +18,7 @@ from peagle.cli import main as peagle_main
 
 V0_1_0 = Path(__file__).resolve().parent / "templates_v0_1_0"
 # Examples added after 0.1.0 have no deployed 0.1.0 stack to update: prefix-aware (Blackwell, routing; issue 36).
-ADDED_AFTER_0_1_0 = {"prefix-aware"}
+ADDED_AFTER_0_1_0 = {"prefix-aware", "instance-pool"}
 DEPLOYMENTS = sorted(
     path.stem for path in (REPO_ROOT / "deployments").glob("*.yaml") if path.stem not in ADDED_AFTER_0_1_0
 )
