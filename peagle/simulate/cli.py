@@ -206,7 +206,7 @@ def _simulate(args: argparse.Namespace) -> int:
         traces = [replace(trace, start=start) for trace in traces]
     curves = _service_curves(args.service_curve or [], [endpoint for _, _, endpoint in planned])
     results, endpoints = [], []
-    # An instance pool's next type is a named reading of its own (peagle/simulate/pool_fallback.py).
+    # An instance pool's fallback types are named readings of their own (peagle/simulate/pool_fallback.py).
     for plan, door, endpoint, suffix in with_fallbacks(planned):
         before = len(results)
         base = scenarios.base_assumptions(
