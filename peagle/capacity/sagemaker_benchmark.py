@@ -67,7 +67,8 @@ OPTIONS = group(
         "--input-tokens",
         metavar="MEAN[:STDDEV]",
         help="with --sagemaker-benchmark: the prompt length in the endpoint's tokens (the job's inline workload is "
-        "a token distribution; peagle's prompts are text, and their tokens depend on the tokenizer)",
+        "a token distribution; peagle's prompts are text, and their tokens depend on the tokenizer); default with "
+        "--prompts-file: the input-token mean and stdev `peagle prompts --tokenizer` wrote beside it",
     ),
     option(
         "--job-concurrency",
@@ -121,6 +122,8 @@ def requests_from_args(args: argparse.Namespace, slo, max_tokens: int) -> Benchm
     problems = _argument_problems(args)
     if problems:
         raise BenchmarkRequestError("; ".join(problems))
+    input_tokens = parse_input_tokens(args.input_tokens) if args.input_tokens else _prompt_file_tokens(args)
+    assert input_tokens is not None  # _argument_problems names its absence
     requests = build_requests(
         name=args.job_name or default_job_name(args.endpoint),
         endpoint=args.endpoint,
@@ -128,7 +131,7 @@ def requests_from_args(args: argparse.Namespace, slo, max_tokens: int) -> Benchm
         role_arn=args.role_arn,
         s3_output=args.s3_output,
         slo=slo,
-        input_tokens=parse_input_tokens(args.input_tokens),
+        input_tokens=input_tokens,
         output_tokens=max_tokens,
         not_mapped=not_mapped(args, slo),
         extra_parameters={
@@ -166,10 +169,12 @@ def _argument_problems(args: argparse.Namespace) -> list[str]:
     for flag, value in (("--role-arn", args.role_arn), ("--s3-output", args.s3_output)):
         if not value:
             problems.append(f"--sagemaker-benchmark needs {flag} (CreateAIBenchmarkJob requires it)")
-    if not args.input_tokens:
+    if not args.input_tokens and _prompt_file_tokens(args) is None:
         problems.append(
             "--sagemaker-benchmark needs --input-tokens MEAN[:STDDEV], your prompts' length in the endpoint's "
-            "tokens (e.g. the mean of `peagle prompts`' captured prompt tokens)"
+            "tokens, or a --prompts-file that `peagle prompts --tokenizer MODEL_DIR` wrote (its "
+            "<stem>.summary.json holds the input tokens' mean and stdev)"
+            + (f"; {args.prompts_file} has no such summary with input tokens" if args.prompts_file else "")
         )
     if args.job_concurrency is not None and args.job_concurrency < 1:
         problems.append(f"--job-concurrency {args.job_concurrency}: at least 1 request in flight")
@@ -177,6 +182,23 @@ def _argument_problems(args: argparse.Namespace) -> list[str]:
         if value:
             problems.append(f"{flag} does not go with --sagemaker-benchmark, which benchmarks an --endpoint")
     return problems
+
+
+def _prompt_file_tokens(args: argparse.Namespace) -> tuple[int, int] | None:
+    """The prompts file's input-token mean and stdev from the summary `peagle prompts` writes beside it (counted with
+    the tokenizer it was given); None without a prompts file, a summary, token counts or a stdev (older summaries)."""
+    if not args.prompts_file:
+        return None
+    from peagle.prompts_capture.cli import summary_path
+
+    path = summary_path(Path(args.prompts_file))
+    try:
+        spread = json.loads(path.read_text()).get("input_tokens") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(spread, dict) or not {"mean", "stdev"} <= spread.keys():
+        return None
+    return max(1, round(spread["mean"])), round(spread["stdev"])
 
 
 def parse_input_tokens(text: str) -> tuple[int, int]:
@@ -257,6 +279,20 @@ def aiperf_goodput(slo) -> str:
     )
 
 
+def _prompts_line(args: argparse.Namespace) -> str:
+    """What the job takes of the prompts: their token distribution only (the inline workload has no text)."""
+    if not args.prompts_file:
+        return (
+            "prompts: the job's inline workload is a token distribution (--input-tokens), not peagle's prompts "
+            f"(synthetic, buckets {args.buckets or 'short'})"
+        )
+    source = "--input-tokens" if args.input_tokens else f"the mean and stdev of its summary, {args.prompts_file}"
+    return (
+        f"prompts: the job sends synthetic prompts of {args.prompts_file}'s length distribution ({source}), not its "
+        "texts: the inline workload is a token distribution, and the S3 dataset format is not documented"
+    )
+
+
 def not_mapped(args: argparse.Namespace, slo) -> list[str]:
     """The capacity settings the job does not take, each with what the job does instead."""
     lines = [
@@ -267,8 +303,7 @@ def not_mapped(args: argparse.Namespace, slo) -> list[str]:
         "request rates (--start-rate, --growth, --sweep, --max-rate, --burstiness, --repeats): the job varies "
         "concurrency (simultaneous requests, --job-concurrency for one level), not an arrival rate; the results "
         "report gives the requests/s each level completed",
-        "prompts: the job's inline workload is a token distribution (--input-tokens), not peagle's prompts "
-        + (f"({args.prompts_file})" if args.prompts_file else f"(synthetic, buckets {args.buckets or 'short'})"),
+        _prompts_line(args),
         "sampling (temperature, top_p, ignore_eos) and --seed: no inline parameter for them is documented",
     ]
     if args.target_variant:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -186,6 +187,9 @@ def _spread(values: Sequence[float]) -> dict[str, float] | None:
         "p99": round(percentile(ordered, 0.99), 1),
         "max": ordered[-1],
         "mean": round(sum(ordered) / len(ordered), 2),
+        # The population standard deviation: what a token-distribution workload (a SageMaker AI benchmark job's
+        # prompt_input_tokens_stddev, `peagle capacity --sagemaker-benchmark`) takes beside the mean.
+        "stdev": round(statistics.pstdev(ordered), 2),
     }
 
 

@@ -273,3 +273,27 @@ def test_a_job_option_without_its_mode_is_refused(tmp_path, capsys):
     assert main(argv) == ExitCode.BAD_INPUT
     error = capsys.readouterr().err
     assert "--submit goes with --sagemaker-benchmark" in error and "--beside goes with --sagemaker-results" in error
+
+
+def test_a_prompts_file_gives_the_job_its_token_distribution(tmp_path, capsys):
+    """The same prompts as a capacity run: the job cannot take their texts, so it takes their length in tokens from
+    the summary `peagle prompts --tokenizer` wrote beside them (the summary's writer, not a copy of its format)."""
+    from peagle.prompts_capture.cli import summary_path
+    from peagle.prompts_capture.convert import _spread
+
+    prompts = tmp_path / "captured.jsonl"
+    prompts.write_text('{"prompt": "hello"}\n')
+    counts = [300, 500, 700, 500]
+    summary_path(prompts).write_text(json.dumps({"input_tokens": _spread(counts)}))
+    argv = [arg for arg in WRITE if arg not in ("--input-tokens", "550:150")]
+    assert main([*argv, "--prompts-file", str(prompts), "--out", str(tmp_path / "out")]) == ExitCode.OK
+    spec = json.loads(written(tmp_path / "out")[0]["AIWorkloadConfigs"]["WorkloadSpec"]["Inline"])
+    assert (spec["parameters"]["prompt_input_tokens_mean"], spec["parameters"]["prompt_input_tokens_stddev"]) == (
+        500,
+        141,
+    )
+    assert f"length distribution (the mean and stdev of its summary, {prompts})" in capsys.readouterr().err
+
+    summary_path(prompts).write_text(json.dumps({"input_tokens": None}))  # captured without a tokenizer
+    assert main([*argv, "--prompts-file", str(prompts), "--out", str(tmp_path / "none")]) == ExitCode.BAD_INPUT
+    assert f"{prompts} has no such summary with input tokens" in capsys.readouterr().err
