@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from peagle.catalog import Slo
 from peagle.settings.errors import PeagleError
 
-_KEYS = {"ttft": "ttft_seconds", "tpot": "tpot_seconds", "e2el": "e2e_seconds"}
+# The SLO spelling's bound names and the Slo fields they set (also how AIPerf-job results name them).
+SLO_BOUND_FIELDS = {"ttft": "ttft_seconds", "tpot": "tpot_seconds", "e2el": "e2e_seconds"}
 
 
 class SloError(PeagleError):
@@ -47,7 +48,7 @@ def bounds_met(slo: Slo, request: RequestTiming) -> dict[str, bool]:
     """Each set bound -> whether ``request`` met it (a failed request meets none)."""
     values = {"ttft": request.ttft_seconds, "tpot": request.tpot_seconds, "e2el": request.e2e_seconds}
     met = {}
-    for key, field in _KEYS.items():
+    for key, field in SLO_BOUND_FIELDS.items():
         bound = getattr(slo, field)
         if bound is None:
             continue
@@ -77,7 +78,7 @@ class Attainment:
 
 def attainment(slo: Slo, requests: Iterable[RequestTiming]) -> Attainment:
     met = [bounds_met(slo, request) for request in requests]
-    keys = [key for key, field in _KEYS.items() if getattr(slo, field) is not None]
+    keys = [key for key, field in SLO_BOUND_FIELDS.items() if getattr(slo, field) is not None]
     count = len(met)
     good = sum(1 for request in met if all(request.values()))
     return Attainment(
@@ -93,7 +94,7 @@ def parse_goodput(text: str, *, attainment: float) -> Slo:
     values: dict[str, float] = {}
     for item in text.replace(",", " ").split():
         key, _, number = item.partition(":")
-        if key not in _KEYS:
+        if key not in SLO_BOUND_FIELDS:
             raise SloError(f"unknown SLO bound {key!r} in {text!r}; bounds: ttft, tpot, e2el (milliseconds)")
         try:
             milliseconds = float(number)
@@ -101,7 +102,7 @@ def parse_goodput(text: str, *, attainment: float) -> Slo:
             raise SloError(f"{item!r}: the bound must be a number of milliseconds, like ttft:1000") from None
         if not milliseconds > 0:
             raise SloError(f"{item!r}: the bound must be above 0 ms")
-        values[_KEYS[key]] = milliseconds / 1000
+        values[SLO_BOUND_FIELDS[key]] = milliseconds / 1000
     if not values:
         raise SloError(f"no bound in {text!r}; give e.g. ttft:1000 tpot:100 e2el:10000 (milliseconds)")
     if not 0 < attainment <= 1:
@@ -112,7 +113,9 @@ def parse_goodput(text: str, *, attainment: float) -> Slo:
 def as_goodput_argument(slo: Slo) -> str:
     """The ``--goodput`` argument of vllm bench serve for ``slo``."""
     return " ".join(
-        f"{key}:{getattr(slo, field) * 1000:g}" for key, field in _KEYS.items() if getattr(slo, field) is not None
+        f"{key}:{getattr(slo, field) * 1000:g}"
+        for key, field in SLO_BOUND_FIELDS.items()
+        if getattr(slo, field) is not None
     )
 
 

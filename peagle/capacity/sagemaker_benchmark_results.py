@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from peagle.capacity.sagemaker_benchmark import AIPERF_GOODPUT_TAGS, BenchmarkRequestError
+from peagle.slo import SLO_BOUND_FIELDS
 
 AIPERF_EXPORT = "profile_export_aiperf.json"
 REPORT_MD = "sagemaker-benchmark-results.md"
@@ -36,7 +37,6 @@ _SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
 # The percentiles AIPerf exports per metric (JsonMetricResult: p1 ... p99) and the metrics of the SLO's bounds.
 PERCENTILES = ("p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99")
 LATENCY_METRICS = {"ttft": "time_to_first_token", "tpot": "inter_token_latency", "e2el": "request_latency"}
-_BOUND_FIELDS = {"ttft": "ttft_seconds", "tpot": "tpot_seconds", "e2el": "e2e_seconds"}
 
 
 class ResultsError(ValueError):
@@ -257,7 +257,7 @@ def judgement(level: JobLevel, slo) -> tuple[bool | None, str]:
     if wanted is None:
         return None, "not judged: no exported percentile reaches the attainment target"
     met = []
-    for bound, field_name in _BOUND_FIELDS.items():
+    for bound, field_name in SLO_BOUND_FIELDS.items():
         limit = getattr(slo, field_name)
         if limit is None:
             continue
