@@ -56,7 +56,7 @@ def format_validation_error(
     path of the section ``error`` came from when it was built alone (a construct's value type)."""
     door = Door(door)
     subject = "invalid props" if door is Door.PROPS else "invalid deployment config"
-    lines = [f"{source}: {subject} ({error.error_count()} problem(s)):"]
+    lines: list[str] = []
     for item in error.errors():
         path = ".".join(part for part in [prefix, *(str(p) for p in item["loc"])] if part)
         words = field_words(path) if path else {}
@@ -74,7 +74,8 @@ def format_validation_error(
         where = in_words(setting(path), door) if path else ""
         for line in in_words(message, door).splitlines():  # a model-level check may report several problems
             lines.append(f"  - {where}: {line}{shown}" if where else f"  - {line}")
-    return "\n".join(lines)
+    # Counted as listed: a model-level check reports its several problems as one error's lines.
+    return "\n".join([f"{source}: {subject} ({len(lines)} problem(s)):", *lines])
 
 
 def _with_unit(value: Any, unit: str | None, door: Door, *, bound: bool = False) -> str:

@@ -41,7 +41,7 @@ def test_unknown_model_and_instance_are_reported_together_with_the_allowed_value
     with pytest.raises(ConfigError) as error:
         config_from_overrides({"model": "llama-9000", "instanceType": "ml.m5.large"})
     message = str(error.value)
-    assert "2 problem" not in message  # one model-level check reports both lines
+    assert "(2 problem(s))" in message  # one model-level check reports both lines, and both are counted
     assert "model 'llama-9000' is not a known pair; use one of ['gpt-oss-120b', 'gpt-oss-20b'" in message
     assert "instance.type 'ml.m5.large' is not in the instance catalog; use one of" in message
     assert "ml.g6e.xlarge" in message
@@ -61,6 +61,20 @@ def test_field_errors_say_what_was_given(tmp_path):
     assert "2 problem(s)" in message
     assert "instance.count: Input should be greater than 0 (given: 0)" in message
     assert "profile: Input should be 'chatbot', 'codegen' or 'batch' (given: 'realtime')" in message
+
+
+def test_the_count_is_of_the_problems_listed(tmp_path):
+    """A cross-section check reports its problems as one error's lines: the header counts what it lists."""
+    path = write_deployment(
+        tmp_path,
+        "instance:\n  type: ml.g6e.xlarge\n  fallback_types: [ml.g6.xlarge, ml.g6.xlarge]\n"
+        "endpoint:\n  mode: inference_components\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_deployment_config(path)
+    message = str(error.value)
+    listed = [line for line in message.splitlines() if line.startswith("  - ")]
+    assert len(listed) >= 2 and f"({len(listed)} problem(s))" in message
 
 
 def test_s3_uri_must_be_a_prefix(tmp_path):
