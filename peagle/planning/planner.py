@@ -342,7 +342,11 @@ class Plan:
             f"{catalog.runtime.serving_image.base} (CUDA {catalog.runtime.serving_image.cuda})",
             f"timeouts        model download {self.model_download_timeout_seconds} s, "
             f"container start-up {self.container_startup_timeout_seconds} s"
-            + (f", instances provisioned within {self.provision_timeout_seconds} s" if self.provision_timeout_seconds else ""),
+            + (
+                f", instances provisioned within {self.provision_timeout_seconds} s"
+                if self.provision_timeout_seconds
+                else ""
+            ),
             f"cost            ${self.cost_per_hour_usd:,.2f}/hour on demand ({self.price_source})"
             + self.units.cost_note(self.price_per_hour_usd),
             *pool_plans.reservation_lines(self.ml_reservation_arn),

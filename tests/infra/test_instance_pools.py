@@ -303,5 +303,7 @@ def test_a_pool_mixing_gpu_counts_is_refused_while_a_gpu_utilization_policy_scal
     instance = {"type": "ml.p6-b200.48xlarge", "fallback_types": ["ml.g6e.12xlarge"]}
     with pytest.raises(PlanError, match=r"'ml.g6e.12xlarge' has 4 GPU\(s\).*8.*gpu_utilization_target_percent: null"):
         plan_deployment(_config(instance, model="gpt-oss-120b"))
-    plan = plan_deployment(_config(instance, model="gpt-oss-120b", autoscaling={"gpu_utilization_target_percent": None}))
+    plan = plan_deployment(
+        _config(instance, model="gpt-oss-120b", autoscaling={"gpu_utilization_target_percent": None})
+    )
     assert [each.instance_type for each in plan.fallbacks] == ["ml.g6e.12xlarge"]
