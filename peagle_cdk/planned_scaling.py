@@ -13,6 +13,7 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from peagle.planning.planner import Plan, ScalingTarget
+from peagle.planning.queue_target import queue_target
 from peagle_cdk.endpoint_scaling import ScalableCopyCount, ScalableInstanceCount
 from peagle_cdk.serving_unit import ScalableUnitCapacity, ServingUnits
 from peagle_serve.contract import ENDPOINT_NAME_DIMENSION, KPI_METRIC_NAMES, KPI_NAMESPACE, VARIANT_NAME_DIMENSION
@@ -90,22 +91,12 @@ def _scale_on_latency(
         )
 
 
-def queue_target(plan: Plan) -> float:
-    """Requests waiting per unit the queue policy aims at: ``autoscaling.target_requests_waiting``, else the queue
-    one unit admits within the profile's TTFT bound (our estimate, not an AWS or vLLM rule). vLLM admits a waiting
-    request when a running one finishes; with max_num_seqs running, each for the plan's request time T (half the p90
-    latency SLA, Plan.request_seconds_estimate), slots free at max_num_seqs / T a second, so W waiting requests are
-    all admitted within W x T / max_num_seqs seconds, and W = max_num_seqs x TTFT / T keeps that within the TTFT
-    bound. At least 1: below it the Average says the unit was full only part of the minute. Where the KV cache
-    holds fewer than max_num_seqs requests (long prompts) slots free more slowly and the wait is longer: set a
-    measured target then. Without a TTFT bound in the SLO: 1."""
-    given = _autoscaling(plan).target_requests_waiting
-    if given is not None:
-        return given
-    ttft = plan.profile.slo.ttft_seconds
-    if ttft is None:
-        return 1.0
-    return max(1.0, round(plan.max_num_seqs * ttft / plan.request_seconds_estimate, 2))
+def _queue_target(plan: Plan) -> float:
+    """The queue policy's target (peagle/planning/queue_target.py); only called where the plan scales on the queue."""
+    target = queue_target(plan)
+    if target is None:
+        raise ValueError("the plan's autoscaling does not scale on the queue")
+    return target
 
 
 def requests_waiting_metric(endpoint_name: str, unit_name: str) -> cloudwatch.Metric:
@@ -133,7 +124,7 @@ def _scale_on_queue(
         scaling.scale_on_requests_waiting(
             "RequestsWaitingPerUnit",
             metric=requests_waiting_metric(endpoint.endpoint_name, unit_name),
-            target_per_unit=queue_target(plan),
+            target_per_unit=_queue_target(plan),
             disable_scale_in=disable_scale_in,
             **_cooldowns(plan),
         )

@@ -23,6 +23,7 @@ from pydantic import ConfigDict, Field
 from peagle.catalog import InstanceType, ModelPair, Profile, ProfileName, Slo, load_catalog
 from peagle.planning import engine_budget, pool_plans, prefix_caching, speculation_choice
 from peagle.planning.instance_price import instance_price
+from peagle.planning.queue_target import queue_target_line
 from peagle.planning.speculation_choice import Engine, KChoice
 from peagle.planning.unit_plan import ComponentPool, UnitPlan, VariantUnits, plan_pool
 from peagle.settings import (
@@ -332,6 +333,7 @@ class Plan:
             f"max_tokens={self.profile.sampling.max_tokens}",
             f"SLO             {describe_slo(self.profile.slo)}",
             *([f"scaling target  {self.scaling.describe()}"] if self.scaling and self.scales_on_concurrency else []),
+            *queue_target_line(self),
             f"memory per GPU  {mem.gpu_memory_gib:.1f} GiB = target {mem.target_weights_gib:.1f} + drafter "
             f"{mem.drafter_weights_gib:.1f} + runtime {mem.runtime_reserve_gib:.1f} + KV cache {mem.kv_cache_gib:.1f} "
             f"+ headroom {mem.headroom_gib:.1f}",

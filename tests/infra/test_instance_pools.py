@@ -307,3 +307,23 @@ def test_a_pool_mixing_gpu_counts_is_refused_while_a_gpu_utilization_policy_scal
         _config(instance, model="gpt-oss-120b", autoscaling={"gpu_utilization_target_percent": None})
     )
     assert [each.instance_type for each in plan.fallbacks] == ["ml.g6e.12xlarge"]
+
+
+def test_the_queue_target_is_the_pool_types_lowest_and_peagle_plan_prints_it(capsys):
+    from peagle.planning.queue_target import queue_target
+
+    instance = {"type": "ml.g7e.2xlarge", "fallback_types": ["ml.g6.xlarge"]}
+    pool = plan_deployment(_config(instance, autoscaling={"scale_on_queue": True}))
+    alone = plan_deployment(_config({"type": "ml.g7e.2xlarge"}, autoscaling={"scale_on_queue": True}))
+    fewest = pool.fallbacks[0]
+    assert fewest.max_num_seqs < pool.max_num_seqs
+    ttft = pool.profile.slo.ttft_seconds
+    assert ttft is not None
+    assert queue_target(pool) == round(fewest.max_num_seqs * ttft / pool.request_seconds_estimate, 2)
+    assert queue_target(alone) == round(alone.max_num_seqs * ttft / alone.request_seconds_estimate, 2)
+    assert queue_target(plan_deployment(_config(instance))) is None
+
+    assert main(["plan", "--deployment", str(POOL_FILE)]) == 0
+    assert "queue target" not in capsys.readouterr().out
+    assert main(["plan", "--deployment", "deployments/async-summarization.yaml"]) == 0
+    assert "queue target    1 requests waiting per instance" in capsys.readouterr().out
