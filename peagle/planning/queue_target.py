@@ -3,10 +3,25 @@ peagle_cdk/planned_scaling.py writes into the target-tracking policy."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from peagle.planning.planner import Plan
+
+class Plan(Protocol):
+    """What this module reads of peagle.planning.planner.Plan (which imports this module, so it is not imported
+    here)."""
+
+    @property
+    def autoscaling(self) -> Any: ...  # AutoscalingSettings | None
+    @property
+    def profile(self) -> Any: ...  # peagle.catalog.Profile
+    @property
+    def max_num_seqs(self) -> int: ...
+    @property
+    def fallbacks(self) -> tuple[Any, ...]: ...  # the pool's other types' plans
+    @property
+    def request_seconds_estimate(self) -> float: ...
+    @property
+    def scaling(self) -> Any: ...  # ScalingTarget | None
 
 
 def queue_target(plan: Plan) -> float | None:
