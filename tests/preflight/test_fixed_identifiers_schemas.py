@@ -9,7 +9,7 @@ from functools import cache
 from importlib.resources import files
 
 import pytest
-from conftest import DEPLOYMENTS
+from preflight_deployments import DEPLOYMENTS
 
 from peagle.cloud_assembly import StackTemplate, at_pointer
 from peagle.preflight.fixed_identifiers import CFN_LINT, FIXED_IDENTIFIERS

@@ -13,8 +13,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))  # the same helper tests/infra uses
 from cdk_synth import REPO_ROOT  # noqa: E402
 
-EXAMPLE_DEPLOYMENTS = sorted(path.stem for path in (REPO_ROOT / "deployments").glob("*.yaml"))
-
 
 @dataclass(frozen=True)
 class Synthesized:

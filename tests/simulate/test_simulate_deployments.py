@@ -8,7 +8,7 @@ import json
 import math
 
 import pytest
-from conftest import EXAMPLE_DEPLOYMENTS
+from example_deployments import EXAMPLE_DEPLOYMENTS
 
 from peagle.cloud_assembly import parse_template
 from peagle.planning.planner import plan_deployment
