@@ -22,8 +22,8 @@ from peagle.settings.refs import Door
 from peagle.simulate.engine import SettingKeys, Setup, Timeline, simulate
 from peagle.simulate.outcomes import Outcome, outcome
 from peagle.simulate.placement import placement_of
-from peagle.simulate.scaling_template import SimulationInputError, scaling_of, variant_weights
-from peagle.simulate.service import READING_FIELDS, READINGS, Assumptions, UnitShape
+from peagle.simulate.scaling_template import MetricQuery, SimulationInputError, scaling_of, variant_weights
+from peagle.simulate.service import MODELLED_METRICS, READING_FIELDS, READINGS, Assumptions, UnitShape
 from peagle.simulate.traffic import Trace, built_in
 from peagle.simulate.verdicts import Verdict, verdicts
 
@@ -123,6 +123,29 @@ SETTING_KEYS: dict[str, SettingKeys] = {
 }
 
 
+def _refuse_unmodelled_metrics(target) -> None:
+    """A policy or scaling alarm on a metric the simulated endpoint does not publish (service.py's
+    MODELLED_METRICS) would read no data every minute, and a policy with no data does nothing: its endpoint would
+    be simulated as if the policy were not there, a verdict of the simulator's choosing. Refused instead, as an
+    unmodelled predefined metric is (scaling_template.py)."""
+    queries = [(policy.logical_id, policy.query) for policy in target.target_tracking]
+    queries += [(alarm.logical_id, alarm.query) for alarm in target.alarms]
+    for logical_id, query in queries:
+        unmodelled = sorted(name for name in _metric_names(query) if name not in MODELLED_METRICS)
+        if unmodelled:
+            raise SimulationInputError(
+                f"{logical_id} scales {target.logical_id} on {', '.join(map(repr, unmodelled))}, which the simulator "
+                f"does not model (it models {', '.join(sorted(MODELLED_METRICS))}); it cannot tell what that policy "
+                "would do, so it simulates no template that has it. Simulate the deployment without that policy"
+            )
+
+
+def _metric_names(query: MetricQuery) -> set[str]:
+    if query.stat is not None:
+        return {query.stat.name}
+    return {name for inner in query.inputs.values() for name in _metric_names(inner)}
+
+
 def setups(
     template: StackTemplate, plan: Plan, *, door: str = "file", endpoint: str | None = None, name_suffix: str = ""
 ) -> list[Setup]:
@@ -137,6 +160,8 @@ def setups(
         raise SimulationInputError(
             f"{template.source} registers no SageMaker scalable target: nothing scales (autoscaling.enabled false?)"
         )
+    for target in targets:
+        _refuse_unmodelled_metrics(target)
     weights = variant_weights(template)
     price = getattr(plan, "price_per_hour_usd", plan.instance.price_per_hour_usd)
     asynchronous = _asynchronous_endpoints(template)

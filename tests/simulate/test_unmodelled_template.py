@@ -49,3 +49,62 @@ def test_an_unmodelled_placement_is_refused_too_and_a_modelled_one_is_read(synth
     _, consolidating = _edited(synthesized, tmp_path, scale_in="CONSOLIDATION")
     (setup,) = setups(parse_template(consolidating, source="s"), record.primary)
     assert setup.shape.placement.consolidates
+
+
+def test_a_policy_on_a_metric_the_simulator_does_not_publish_stops_peagle_simulate(synthesized, tmp_path, capsys):
+    """A target-tracking policy on a metric no simulated minute carries would read no data and do nothing: the
+    endpoint would be simulated as if the policy were absent. A copy of the template's own policy, moved to
+    CPUUtilization, is refused, naming the policy and the metric; the template as synthesized simulates."""
+    found = synthesized("default")
+    body = json.loads(found.template.read_text())
+    policies = {lid: res for lid, res in body["Resources"].items() if res["Type"].endswith("::ScalingPolicy")}
+    logical_id, policy = next(
+        (lid, res) for lid, res in policies.items() if res["Properties"]["PolicyType"] == "TargetTrackingScaling"
+    )
+    moved = json.loads(json.dumps(policy))
+    moved["Properties"]["TargetTrackingScalingPolicyConfiguration"] = {
+        "CustomizedMetricSpecification": {
+            "MetricName": "CPUUtilization",
+            "Namespace": "/aws/sagemaker/Endpoints",
+            "Statistic": "Average",
+        },
+        "TargetValue": 60,
+    }
+    moved["Properties"]["PolicyName"] = "cpu"
+    body["Resources"]["CpuPolicy"] = moved
+    edited = tmp_path / "edited.template.json"
+    edited.write_text(json.dumps(body))
+    out = ["--out", str(tmp_path / "out"), "--no-plots", "--traffic", "surge"]
+    assert main(["simulate", "--template", str(found.template), *out]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["simulate", "--template", str(edited), *out]) == 2
+    error = capsys.readouterr().err
+    assert "CpuPolicy scales" in error and "'CPUUtilization', which the simulator does not model" in error
+    assert logical_id not in error  # the template's own policy is modelled
+
+
+def test_the_modelled_metrics_are_what_a_simulated_minute_publishes(synthesized):
+    """The list the refusal above checks against is the simulated endpoint's own: every metric a minute carries, and
+    ModelLatency, which is read from the minute's latencies."""
+    from peagle.planning.planner import plan_deployment
+    from peagle.settings.loading import load_deployment_config
+    from peagle.simulate.engine import simulate
+    from peagle.simulate.scenarios import base_assumptions
+    from peagle.simulate.service import MODELLED_METRICS, unit_rpm
+    from peagle.simulate.traffic import built_in
+
+    found = synthesized("default")
+    body = json.loads(found.template.read_text())
+    plan = plan_deployment(load_deployment_config(str(found.deployment_file), {}))
+    (setup,) = setups(parse_template(body, source=str(found.template)), plan)
+    assumptions = base_assumptions(plan)
+    target = setup.target
+    trace = built_in(
+        "surge",
+        unit_rpm=unit_rpm(setup.shape, assumptions),
+        min_units=target.min_capacity,
+        max_units=target.max_capacity,
+    )
+    timeline = simulate(setup, trace, assumptions)
+    published = {name for minute in timeline.minutes for name in minute.datapoints}
+    assert published | {"ModelLatency"} == MODELLED_METRICS
